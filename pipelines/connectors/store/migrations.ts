@@ -1,0 +1,86 @@
+import { createHash } from 'node:crypto'
+import { readdir, readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { Store } from './store.ts'
+
+export const MIGRATIONS_DIR = fileURLToPath(new URL('../../../schemas/clickhouse/', import.meta.url))
+
+export interface Migration {
+  version: number
+  name: string
+  checksum: string
+  statements: string[]
+}
+
+export interface MigrationResult {
+  applied: number[]
+  skipped: number[]
+}
+
+/** Split a migration file into statements: `;` at the end of a line ends one; `--` lines are comments. */
+export function splitStatements(sql: string): string[] {
+  const withoutComments = sql
+    .split('\n')
+    .filter((line) => !line.trim().startsWith('--'))
+    .join('\n')
+  return withoutComments
+    .split(/;\s*(?:\n|$)/)
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0)
+}
+
+export async function loadMigrations(dir = MIGRATIONS_DIR): Promise<Migration[]> {
+  const files = (await readdir(dir)).filter((f) => /^\d{3,}_[\w-]+\.sql$/.test(f)).sort()
+  const migrations: Migration[] = []
+  for (const file of files) {
+    const text = await readFile(join(dir, file), 'utf8')
+    migrations.push({
+      version: Number.parseInt(file, 10),
+      name: file.replace(/\.sql$/, ''),
+      checksum: createHash('sha256').update(text).digest('hex'),
+      statements: splitStatements(text),
+    })
+  }
+  const versions = new Set(migrations.map((m) => m.version))
+  if (versions.size !== migrations.length) throw new Error(`duplicate migration version in ${dir}`)
+  return migrations
+}
+
+/**
+ * Apply every migration not yet recorded in `schema_migrations`. Each statement is idempotent
+ * (IF NOT EXISTS), so two processes migrating at once, or a crash half-way, converge.
+ */
+export async function migrate(store: Store, dir = MIGRATIONS_DIR): Promise<MigrationResult> {
+  await store.command(`CREATE TABLE IF NOT EXISTS schema_migrations
+    (version UInt32, name String, checksum String, applied_at DateTime64(3, 'UTC'))
+    ENGINE = ReplacingMergeTree ORDER BY version`)
+  const rows = await store.query<{ version: number; checksum: string }>(
+    'SELECT version, checksum FROM schema_migrations FINAL',
+  )
+  const done = new Map(rows.map((r) => [Number(r.version), r.checksum]))
+  const result: MigrationResult = { applied: [], skipped: [] }
+  for (const migration of await loadMigrations(dir)) {
+    const recorded = done.get(migration.version)
+    if (recorded !== undefined) {
+      if (recorded !== migration.checksum) {
+        throw new Error(
+          `migration ${migration.name} was changed after it was applied; add a new migration instead`,
+        )
+      }
+      result.skipped.push(migration.version)
+      continue
+    }
+    for (const statement of migration.statements) await store.command(statement)
+    await store.insert('schema_migrations', [
+      {
+        version: migration.version,
+        name: migration.name,
+        checksum: migration.checksum,
+        applied_at: Date.now(),
+      },
+    ])
+    result.applied.push(migration.version)
+  }
+  return result
+}

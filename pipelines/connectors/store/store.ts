@@ -1,0 +1,37 @@
+/**
+ * The Store port: one ClickHouse SQL dialect, run either by chdb in-process or by a ClickHouse
+ * server over HTTP. Values always travel as query parameters ({name:Type} placeholders); SQL text
+ * is never built from user input.
+ */
+
+export type QueryParams = Record<string, unknown>
+
+export interface InsertOptions {
+  /**
+   * ClickHouse insert deduplication token: a retried insert with the same token (and same table)
+   * is dropped by the engine. Derive it from the source offsets so replays are idempotent.
+   */
+  dedupToken?: string
+  /** Extra per-insert settings, applied to this insert only. */
+  settings?: Record<string, string | number>
+}
+
+export interface Store {
+  readonly kind: 'chdb' | 'clickhouse'
+  /** DDL and other statements that return nothing. */
+  command(sql: string, params?: QueryParams): Promise<void>
+  /** A query whose rows come back as objects (JSONEachRow; 64-bit integers as strings). */
+  query<T = Record<string, unknown>>(sql: string, params?: QueryParams): Promise<T[]>
+  /** Insert objects, or a ready JSONEachRow buffer the engine parses itself. */
+  insert(table: string, rows: readonly object[] | Buffer, options?: InsertOptions): Promise<void>
+  ping(): Promise<boolean>
+  close(): Promise<void>
+}
+
+/** Raw execution used by the SQL port: bytes in the format the caller asked for. */
+export interface RawExecutor {
+  exec(
+    sql: string,
+    options: { params?: QueryParams; format?: string; settings?: Record<string, string>; body?: Buffer },
+  ): Promise<Buffer>
+}

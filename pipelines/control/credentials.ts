@@ -1,0 +1,47 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+
+export const SCOPES = ['profiles', 'push', 'events', 'exports', 'campaigns'] as const
+export type Scope = (typeof SCOPES)[number]
+
+/** API keys are public identifiers; secrets are 256-bit random strings shown once. */
+export function generateApiKey(): string {
+  return randomBytes(12).toString('hex')
+}
+
+export function generateSecret(): string {
+  return randomBytes(32).toString('base64url')
+}
+
+export function generateAppKey(): string {
+  return randomBytes(10).toString('hex')
+}
+
+/**
+ * Secrets are uniformly random and long, so a keyed fast hash is enough (no password stretching
+ * needed); binding the key into the hash stops a stored hash being reused under another key.
+ */
+export function hashSecret(apiKey: string, secret: string): string {
+  return createHash('sha256').update(`sluice:v1:${apiKey}:${secret}`).digest('hex')
+}
+
+/** Constant-time comparison of two strings of any length (compares fixed-size digests). */
+export function safeEqual(a: string, b: string): boolean {
+  const da = createHash('sha256').update(a).digest()
+  const db = createHash('sha256').update(b).digest()
+  return timingSafeEqual(da, db)
+}
+
+export function verifySecret(apiKey: string, secret: string, storedHash: string): boolean {
+  return safeEqual(hashSecret(apiKey, secret), storedHash)
+}
+
+/** Parse `Authorization: Basic base64(user:pass)`; undefined when absent or malformed. */
+export function parseBasicAuth(header: string | undefined): { user: string; password: string } | undefined {
+  if (!header) return undefined
+  const match = /^Basic\s+([A-Za-z0-9+/=_-]+)\s*$/i.exec(header)
+  if (!match?.[1]) return undefined
+  const decoded = Buffer.from(match[1], 'base64').toString('utf8')
+  const colon = decoded.indexOf(':')
+  if (colon < 0) return undefined
+  return { user: decoded.slice(0, colon), password: decoded.slice(colon + 1) }
+}

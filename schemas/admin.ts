@@ -1,0 +1,20 @@
+import { z } from 'zod'
+import { SCOPES } from '../pipelines/control/credentials.ts'
+
+export const createOrgBody = z.object({
+  name: z.string().trim().min(1, 'name must not be empty').max(200),
+})
+
+export const createAppBody = z.object({
+  name: z.string().trim().min(1, 'name must not be empty').max(200),
+  app_id: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/, 'app_id: 1..128 characters of letters, digits, . _ -')
+    .optional(),
+})
+
+export const createKeyBody = z.object({
+  scopes: z.array(z.enum(SCOPES)).min(1, 'scopes must not be empty').optional(),
+})
+
+export const orgIdParam = z.coerce.number().int().positive()

@@ -1,0 +1,200 @@
+import { parseArgs } from 'node:util'
+import { resolve } from 'node:path'
+import { readStoredToken } from './admin-token.ts'
+import { ConfigError, loadConfig, type Config } from './config.ts'
+import { startProcess, type Role } from './processes.ts'
+import { openStore } from './runtime.ts'
+import { createLogger } from './shared/logger.ts'
+import { migrate } from '../pipelines/connectors/store/migrations.ts'
+
+const USAGE = `usage: sluice <command>
+
+  start                 edge + workers + scheduler in one process (embedded by default)
+  edge | worker | scheduler
+                        one role, for distributed mode (KAFKA_BROKERS and CLICKHOUSE_URL)
+  migrate               apply ClickHouse migrations and exit
+  admin <resource> <action> [--flags]
+                        client of the admin API (prints JSON):
+    admin orgs create --name NAME        admin orgs list
+    admin apps create --org ID --name NAME [--app-id KEY]
+    admin apps list --org ID
+    admin keys create --org ID [--scopes profiles,events,...]
+    admin keys list --org ID             admin keys revoke --org ID --key API_KEY
+    (--url defaults to SLUICE_URL or http://127.0.0.1:$PORT; the token to
+     SLUICE_ADMIN_TOKEN or the one stored in $SLUICE_DATA_DIR)
+`
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv
+  if (!command || command === '--help' || command === '-h' || command === 'help') {
+    process.stdout.write(USAGE)
+    return command ? 0 : 2
+  }
+  const config = loadConfigOrExit()
+  switch (command) {
+    case 'start':
+      return runRoles(config, ['edge', 'worker', 'scheduler'], false)
+    case 'edge':
+    case 'worker':
+    case 'scheduler':
+      return runRoles(config, [command], true)
+    case 'migrate':
+      return runMigrate(config)
+    case 'admin':
+      return runAdmin(config, rest)
+    default:
+      process.stderr.write(`unknown command: ${command}\n\n${USAGE}`)
+      return 2
+  }
+}
+
+function loadConfigOrExit(): Config {
+  try {
+    return loadConfig()
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`sluice: ${err.message}\n`)
+      process.exit(78)
+    }
+    throw err
+  }
+}
+
+async function runRoles(config: Config, roles: Role[], distributed: boolean): Promise<number> {
+  if (distributed && (!config.KAFKA_BROKERS || !config.CLICKHOUSE_URL)) {
+    process.stderr.write(
+      `sluice ${roles.join(',')}: distributed mode needs KAFKA_BROKERS and CLICKHOUSE_URL\n`,
+    )
+    return 78
+  }
+  const logger = createLogger(config.SLUICE_LOG_LEVEL)
+  const running = await startProcess(config, logger, roles)
+  const banner = [`sluice ${roles.join('+')} running (${running.runtime.mode} mode)`]
+  if (running.url) banner.push(`  API:       ${running.url}`)
+  if (running.sqlPort !== undefined)
+    banner.push(
+      `  SQL port:  http://${config.SLUICE_SQL_HOST}:${running.sqlPort} (user admin, password = admin token)`,
+    )
+  if (running.adminTokenGenerated && running.adminToken)
+    banner.push(
+      `  admin token (generated, stored in ${resolve(config.SLUICE_DATA_DIR, 'admin-token')}; shown once): ${running.adminToken}`,
+    )
+  banner.push(`  data:      ${running.runtime.dataDir}`)
+  process.stdout.write(banner.join('\n') + '\n')
+
+  await new Promise<void>((resolveSignal) => {
+    const onSignal = (signal: NodeJS.Signals) => {
+      logger.info({ signal }, 'shutting down')
+      resolveSignal()
+    }
+    process.once('SIGTERM', onSignal)
+    process.once('SIGINT', onSignal)
+  })
+  const timer = setTimeout(() => {
+    logger.error('graceful shutdown timed out; exiting')
+    process.exit(1)
+  }, config.SLUICE_SHUTDOWN_TIMEOUT_MS)
+  timer.unref()
+  await running.shutdown()
+  logger.info('stopped')
+  return 0
+}
+
+async function runMigrate(config: Config): Promise<number> {
+  const store = await openStore(config, resolve(config.SLUICE_DATA_DIR))
+  try {
+    const result = await migrate(store)
+    process.stdout.write(JSON.stringify(result) + '\n')
+    return 0
+  } finally {
+    await store.close()
+  }
+}
+
+async function runAdmin(config: Config, args: string[]): Promise<number> {
+  const { positionals, values } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      url: { type: 'string' },
+      token: { type: 'string' },
+      org: { type: 'string' },
+      name: { type: 'string' },
+      'app-id': { type: 'string' },
+      scopes: { type: 'string' },
+      key: { type: 'string' },
+    },
+  })
+  const [resource, action] = positionals
+  const base = values.url ?? process.env.SLUICE_URL ?? `http://127.0.0.1:${config.PORT}`
+  const token =
+    values.token ?? config.SLUICE_ADMIN_TOKEN ?? (await readStoredToken(resolve(config.SLUICE_DATA_DIR)))
+  const need = (name: 'org' | 'name' | 'key'): string => {
+    const value = values[name]
+    if (!value) throw new UsageError(`--${name} is required`)
+    return value
+  }
+  let request: { method: string; path: string; body?: unknown }
+  try {
+    request = adminRequest(resource, action, need, values)
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`sluice admin: ${err.message}\n\n${USAGE}`)
+      return 2
+    }
+    throw err
+  }
+  const response = await fetch(new URL(`/admin/v1${request.path}`, base), {
+    method: request.method,
+    headers: { Authorization: `Bearer ${token ?? ''}`, 'Content-Type': 'application/json' },
+    body: request.body === undefined ? undefined : JSON.stringify(request.body),
+  })
+  const text = await response.text()
+  process.stdout.write((text === '' ? JSON.stringify({ status: response.status }) : text) + '\n')
+  return response.ok ? 0 : 1
+}
+
+class UsageError extends Error {}
+
+function adminRequest(
+  resource: string | undefined,
+  action: string | undefined,
+  need: (name: 'org' | 'name' | 'key') => string,
+  values: { 'app-id'?: string; scopes?: string },
+): { method: string; path: string; body?: unknown } {
+  const org = () => encodeURIComponent(need('org'))
+  switch (`${resource} ${action}`) {
+    case 'orgs create':
+      return { method: 'POST', path: '/orgs', body: { name: need('name') } }
+    case 'orgs list':
+      return { method: 'GET', path: '/orgs' }
+    case 'apps create':
+      return {
+        method: 'POST',
+        path: `/orgs/${org()}/apps`,
+        body: { name: need('name'), ...(values['app-id'] ? { app_id: values['app-id'] } : {}) },
+      }
+    case 'apps list':
+      return { method: 'GET', path: `/orgs/${org()}/apps` }
+    case 'keys create':
+      return {
+        method: 'POST',
+        path: `/orgs/${org()}/keys`,
+        body: values.scopes ? { scopes: values.scopes.split(',').map((s) => s.trim()) } : {},
+      }
+    case 'keys list':
+      return { method: 'GET', path: `/orgs/${org()}/keys` }
+    case 'keys revoke':
+      return { method: 'DELETE', path: `/orgs/${org()}/keys/${encodeURIComponent(need('key'))}` }
+    default:
+      throw new UsageError(`unknown admin command: ${resource ?? ''} ${action ?? ''}`)
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`sluice: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`)
+    process.exit(1)
+  },
+)

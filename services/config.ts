@@ -1,0 +1,73 @@
+import { z } from 'zod'
+
+const int = (def: number, min = 0) => z.coerce.number().int().min(min).default(def)
+const optionalString = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v))
+
+/**
+ * Every setting Sluice reads, parsed once at start-up. Unknown variables are ignored; a bad value
+ * stops the process with a message naming the variable (see loadConfig).
+ */
+export const configSchema = z.object({
+  PORT: int(8080, 0).pipe(z.number().max(65535)),
+  HOST: z.string().default('0.0.0.0'),
+  SLUICE_DATA_DIR: z.string().min(1).default('./data'),
+  SLUICE_SQL_PORT: int(8123, 0).pipe(z.number().max(65535)),
+  SLUICE_SQL_HOST: z.string().default('127.0.0.1'),
+  SLUICE_ADMIN_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
+  SLUICE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  KAFKA_BROKERS: optionalString.transform((v) =>
+    v === undefined
+      ? undefined
+      : v
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+  ),
+  KAFKA_CLIENT_ID: z.string().default('sluice'),
+  SLUICE_TOPIC_PREFIX: z.string().default('sluice.'),
+  SLUICE_PARTITIONS: int(8, 1),
+  CLICKHOUSE_URL: optionalString.pipe(z.url().optional()),
+  CLICKHOUSE_USER: z.string().default('default'),
+  CLICKHOUSE_PASSWORD: z.string().default(''),
+  CLICKHOUSE_DATABASE: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a plain identifier')
+    .default('sluice'),
+  // Limits named by the spec (all configurable).
+  SLUICE_UPLOAD_MAX_BYTES: int(256 * 1024, 1),
+  SLUICE_UPLOAD_MAX_DECOMPRESSED_BYTES: int(64 * 1024 * 1024, 1),
+  SLUICE_UPLOAD_RATE_PER_KEY: int(150, 1),
+  SLUICE_PROFILE_RATE_PER_KEY_PER_MIN: int(50_000, 1),
+  SLUICE_PROFILE_RATE_PER_CUSTOMER_PER_MIN: int(15, 1),
+  SLUICE_EXPORT_RATE_PER_KEY_PER_MIN: int(50, 1),
+  SLUICE_EVENT_PAST_WINDOW_HOURS: int(72, 0),
+  SLUICE_EVENT_FUTURE_WINDOW_HOURS: int(48, 0),
+  /** Uncommitted bus records per topic above which the edge answers 503. */
+  SLUICE_MAX_BUS_LAG: int(20_000, 1),
+  SLUICE_WORKER_THREADS: int(0, 0),
+  SLUICE_KEY_CACHE_SECONDS: int(5, 0),
+  SLUICE_SHUTDOWN_TIMEOUT_MS: int(15_000, 0),
+})
+
+export type Config = z.infer<typeof configSchema>
+
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+/** Parse the environment; throws a ConfigError naming each bad variable. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const result = configSchema.safeParse(env)
+  if (result.success) return result.data
+  const lines = result.error.issues.map((issue) => {
+    const name = issue.path.join('.')
+    const value = env[name]
+    return `${name}=${JSON.stringify(value ?? '')}: ${issue.message}`
+  })
+  throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`)
+}
+
+export type Mode = 'embedded' | 'distributed'

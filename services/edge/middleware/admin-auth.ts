@@ -1,0 +1,17 @@
+import type { MiddlewareHandler } from 'hono'
+import { safeEqual } from '../../../pipelines/control/credentials.ts'
+import { SluiceError } from '../../shared/errors.ts'
+
+/** Bearer auth with the admin token, compared in constant time. No token configured: admin API closed. */
+export function adminAuth(token: string | undefined): MiddlewareHandler {
+  return async (c, next) => {
+    const header = c.req.header('Authorization') ?? ''
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header)
+    if (!token || !match?.[1] || !safeEqual(match[1], token)) {
+      throw new SluiceError('unauthorized', 401, 'invalid admin token', {
+        headers: { 'WWW-Authenticate': 'Bearer realm="sluice-admin"' },
+      })
+    }
+    await next()
+  }
+}

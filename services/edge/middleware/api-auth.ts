@@ -1,0 +1,29 @@
+import type { MiddlewareHandler } from 'hono'
+import type { ControlStore } from '../../../pipelines/control/control-store.ts'
+import { parseBasicAuth, verifySecret, type Scope } from '../../../pipelines/control/credentials.ts'
+import { SluiceError, forbidden } from '../../shared/errors.ts'
+import type { EdgeEnv } from '../env.ts'
+
+const invalidCredentials = () =>
+  new SluiceError('unauthorized', 401, 'invalid credentials', {
+    headers: { 'WWW-Authenticate': 'Basic realm="sluice", charset="UTF-8"' },
+  })
+
+/**
+ * HTTP Basic auth with an org's API key and secret. Unknown key and wrong secret answer the same
+ * 401 after the same work (a hash and a constant-time compare), so responses never reveal whether
+ * a key exists. A key without the scope the route needs gets 403.
+ */
+export function apiAuth(control: ControlStore, scope?: Scope): MiddlewareHandler<EdgeEnv> {
+  return async (c, next) => {
+    const credentials = parseBasicAuth(c.req.header('Authorization'))
+    if (!credentials) throw invalidCredentials()
+    const key = await control.getKey(credentials.user)
+    const storedHash = key && !key.revoked ? key.secret_hash : '0'.repeat(64)
+    const ok = verifySecret(credentials.user, credentials.password, storedHash)
+    if (!ok || !key || key.revoked) throw invalidCredentials()
+    if (scope && !key.scopes.includes(scope)) throw forbidden(`this API key lacks the '${scope}' scope`)
+    c.set('principal', { orgId: key.org_id, apiKey: key.api_key, scopes: key.scopes })
+    await next()
+  }
+}

@@ -1,0 +1,97 @@
+import { ChdbStore } from '../pipelines/connectors/store/chdb-store.ts'
+import { safeEqual } from '../pipelines/control/credentials.ts'
+import { resolveAdminToken } from './admin-token.ts'
+import { edgeAreas, readinessChecks, scheduledJobs, workerPipelines } from './composition.ts'
+import type { Config } from './config.ts'
+import { createEdgeApp } from './edge/app.ts'
+import { listen } from './edge/serve.ts'
+import { openRuntime, type Runtime } from './runtime.ts'
+import { startScheduler } from './scheduler/scheduler.ts'
+import type { Logger } from './shared/logger.ts'
+import { startSqlPort } from './sql-port/sql-port.ts'
+import { startWorker } from './worker/worker.ts'
+
+export type Role = 'edge' | 'worker' | 'scheduler'
+
+export interface RunningProcess {
+  runtime: Runtime
+  url?: string
+  port?: number
+  sqlPort?: number
+  adminToken?: string
+  adminTokenGenerated: boolean
+  /** Graceful: stop accepting, drain requests, finish and commit batches, close adapters. */
+  shutdown(): Promise<void>
+}
+
+/**
+ * Start the given roles in this process over one runtime. `sluice start` runs all three (and the
+ * SQL port when the store is chdb); `sluice edge|worker|scheduler` run one each.
+ */
+export async function startProcess(
+  config: Config,
+  logger: Logger,
+  roles: readonly Role[],
+): Promise<RunningProcess> {
+  const runtime = await openRuntime(config, logger)
+  const closers: (() => Promise<void>)[] = []
+  let draining = false
+  const embedded = runtime.store.kind === 'chdb'
+  const { token, generated } = await resolveAdminToken(config.SLUICE_ADMIN_TOKEN, runtime.dataDir, embedded)
+  const result: RunningProcess = {
+    runtime,
+    adminToken: token,
+    adminTokenGenerated: generated,
+    async shutdown() {
+      draining = true
+      // Reverse start order: the edge stops taking work before the workers stop doing it.
+      for (const close of closers.reverse()) {
+        await close().catch((err: unknown) => logger.error({ err }, 'error during shutdown'))
+      }
+      await runtime.close()
+    },
+  }
+  try {
+    if (roles.includes('worker')) {
+      const worker = await startWorker(runtime, workerPipelines())
+      closers.push(() => worker.close())
+    }
+    if (roles.includes('scheduler')) {
+      const scheduler = startScheduler(runtime, scheduledJobs())
+      closers.push(() => scheduler.close())
+    }
+    if (roles.includes('edge')) {
+      if (!token) logger.warn('SLUICE_ADMIN_TOKEN is not set: the admin API answers 401 to everything')
+      const app = createEdgeApp({
+        control: runtime.control,
+        logger,
+        metrics: runtime.metrics,
+        adminToken: token,
+        readiness: readinessChecks(runtime),
+        isDraining: () => draining,
+        areas: edgeAreas(runtime),
+      })
+      const server = await listen(app, config.HOST, config.PORT)
+      closers.push(() => server.close())
+      result.port = server.port
+      result.url = `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${server.port}`
+    }
+    if (roles.includes('edge') && runtime.store instanceof ChdbStore && token) {
+      const adminToken = token
+      const sql = await startSqlPort({
+        executor: runtime.store,
+        host: config.SLUICE_SQL_HOST,
+        port: config.SLUICE_SQL_PORT,
+        readOnly: true,
+        defaultDatabase: runtime.store.database,
+        authenticate: (user, password) => safeEqual(user, 'admin') && safeEqual(password, adminToken),
+      })
+      closers.push(() => sql.close())
+      result.sqlPort = sql.port
+    }
+  } catch (err) {
+    await result.shutdown()
+    throw err
+  }
+  return result
+}

@@ -1,0 +1,96 @@
+import { join, resolve } from 'node:path'
+import type { Bus } from '../pipelines/connectors/bus/bus.ts'
+import { KafkaBus } from '../pipelines/connectors/bus/kafka.ts'
+import { LocalLog } from '../pipelines/connectors/bus/local-log.ts'
+import type { Files } from '../pipelines/connectors/files/files.ts'
+import { LocalFiles } from '../pipelines/connectors/files/local-files.ts'
+import { ChdbStore } from '../pipelines/connectors/store/chdb-store.ts'
+import { ClickHouseStore } from '../pipelines/connectors/store/clickhouse-store.ts'
+import { migrate } from '../pipelines/connectors/store/migrations.ts'
+import type { Store } from '../pipelines/connectors/store/store.ts'
+import { ControlStore } from '../pipelines/control/control-store.ts'
+import type { Config } from './config.ts'
+import type { Logger } from './shared/logger.ts'
+import { createMetrics, type Metrics } from './shared/metrics.ts'
+
+/** Everything a Sluice process is wired from: the adapters behind the ports, and shared services. */
+export interface Runtime {
+  config: Config
+  logger: Logger
+  metrics: Metrics
+  bus: Bus
+  store: Store
+  files: Files
+  control: ControlStore
+  dataDir: string
+  /** 'embedded' when both bus and store are local; 'distributed' when both are servers. */
+  mode: 'embedded' | 'distributed' | 'mixed'
+  close(): Promise<void>
+}
+
+/**
+ * Open the adapters the configuration asks for: Kafka when KAFKA_BROKERS is set, else the local
+ * log; a ClickHouse server when CLICKHOUSE_URL is set, else chdb. Migrations run at open.
+ */
+export async function openRuntime(config: Config, logger: Logger): Promise<Runtime> {
+  const dataDir = resolve(config.SLUICE_DATA_DIR)
+  const metrics = createMetrics()
+  const store = await openStore(config, dataDir)
+  const bus = await openBus(config, dataDir, logger)
+  const files = new LocalFiles(join(dataDir, 'files'))
+  try {
+    const migrated = await migrate(store)
+    if (migrated.applied.length > 0) logger.info({ applied: migrated.applied }, 'migrations applied')
+  } catch (err) {
+    await bus.close()
+    await store.close()
+    throw err
+  }
+  const control = new ControlStore(store, config.SLUICE_KEY_CACHE_SECONDS * 1000)
+  const mode =
+    bus.kind === 'local' && store.kind === 'chdb'
+      ? 'embedded'
+      : bus.kind === 'kafka' && store.kind === 'clickhouse'
+        ? 'distributed'
+        : 'mixed'
+  logger.info({ mode, bus: bus.kind, store: store.kind, dataDir }, 'adapters open')
+  return {
+    config,
+    logger,
+    metrics,
+    bus,
+    store,
+    files,
+    control,
+    dataDir,
+    mode,
+    async close() {
+      await bus.close()
+      await store.close()
+    },
+  }
+}
+
+export async function openStore(config: Config, dataDir: string): Promise<Store> {
+  if (config.CLICKHOUSE_URL) {
+    return ClickHouseStore.open({
+      url: config.CLICKHOUSE_URL,
+      username: config.CLICKHOUSE_USER,
+      password: config.CLICKHOUSE_PASSWORD,
+      database: config.CLICKHOUSE_DATABASE,
+    })
+  }
+  return ChdbStore.open(join(dataDir, 'clickhouse'), config.CLICKHOUSE_DATABASE)
+}
+
+async function openBus(config: Config, dataDir: string, logger: Logger): Promise<Bus> {
+  if (config.KAFKA_BROKERS && config.KAFKA_BROKERS.length > 0) {
+    return new KafkaBus({
+      brokers: config.KAFKA_BROKERS,
+      clientId: config.KAFKA_CLIENT_ID,
+      defaultPartitions: config.SLUICE_PARTITIONS,
+      logger,
+    })
+  }
+  return LocalLog.open({ path: join(dataDir, 'log'), partitions: config.SLUICE_PARTITIONS })
+}

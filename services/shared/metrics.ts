@@ -1,0 +1,55 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+
+/** All Prometheus metrics of one process, served at /metrics. */
+export function createMetrics() {
+  const registry = new Registry()
+  collectDefaultMetrics({ register: registry, prefix: 'sluice_' })
+  return {
+    registry,
+    httpRequests: new Counter({
+      name: 'sluice_http_requests_total',
+      help: 'HTTP requests by route and status',
+      labelNames: ['method', 'route', 'status'] as const,
+      registers: [registry],
+    }),
+    httpDuration: new Histogram({
+      name: 'sluice_http_request_duration_seconds',
+      help: 'HTTP request latency',
+      labelNames: ['method', 'route'] as const,
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers: [registry],
+    }),
+    busProduced: new Counter({
+      name: 'sluice_bus_produced_records_total',
+      help: 'Records produced to the bus',
+      labelNames: ['topic'] as const,
+      registers: [registry],
+    }),
+    busConsumed: new Counter({
+      name: 'sluice_bus_consumed_records_total',
+      help: 'Records consumed and committed',
+      labelNames: ['topic'] as const,
+      registers: [registry],
+    }),
+    busLag: new Gauge({
+      name: 'sluice_bus_lag_records',
+      help: 'Uncommitted records per topic (as last sampled by the edge)',
+      labelNames: ['topic'] as const,
+      registers: [registry],
+    }),
+    eventsStored: new Counter({
+      name: 'sluice_events_stored_total',
+      help: 'Events inserted into the events table',
+      labelNames: ['source'] as const,
+      registers: [registry],
+    }),
+    eventsRejected: new Counter({
+      name: 'sluice_events_rejected_total',
+      help: 'Event lines rejected, by reason',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
+  }
+}
+
+export type Metrics = ReturnType<typeof createMetrics>

@@ -1,0 +1,30 @@
+import type { Consumer } from '../../pipelines/connectors/bus/bus.ts'
+import type { Runtime } from '../runtime.ts'
+
+/** A pipeline the worker runs: it subscribes consumers to the bus and owns its own resources. */
+export interface WorkerPipeline {
+  name: string
+  start(runtime: Runtime): Promise<{ consumers: Consumer[]; close?: () => Promise<void> }>
+}
+
+export interface RunningWorker {
+  /** Stop fetching, finish and commit the batches in flight, release pools. */
+  close(): Promise<void>
+}
+
+export async function startWorker(
+  runtime: Runtime,
+  pipelines: readonly WorkerPipeline[],
+): Promise<RunningWorker> {
+  const started: { consumers: Consumer[]; close?: () => Promise<void> }[] = []
+  for (const pipeline of pipelines) {
+    started.push(await pipeline.start(runtime))
+    runtime.logger.info({ pipeline: pipeline.name }, 'pipeline started')
+  }
+  return {
+    async close() {
+      await Promise.all(started.flatMap((s) => s.consumers.map((c) => c.stop())))
+      for (const s of started) await s.close?.()
+    },
+  }
+}

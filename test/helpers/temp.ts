@@ -1,0 +1,34 @@
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+/** A fresh temporary directory and its cleanup. */
+export async function tempDir(prefix: string): Promise<{ path: string; cleanup: () => Promise<void> }> {
+  const path = await mkdtemp(join(tmpdir(), `sluice-${prefix}-`))
+  return { path, cleanup: () => rm(path, { recursive: true, force: true }) }
+}
+
+/** Poll until `probe` returns a value that passes `done`, or fail after the deadline. */
+export async function waitFor<T>(
+  probe: () => Promise<T>,
+  done: (value: T) => boolean,
+  { timeoutMs = 20_000, intervalMs = 50, what = 'condition' } = {},
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  let last: T | undefined
+  let lastError: unknown
+  while (Date.now() < deadline) {
+    try {
+      last = await probe()
+      if (done(last)) return last
+    } catch (err) {
+      lastError = err
+    }
+    await new Promise((r) => setTimeout(r, intervalMs))
+  }
+  throw new Error(
+    `timed out after ${timeoutMs} ms waiting for ${what}; last value: ${JSON.stringify(last)}${
+      lastError ? `; last error: ${String(lastError)}` : ''
+    }`,
+  )
+}

@@ -1,0 +1,74 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
+import { loadMigrations, migrate } from '../../pipelines/connectors/store/migrations.ts'
+import { tempDir } from '../helpers/temp.ts'
+
+describe('ChdbStore (embedded engine)', () => {
+  let store: ChdbStore
+  let cleanup: () => Promise<void>
+  beforeAll(async () => {
+    const dir = await tempDir('chdb')
+    cleanup = dir.cleanup
+    store = await ChdbStore.open(dir.path)
+  })
+  afterAll(async () => {
+    await store.close()
+    await cleanup()
+  })
+
+  it('applies migrations once and records them', async () => {
+    const all = (await loadMigrations()).map((m) => m.version)
+    const first = await migrate(store)
+    expect(first.applied).toEqual(all)
+    const second = await migrate(store)
+    expect(second).toEqual({ applied: [], skipped: all })
+    const recorded = await store.query<{ version: number; name: string }>(
+      'SELECT version, name FROM schema_migrations FINAL ORDER BY version',
+    )
+    expect(recorded.map((r) => r.version)).toEqual(all)
+    expect(recorded[0]?.name).toBe('001_control')
+    const tables = await store.query<{ name: string }>(
+      "SELECT name FROM system.tables WHERE database = currentDatabase() AND name IN ('orgs','apps','api_keys','profile_dbs') ORDER BY name",
+    )
+    expect(tables.map((t) => t.name)).toEqual(['api_keys', 'apps', 'orgs', 'profile_dbs'])
+  })
+
+  it('inserts objects and buffers and binds query parameters', async () => {
+    await store.command(
+      'CREATE TABLE t_rows (id UInt32, name String, tags Map(String, String)) ENGINE = MergeTree ORDER BY id',
+    )
+    await store.insert('t_rows', [
+      { id: 1, name: "o'brien", tags: { a: '1' } },
+      { id: 2, name: 'b', tags: {} },
+    ])
+    await store.insert('t_rows', Buffer.from('{"id":3,"name":"c","tags":{"k":"v"}}\n'))
+    const rows = await store.query<{ id: number; name: string; tags: Record<string, string> }>(
+      'SELECT id, name, tags FROM t_rows WHERE id >= {min:UInt32} AND name != {skip:String} ORDER BY id',
+      { min: 1, skip: 'b' },
+    )
+    expect(rows).toEqual([
+      { id: 1, name: "o'brien", tags: { a: '1' } },
+      { id: 3, name: 'c', tags: { k: 'v' } },
+    ])
+  })
+
+  it('drops a repeated insert with the same deduplication token, and only that one', async () => {
+    await store.command(
+      'CREATE TABLE t_dedup (id UInt32) ENGINE = MergeTree ORDER BY id SETTINGS non_replicated_deduplication_window = 1000',
+    )
+    await store.insert('t_dedup', [{ id: 1 }], { dedupToken: 'offsets-0-9' })
+    await store.insert('t_dedup', [{ id: 1 }], { dedupToken: 'offsets-0-9' })
+    await store.insert('t_dedup', [{ id: 2 }], { dedupToken: 'offsets-10-19' })
+    // No token: must not inherit the previous one (settings never stick to the session), so
+    // different data goes in; identical blocks are still dropped by the engine's own hash.
+    await store.insert('t_dedup', [{ id: 3 }])
+    await store.insert('t_dedup', [{ id: 3 }])
+    const rows = await store.query<{ id: number }>('SELECT id FROM t_dedup ORDER BY id')
+    expect(rows.map((r) => r.id)).toEqual([1, 2, 3])
+  })
+
+  it('reports engine errors with ClickHouse codes', async () => {
+    await expect(store.query('SELECT * FROM no_such_table')).rejects.toThrow(/UNKNOWN_TABLE|60/)
+    expect(await store.ping()).toBe(true)
+  })
+})

@@ -1,0 +1,52 @@
+import { describe, expect, it } from 'vitest'
+import { ConfigError, loadConfig } from '../../services/config.ts'
+
+describe('loadConfig', () => {
+  it('applies the documented defaults', () => {
+    const config = loadConfig({})
+    expect(config.PORT).toBe(8080)
+    expect(config.SLUICE_DATA_DIR).toBe('./data')
+    expect(config.SLUICE_SQL_PORT).toBe(8123)
+    expect(config.SLUICE_SQL_HOST).toBe('127.0.0.1')
+    expect(config.SLUICE_ADMIN_TOKEN).toBeUndefined()
+    expect(config.KAFKA_BROKERS).toBeUndefined()
+    expect(config.CLICKHOUSE_URL).toBeUndefined()
+    expect(config.SLUICE_UPLOAD_MAX_BYTES).toBe(256 * 1024)
+    expect(config.SLUICE_UPLOAD_RATE_PER_KEY).toBe(150)
+    expect(config.SLUICE_PROFILE_RATE_PER_CUSTOMER_PER_MIN).toBe(15)
+  })
+
+  it('parses lists and numbers from strings', () => {
+    const config = loadConfig({
+      PORT: '9000',
+      KAFKA_BROKERS: 'a:9092, b:9092,',
+      CLICKHOUSE_URL: 'http://ch:8123',
+      SLUICE_ADMIN_TOKEN: 'x'.repeat(20),
+    })
+    expect(config.PORT).toBe(9000)
+    expect(config.KAFKA_BROKERS).toEqual(['a:9092', 'b:9092'])
+    expect(config.CLICKHOUSE_URL).toBe('http://ch:8123')
+    expect(config.SLUICE_ADMIN_TOKEN).toBe('x'.repeat(20))
+  })
+
+  it('treats empty strings as unset', () => {
+    const config = loadConfig({ KAFKA_BROKERS: '', CLICKHOUSE_URL: ' ', SLUICE_ADMIN_TOKEN: '' })
+    expect(config.KAFKA_BROKERS).toBeUndefined()
+    expect(config.CLICKHOUSE_URL).toBeUndefined()
+    expect(config.SLUICE_ADMIN_TOKEN).toBeUndefined()
+  })
+
+  it.each([
+    ['PORT', 'eighty'],
+    ['PORT', '70000'],
+    ['SLUICE_SQL_PORT', '-1'],
+    ['CLICKHOUSE_URL', 'not a url'],
+    ['SLUICE_ADMIN_TOKEN', 'short'],
+    ['SLUICE_UPLOAD_RATE_PER_KEY', '0'],
+    ['CLICKHOUSE_DATABASE', 'drop table;'],
+    ['SLUICE_LOG_LEVEL', 'loud'],
+  ])('rejects %s=%s with a message naming the variable', (name, value) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(ConfigError)
+    expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`${name}=`))
+  })
+})

@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest'
+import {
+  generateApiKey,
+  generateSecret,
+  hashSecret,
+  parseBasicAuth,
+  safeEqual,
+  verifySecret,
+} from '../../pipelines/control/credentials.ts'
+
+describe('credentials', () => {
+  it('generates distinct keys and high-entropy secrets', () => {
+    const keys = new Set(Array.from({ length: 100 }, generateApiKey))
+    expect(keys.size).toBe(100)
+    expect(generateSecret()).toMatch(/^[A-Za-z0-9_-]{43}$/)
+  })
+
+  it('verifies a secret only against the hash made for its own key', () => {
+    const secret = generateSecret()
+    const hash = hashSecret('key-a', secret)
+    expect(hash).toMatch(/^[0-9a-f]{64}$/)
+    expect(hash).not.toContain(secret)
+    expect(verifySecret('key-a', secret, hash)).toBe(true)
+    expect(verifySecret('key-a', secret + 'x', hash)).toBe(false)
+    expect(verifySecret('key-b', secret, hash)).toBe(false)
+  })
+
+  it('compares strings of different lengths safely', () => {
+    expect(safeEqual('abc', 'abc')).toBe(true)
+    expect(safeEqual('abc', 'abcd')).toBe(false)
+    expect(safeEqual('', '')).toBe(true)
+  })
+
+  it.each([
+    [`Basic ${Buffer.from('key:sec:ret').toString('base64')}`, { user: 'key', password: 'sec:ret' }],
+    [`basic ${Buffer.from('k:').toString('base64')}`, { user: 'k', password: '' }],
+    [`Basic ${Buffer.from('nocolon').toString('base64')}`, undefined],
+    ['Bearer abc', undefined],
+    ['Basic !!!', undefined],
+    [undefined, undefined],
+  ])('parses %s', (header, expected) => {
+    expect(parseBasicAuth(header)).toEqual(expected)
+  })
+})
