@@ -1,20 +1,63 @@
+import { randomBytes } from 'node:crypto'
 import type { Hono } from 'hono'
+import { LoadShedder } from '../pipelines/events/load-shedder.ts'
+import { ingestionGroups, ingestionTopics } from '../pipelines/events/topics.ts'
+import { transactionKey } from '../pipelines/events/transaction-id.ts'
 import type { EdgeEnv } from './edge/env.ts'
 import type { ReadinessCheck } from './edge/routes/health.ts'
+import { uploadRoutes } from './edge/routes/uploads.ts'
 import type { Runtime } from './runtime.ts'
 import type { ScheduledJob } from './scheduler/scheduler.ts'
+import { ingestionPipeline } from './worker/ingestion.ts'
 import type { WorkerPipeline } from './worker/worker.ts'
 
 /**
  * The one place that lists what each process runs: the edge's API areas, the worker's pipelines
- * and the scheduler's jobs. Every area issue adds its pieces here.
+ * and the scheduler's jobs. Every area adds its pieces here.
  */
-export function edgeAreas(_runtime: Runtime): Hono<EdgeEnv>[] {
-  return []
+export interface EdgeAreas {
+  routers: Hono<EdgeEnv>[]
+  start(): void
+  stop(): void
+}
+
+export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | undefined }): EdgeAreas {
+  const { config, bus, store, control, metrics, logger } = runtime
+  const topics = ingestionTopics(config.SLUICE_TOPIC_PREFIX)
+  const groups = ingestionGroups(config.SLUICE_TOPIC_PREFIX)
+  if (!secrets.adminToken)
+    logger.warn('no admin token: upload transaction ids can only be looked up on the edge that issued them')
+  const shedder = new LoadShedder({
+    bus,
+    watched: [
+      { group: groups.uploads, topic: topics.uploads },
+      { group: groups.sdkUploads, topic: topics.sdkUploads },
+      { group: groups.events, topic: topics.events },
+    ],
+    // The events topic counts single events, the others whole bodies.
+    maxLag: config.SLUICE_MAX_BUS_LAG,
+    maxInFlightBytes: 256 * 1024 * 1024,
+    onSample: (topic, lag) => metrics.busLag.set({ topic }, lag),
+  })
+  const uploads = uploadRoutes({
+    bus,
+    store,
+    control,
+    topics,
+    shedder,
+    metrics,
+    transactionKey: secrets.adminToken ? transactionKey(secrets.adminToken) : randomBytes(32),
+    limits: {
+      maxBytes: config.SLUICE_UPLOAD_MAX_BYTES,
+      maxInflatedBytes: config.SLUICE_UPLOAD_MAX_DECOMPRESSED_BYTES,
+      ratePerKeyPerSecond: config.SLUICE_UPLOAD_RATE_PER_KEY,
+    },
+  })
+  return { routers: [uploads], start: () => shedder.start(), stop: () => shedder.stop() }
 }
 
 export function workerPipelines(): WorkerPipeline[] {
-  return []
+  return [ingestionPipeline]
 }
 
 export function scheduledJobs(): ScheduledJob[] {

@@ -9,6 +9,7 @@ import { openRuntime, type Runtime } from './runtime.ts'
 import { startScheduler } from './scheduler/scheduler.ts'
 import type { Logger } from './shared/logger.ts'
 import { startSqlPort } from './sql-port/sql-port.ts'
+import { ensureIngestionTopics } from './worker/ingestion.ts'
 import { startWorker } from './worker/worker.ts'
 
 export type Role = 'edge' | 'worker' | 'scheduler'
@@ -62,6 +63,10 @@ export async function startProcess(
     }
     if (roles.includes('edge')) {
       if (!token) logger.warn('SLUICE_ADMIN_TOKEN is not set: the admin API answers 401 to everything')
+      await ensureIngestionTopics(runtime)
+      const areas = edgeAreas(runtime, { adminToken: token })
+      areas.start()
+      closers.push(async () => areas.stop())
       const app = createEdgeApp({
         control: runtime.control,
         logger,
@@ -69,7 +74,7 @@ export async function startProcess(
         adminToken: token,
         readiness: readinessChecks(runtime),
         isDraining: () => draining,
-        areas: edgeAreas(runtime),
+        areas: areas.routers,
       })
       const server = await listen(app, config.HOST, config.PORT)
       closers.push(() => server.close())

@@ -171,30 +171,44 @@ describe('KafkaBus', () => {
     const deliveries = new Map<string, number>()
     const processed: BusRecord[] = []
     const errors: RecordBatch[] = []
+    const errorMessages: string[] = []
+    const redelivered = new Set<string>()
+    let openRetries!: () => void
+    const retriesOpen = new Promise<void>((resolve) => (openRetries = resolve))
     const a = await bus.consume({
       group,
       topics: [topic],
       handler: async (batch) => {
-        for (const r of batch.records)
-          deliveries.set(r.value.toString(), (deliveries.get(r.value.toString()) ?? 0) + 1)
+        for (const v of values(batch.records)) deliveries.set(v, (deliveries.get(v) ?? 0) + 1)
         const id = `${batch.partition}:${batch.records[0]!.offset}`
         if (!failedOnce.has(id)) {
           failedOnce.add(id)
           throw new Error(`first delivery of ${id} fails`)
         }
+        redelivered.add(id)
+        await retriesOpen
         processed.push(...batch.records)
       },
       onError: (err, batch) => {
-        expect(String(err)).toContain('first delivery')
+        errorMessages.push(String(err))
         errors.push(batch)
       },
     })
+    // Every partition's first batch failed and came back (held here): nothing may be committed yet.
+    try {
+      await waitFor('a redelivery on every partition', () => redelivered.size >= PARTITIONS)
+      expect([...redelivered].sort()).toEqual([...failedOnce].sort())
+      expect(await bus.lag(group, topic)).toBe(first.length)
+    } finally {
+      openRetries() // also on failure, or close() would wait for the held handlers forever
+    }
     await waitFor('first records processed', () => processed.length >= first.length)
     await waitFor('group A committed', async () => (await bus.lag(group, topic)) === 0)
     await a.stop()
 
     expect(values(processed)).toEqual(valuesOf(first)) // each exactly once
     expect(errors.length).toBe(failedOnce.size)
+    for (const m of errorMessages) expect(m).toContain('first delivery of')
     expect(errors.length).toBeGreaterThanOrEqual(PARTITIONS) // every partition had records
     for (const failed of errors) {
       for (const r of failed.records) expect(deliveries.get(r.value.toString())).toBeGreaterThanOrEqual(2)
@@ -294,11 +308,14 @@ describe('KafkaBus', () => {
         done.push(...batch.records)
       },
     })
-    await waitFor('every partition in a handler', () => entered.length >= sent.length)
-    expect(await bus.lag(group, topic)).toBe(10) // handled is not committed
-
-    const stopped = consumer.stop()
-    release()
+    let stopped: Promise<void> | undefined
+    try {
+      await waitFor('every partition in a handler', () => entered.length >= sent.length)
+      expect(await bus.lag(group, topic)).toBe(10) // received is not committed
+      stopped = consumer.stop()
+    } finally {
+      release()
+    }
     await stopped
     expect(values(done)).toEqual(valuesOf(sent))
     expect(await bus.lag(group, topic)).toBe(0)

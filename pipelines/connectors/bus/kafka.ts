@@ -27,21 +27,22 @@ import type {
  * our local Kafka stand-in, has no controller and rejects both), at-least-once consumers that commit
  * only after the handler resolved. Every sink downstream is idempotent, so duplicates are harmless.
  *
- * Against the mock cluster (librdkafka 2.0.2 and later) as verified by test/integration/kafka-bus.test.ts:
- * - CreateTopics fails (no controller): ensureTopics logs and continues; the first produce (or a
- *   consumer's subscribe) auto-creates the topic with the mock's default of 4 partitions.
+ * Against the mock cluster (librdkafka 2.0.2, from Debian's kcat), as exercised by
+ * test/integration/kafka-bus.test.ts:
+ * - CreateTopics fails at once (no controller): ensureTopics logs at info and continues; the mock
+ *   auto-creates any topic a request names (produce, subscribe, even the admin's metadata and
+ *   ListOffsets calls), always with 4 partitions.
  * - ListOffsets and OffsetFetch work, so lag() uses the admin client there as on real Kafka.
  * - DescribeGroups is not supported (not used).
  * - A group's first JoinGroup is held for 3 s (the mock's group.initial.rebalance.delay.ms), and a
- *   rebalance of a group that already has members waits sessionTimeout - 1 s.
+ *   rebalance of a group that already has members waits sessionTimeout - 1 s; any session timeout
+ *   is accepted.
  */
 
-export type KafkaBusLogLevel = 'silent' | 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
-export type KafkaBusLogSink = (
-  level: 'error' | 'warn' | 'info' | 'debug',
-  message: string,
-  fields: Record<string, unknown>,
-) => void
+type LogLevelName = 'error' | 'warn' | 'info' | 'debug'
+export type KafkaBusLogLevel = 'silent' | 'fatal' | LogLevelName | 'trace'
+/** The subset of a pino logger the adapter uses. */
+export type KafkaBusLogger = Record<LogLevelName, (fields: Record<string, unknown>, message: string) => void>
 
 export interface KafkaBusOptions {
   brokers: string[]
@@ -50,10 +51,10 @@ export interface KafkaBusOptions {
   defaultPartitions: number
   /** Omitted: the broker's default.replication.factor. */
   replicationFactor?: number
-  /** kafkajs' own log level (pino names). Default 'warn'. */
+  /** Where kafkajs and adapter logs go (a pino logger fits). Default: JSON lines on stderr. */
+  logger?: KafkaBusLogger
+  /** Threshold for kafkajs and adapter logs, whatever the logger's own level. Default 'warn'. */
   logLevel?: KafkaBusLogLevel
-  /** Where kafkajs and adapter logs go. Default: one JSON line on stderr. */
-  log?: KafkaBusLogSink
   /** Consumer group session timeout. Real brokers refuse < 6000 (group.min.session.timeout.ms). */
   sessionTimeoutMs?: number
   rebalanceTimeoutMs?: number
@@ -80,12 +81,14 @@ const LEVEL_NUMBERS: Record<KafkaBusLogLevel, KafkaLogLevel> = {
   trace: KafkaLogLevel.DEBUG,
 }
 
-const stderrSink: KafkaBusLogSink = (level, message, fields) => {
+type LogSink = (level: LogLevelName, message: string, fields: Record<string, unknown>) => void
+
+const stderrSink: LogSink = (level, message, fields) => {
   process.stderr.write(JSON.stringify({ level, time: Date.now(), msg: message, ...fields }) + '\n')
 }
 
 type KafkaBusSettings = Required<
-  Omit<KafkaBusOptions, 'replicationFactor' | 'log' | 'logLevel' | 'brokers' | 'clientId'>
+  Omit<KafkaBusOptions, 'replicationFactor' | 'logger' | 'logLevel' | 'brokers' | 'clientId'>
 >
 
 interface PartitionProgress {
@@ -99,7 +102,7 @@ export class KafkaBus implements Bus {
   readonly kind = 'kafka' as const
   private readonly kafka: Kafka
   private readonly options: KafkaBusSettings
-  private readonly sink: KafkaBusLogSink
+  private readonly sink: LogSink
   private readonly level: KafkaLogLevel
   private producer: Promise<Producer> | undefined
   private admin: Promise<Admin> | undefined
@@ -110,7 +113,11 @@ export class KafkaBus implements Bus {
 
   constructor(private readonly config: KafkaBusOptions) {
     if (config.brokers.length === 0) throw new Error('KafkaBus: no brokers given')
-    this.sink = config.log ?? stderrSink
+    const logger = config.logger
+    this.sink =
+      logger === undefined
+        ? stderrSink
+        : (level, message, fields) => logger[level]({ component: 'kafka-bus', ...fields }, message)
     this.level = LEVEL_NUMBERS[config.logLevel ?? 'warn']
     this.options = {
       defaultPartitions: config.defaultPartitions,
@@ -277,11 +284,7 @@ export class KafkaBus implements Bus {
   }
 
   /** @internal */
-  log(
-    level: 'error' | 'warn' | 'info' | 'debug',
-    message: string,
-    fields: Record<string, unknown> = {},
-  ): void {
+  log(level: LogLevelName, message: string, fields: Record<string, unknown> = {}): void {
     if (this.level < levelNumber(level)) return
     this.sink(level, `kafka bus: ${message}`, fields)
   }
@@ -302,7 +305,8 @@ export class KafkaBus implements Bus {
   private partitionProgress(group: string, topic: string, partition: number): PartitionProgress {
     const key = `${group}\u0000${topic}`
     let byPartition = this.progress.get(key)
-    if (byPartition === undefined) this.progress.set(key, (byPartition = new Map()))
+    if (byPartition === undefined)
+      this.progress.set(key, (byPartition = new Map<number, PartitionProgress>()))
     let p = byPartition.get(partition)
     if (p === undefined) byPartition.set(partition, (p = { high: 0n, committed: 0n }))
     return p
@@ -427,14 +431,14 @@ class KafkaConsumerHandle {
   }
 
   private async eachBatch(consumer: KafkaConsumer, payload: EachBatchPayload): Promise<void> {
-    const { batch, resolveOffset, heartbeat, commitOffsetsIfNecessary, isRunning, isStale } = payload
+    const { batch } = payload
     const { topic, partition } = batch
     const { group, handler } = this.options
     this.bus.noteFetched(group, topic, partition, batch.highWatermark)
     const chunks = split(batch.messages, this.maxRecords, this.maxBytes)
 
     for (let i = 0; i < chunks.length; i++) {
-      if (!isRunning() || isStale()) return
+      if (!payload.isRunning() || payload.isStale()) return
       const chunk = chunks[i]!
       const records = chunk.map((m) => toRecord(topic, partition, m))
       const recordBatch: RecordBatch = { topic, partition, records }
@@ -442,7 +446,7 @@ class KafkaConsumerHandle {
 
       // A slow handler must not cost us the group membership; heartbeat() is rate-limited by kafkajs.
       const beat = setInterval(
-        () => void heartbeat().catch(() => {}),
+        () => void payload.heartbeat().catch(() => {}),
         Math.max(100, Math.floor(this.bus.settings.heartbeatIntervalMs / 2)),
       )
       let failed = false
@@ -451,8 +455,9 @@ class KafkaConsumerHandle {
       } catch (err) {
         failed = true
         this.reportError(err, recordBatch)
-        // Rewind to the first unhandled record: kafkajs drops what it had fetched past it and the
-        // next fetch reads these records from the broker again. Nothing is committed meanwhile.
+        // Nothing is committed. kafkajs would refetch from its last resolved offset anyway; the seek
+        // makes that explicit and also marks anything already fetched past it as stale, so no later
+        // record of this partition can be handled and committed ahead of these.
         consumer.seek({ topic, partition, offset: first })
         const key = `${topic}:${partition}`
         const n = (this.failures.get(key) ?? 0) + 1
@@ -466,16 +471,18 @@ class KafkaConsumerHandle {
       this.failures.delete(`${topic}:${partition}`)
 
       const last = chunk[chunk.length - 1]!.offset
-      resolveOffset(last)
+      payload.resolveOffset(last)
       // The last chunk commits past batch.lastOffset(), which also covers trailing control records.
       const next = (
         BigInt(i === chunks.length - 1 ? maxOffset(batch.lastOffset(), last) : last) + 1n
       ).toString()
       // commitOffsetsIfNecessary(offsets) commits straight away, also while stopping, whereas
       // consumer.commitOffsets() silently does nothing once stop() has begun.
-      await commitOffsetsIfNecessary({ topics: [{ topic, partitions: [{ partition, offset: next }] }] })
+      await payload.commitOffsetsIfNecessary({
+        topics: [{ topic, partitions: [{ partition, offset: next }] }],
+      })
       this.bus.noteCommitted(group, topic, partition, next)
-      await heartbeat()
+      await payload.heartbeat()
     }
   }
 
@@ -546,7 +553,7 @@ function maxOffset(a: string, b: string): string {
   return BigInt(a) > BigInt(b) ? a : b
 }
 
-function levelName(level: KafkaLogLevel): 'error' | 'warn' | 'info' | 'debug' {
+function levelName(level: KafkaLogLevel): LogLevelName {
   switch (level) {
     case KafkaLogLevel.ERROR:
     case KafkaLogLevel.NOTHING:
@@ -560,7 +567,7 @@ function levelName(level: KafkaLogLevel): 'error' | 'warn' | 'info' | 'debug' {
   }
 }
 
-function levelNumber(level: 'error' | 'warn' | 'info' | 'debug'): KafkaLogLevel {
+function levelNumber(level: LogLevelName): KafkaLogLevel {
   return LEVEL_NUMBERS[level]
 }
 

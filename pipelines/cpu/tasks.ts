@@ -1,0 +1,52 @@
+import { gunzipBounded } from '../events/gzip.ts'
+import { validateEventBody, type ValidEvent } from '../events/validate-event.ts'
+import type { RejectedLine } from '../events/validate-event.ts'
+import { validateSdkBody, type SdkRow } from '../sdk/validate-sdk-row.ts'
+
+/** CPU-heavy, pure work run on the piscina pool: inflate, split, parse and validate upload bodies. */
+export type CpuTask =
+  | {
+      kind: 'server-upload'
+      body: Uint8Array
+      encoding: 'gzip' | 'identity'
+      receivedAt: number
+      pastWindowMs: number
+      futureWindowMs: number
+      maxInflatedBytes: number
+    }
+  | {
+      kind: 'sdk-upload'
+      body: Uint8Array
+      encoding: 'gzip' | 'identity'
+      receivedAt: number
+      maxInflatedBytes: number
+    }
+
+export type CpuResult =
+  | { kind: 'server-upload'; events: ValidEvent[]; rejects: RejectedLine[]; lines: number }
+  | { kind: 'sdk-upload'; rows: SdkRow[]; rejects: RejectedLine[]; lines: number }
+  | { kind: 'unreadable'; reason: 'invalid_gzip' | 'too_large'; detail: string }
+
+export default function runTask(task: CpuTask): CpuResult {
+  let body: Buffer
+  try {
+    body = task.encoding === 'gzip' ? gunzipBounded(task.body, task.maxInflatedBytes) : Buffer.from(task.body)
+  } catch (err) {
+    const tooLarge = err instanceof RangeError || (err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE'
+    return {
+      kind: 'unreadable',
+      reason: tooLarge ? 'too_large' : 'invalid_gzip',
+      detail: tooLarge ? 'body inflates past the configured limit' : 'body is not valid gzip',
+    }
+  }
+  if (task.kind === 'server-upload') {
+    const result = validateEventBody(body, {
+      receivedAt: task.receivedAt,
+      pastWindowMs: task.pastWindowMs,
+      futureWindowMs: task.futureWindowMs,
+    })
+    return { kind: 'server-upload', ...result }
+  }
+  const result = validateSdkBody(body, { receivedAt: task.receivedAt })
+  return { kind: 'sdk-upload', ...result }
+}

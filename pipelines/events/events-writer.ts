@@ -1,0 +1,107 @@
+import type { RecordBatch } from '../connectors/bus/bus.ts'
+import type { Store } from '../connectors/store/store.ts'
+import { classifyBatch, type WriterItem } from './classify-stored.ts'
+import type { EventRecordHeaders } from './event-row.ts'
+import { eventKey } from './event-row.ts'
+import { recordRejects, type RejectRow } from './rejects.ts'
+
+export interface WriterDeps {
+  store: Store
+  onStored?: (count: number, source: string) => void
+  onDuplicate?: (count: number) => void
+}
+
+const NEWLINE = Buffer.from('\n')
+
+/**
+ * Stage 2 of ingestion: the single owner of a partition of (app, uuid) keys stores each event once.
+ * Records arrive keyed by app + uuid, so no other consumer can be storing the same uuid at the same
+ * time; what was stored before (an earlier upload, or this batch's own first attempt before a crash)
+ * is found in the store, and only the rest is inserted, in one block. The insert's deduplication
+ * token (from the source offsets) makes an immediate retry of the same block a no-op as well.
+ */
+export function eventsWriter(deps: WriterDeps) {
+  return async (batch: RecordBatch): Promise<void> => {
+    const items: WriterItem[] = batch.records.map((r) => ({
+      headers: r.headers as unknown as EventRecordHeaders,
+      value: r.value,
+    }))
+    if (items.length === 0) return
+    const stored = await findStored(deps.store, items)
+    const decisions = classifyBatch(items, stored)
+    const toStore: Buffer[] = []
+    const duplicates: RejectRow[] = []
+    const counts = new Map<string, number>()
+    for (const decision of decisions) {
+      if (decision.kind === 'store') {
+        toStore.push(decision.item.value, NEWLINE)
+        const source = decision.item.headers.s
+        counts.set(source, (counts.get(source) ?? 0) + 1)
+      } else if (decision.kind === 'duplicate') {
+        const h = decision.item.headers
+        duplicates.push({
+          transaction_id: h.t,
+          org_id: Number(h.o),
+          app_id: h.a,
+          source: h.s,
+          line: Number(h.l),
+          uuid: h.u,
+          reason: 'duplicate',
+          detail: `an event with this uuid was already stored (transaction ${decision.firstTransaction})`,
+          received_at: Number(h.r),
+        })
+      }
+    }
+    const first = batch.records[0]!.offset
+    const last = batch.records[batch.records.length - 1]!.offset
+    if (toStore.length > 0) {
+      await deps.store.insert('events', Buffer.concat(toStore), {
+        dedupToken: `${batch.topic}:${batch.partition}:${first}-${last}`,
+      })
+    }
+    await recordRejects(deps.store, duplicates)
+    for (const [source, n] of counts) deps.onStored?.(n, source)
+    if (duplicates.length > 0) deps.onDuplicate?.(duplicates.length)
+  }
+}
+
+/**
+ * Which keys of the batch are already stored, and by which transaction. The dedupe index
+ * (`event_uuids`, filled in the same INSERT by a materialized view) answers for everything; the
+ * events table itself is checked around the batch's receipt times too, which covers a crash
+ * between the two writes of that INSERT.
+ */
+async function findStored(store: Store, items: readonly WriterItem[]) {
+  const apps = [...new Set(items.map((i) => i.headers.a))]
+  const uuids = [...new Set(items.map((i) => i.headers.u))]
+  const wanted = new Set(items.map((i) => eventKey(i.headers.a, i.headers.u)))
+  let minRecv = Infinity
+  let maxRecv = -Infinity
+  for (const item of items) {
+    const r = Number(item.headers.r)
+    if (r < minRecv) minRecv = r
+    if (r > maxRecv) maxRecv = r
+  }
+  const [indexed, recent] = await Promise.all([
+    store.query<{ app_id: string; uuid: string; tx: string }>(
+      `SELECT app_id, uuid, argMin(transaction_id, received_at) AS tx FROM event_uuids
+       WHERE app_id IN {apps:Array(String)} AND uuid IN {uuids:Array(String)}
+       GROUP BY app_id, uuid`,
+      { apps, uuids },
+    ),
+    store.query<{ app_id: string; uuid: string; tx: string }>(
+      `SELECT app_id, uuid, any(transaction_id) AS tx FROM events
+       WHERE received_at >= fromUnixTimestamp64Milli({min:Int64}, 'UTC')
+         AND received_at <= fromUnixTimestamp64Milli({max:Int64}, 'UTC')
+         AND app_id IN {apps:Array(String)} AND uuid IN {uuids:Array(String)}
+       GROUP BY app_id, uuid`,
+      { min: minRecv, max: maxRecv, apps, uuids },
+    ),
+  ])
+  const stored = new Map<string, { tx: string }>()
+  for (const row of [...indexed, ...recent]) {
+    const key = eventKey(row.app_id, row.uuid)
+    if (wanted.has(key) && !stored.has(key)) stored.set(key, { tx: row.tx })
+  }
+  return stored
+}

@@ -1,0 +1,68 @@
+import type { Bus } from '../connectors/bus/bus.ts'
+
+export interface ShedderOptions {
+  bus: Bus
+  /** (group, topic) pairs whose lag means "the workers or the store are behind". */
+  watched: { group: string; topic: string }[]
+  maxLag: number
+  maxInFlightBytes: number
+  sampleEveryMs?: number
+  onSample?: (topic: string, lag: number) => void
+}
+
+/**
+ * Decides when the edge must shed load (503 + Retry-After) instead of buffering: when the bus
+ * backlog of a watched pipeline passes `maxLag` records, or when bodies waiting for a durable
+ * produce pass `maxInFlightBytes`. Lag is sampled in the background, never on the request path.
+ */
+export class LoadShedder {
+  private readonly options: ShedderOptions
+  private lagging: string | undefined
+  private inFlightBytes = 0
+  private timer: NodeJS.Timeout | undefined
+
+  constructor(options: ShedderOptions) {
+    this.options = options
+  }
+
+  start(): void {
+    const tick = () => {
+      void this.sample().finally(() => {
+        if (this.timer) this.timer = setTimeout(tick, this.options.sampleEveryMs ?? 500)
+      })
+    }
+    this.timer = setTimeout(tick, 0)
+  }
+
+  stop(): void {
+    if (this.timer) clearTimeout(this.timer)
+    this.timer = undefined
+  }
+
+  /** The reason to refuse a request of `bytes` now, or undefined to accept it. */
+  refusal(bytes: number): string | undefined {
+    if (this.lagging) return `ingestion is behind (${this.lagging}); retry later`
+    if (this.inFlightBytes + bytes > this.options.maxInFlightBytes) return 'too many uploads in flight; retry later'
+    return undefined
+  }
+
+  /** Count bytes waiting for a durable produce while `work` runs. */
+  async track<T>(bytes: number, work: () => Promise<T>): Promise<T> {
+    this.inFlightBytes += bytes
+    try {
+      return await work()
+    } finally {
+      this.inFlightBytes -= bytes
+    }
+  }
+
+  async sample(): Promise<void> {
+    let lagging: string | undefined
+    for (const { group, topic } of this.options.watched) {
+      const lag = await this.options.bus.lag(group, topic).catch(() => 0)
+      this.options.onSample?.(topic, lag)
+      if (lag > this.options.maxLag) lagging = `${topic} backlog ${lag}`
+    }
+    this.lagging = lagging
+  }
+}

@@ -1,0 +1,65 @@
+import type { Store } from '../connectors/store/store.ts'
+import type { TransactionInfo } from './transaction-id.ts'
+
+export interface RejectedLineView {
+  line: number
+  uuid: string | null
+  reason: string
+  detail: string
+}
+
+export interface UploadReceipt {
+  transaction_id: string
+  state: 'queued' | 'processing' | 'done'
+  received_at: string
+  lines: number
+  accepted: number
+  rejected: number
+  rejected_lines: RejectedLineView[]
+}
+
+/**
+ * The receipt of an upload, assembled from what the stages wrote: the splitter's receipt row
+ * (lines, forwarded), the events stored under the transaction, and the rejected lines. Scoped by
+ * org (and app for SDK uploads) on every query.
+ */
+export async function readReceipt(
+  store: Store,
+  transactionId: string,
+  info: TransactionInfo,
+  scope: { orgId: number; appId?: string },
+): Promise<UploadReceipt> {
+  const receivedAt = new Date(info.receivedAt).toISOString()
+  const receipts = await store.query<{ lines: number; forwarded: number; direct: number; app_id: string }>(
+    `SELECT lines, forwarded, direct, app_id FROM upload_receipts FINAL
+     WHERE transaction_id = {tx:String} AND org_id = {org:UInt64}`,
+    { tx: transactionId, org: scope.orgId },
+  )
+  const receipt = receipts[0]
+  if (!receipt || (scope.appId !== undefined && receipt.app_id !== scope.appId)) {
+    return { transaction_id: transactionId, state: 'queued', received_at: receivedAt, lines: 0, accepted: 0, rejected: 0, rejected_lines: [] }
+  }
+  const [stored] = await store.query<{ n: number | string }>(
+    `SELECT count() AS n FROM events
+     WHERE received_at = fromUnixTimestamp64Milli({recv:Int64}, 'UTC') AND transaction_id = {tx:String}`,
+    { recv: info.receivedAt, tx: transactionId },
+  )
+  const rejectedRows = await store.query<RejectedLineView>(
+    `SELECT line, uuid, reason, detail FROM rejected_lines FINAL
+     WHERE transaction_id = {tx:String} AND org_id = {org:UInt64} ORDER BY line`,
+    { tx: transactionId, org: scope.orgId },
+  )
+  const storedEvents = Number(stored?.n ?? 0)
+  const duplicates = rejectedRows.filter((r) => r.reason === 'duplicate').length
+  const done = storedEvents + duplicates >= Number(receipt.forwarded)
+  const accepted = storedEvents + Number(receipt.direct)
+  return {
+    transaction_id: transactionId,
+    state: done ? 'done' : 'processing',
+    received_at: receivedAt,
+    lines: Number(receipt.lines),
+    accepted,
+    rejected: rejectedRows.length,
+    rejected_lines: rejectedRows.map((r) => ({ line: Number(r.line), uuid: r.uuid, reason: r.reason, detail: r.detail })),
+  }
+}

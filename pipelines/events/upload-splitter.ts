@@ -1,0 +1,180 @@
+import type { Bus, BusRecord, ProduceMessage, RecordBatch } from '../connectors/bus/bus.ts'
+import type { Store } from '../connectors/store/store.ts'
+import type { ControlStore } from '../control/control-store.ts'
+import type { CpuPool } from '../cpu/pool.ts'
+import { attributeEvent } from './attribute.ts'
+import { customerKey, lookupDevices, waitForSdkBacklog } from './attribution.ts'
+import { eventKey, type DeviceDims, type EventRecordHeaders } from './event-row.ts'
+import { recordRejects, type RejectRow } from './rejects.ts'
+import type { UploadHeaders } from './topics.ts'
+import type { ValidEvent } from './validate-event.ts'
+
+export interface SplitterDeps {
+  pool: CpuPool
+  store: Store
+  bus: Bus
+  control: ControlStore
+  eventsTopic: string
+  /** The SDK pipeline whose backlog must be applied before a customer is declared unknown. */
+  sdk: { group: string; topic: string; waitMs: number }
+  pastWindowMs: number
+  futureWindowMs: number
+  maxInflatedBytes: number
+  onRejected?: (reason: string, count: number) => void
+}
+
+interface ParsedUpload {
+  record: BusRecord
+  headers: UploadHeaders
+  events: ValidEvent[]
+  rejects: RejectRow[]
+  lines: number
+}
+
+/**
+ * Stage 1 of server-side ingestion: split each upload into lines, validate them (on the CPU pool),
+ * check the apps, attribute each event to its customer's last device, and forward the events to
+ * the events topic keyed by app + uuid. Rejected lines and the upload's receipt are recorded after
+ * the forward is durable; the batch is committed only after all of it (a replay redoes it all and
+ * every write is idempotent).
+ */
+export function serverUploadSplitter(deps: SplitterDeps) {
+  return async (batch: RecordBatch): Promise<void> => {
+    const uploads = await Promise.all(batch.records.map((record) => parse(deps, record)))
+
+    const appOrg = await appOwners(deps.control, uploads.flatMap((u) => u.events.map((e) => e.app_uuid)))
+    const devices = await attributionDevices(deps, uploads, appOrg)
+
+    const messages: ProduceMessage[] = []
+    const rejects: RejectRow[] = []
+    const receipts: object[] = []
+    const processedAt = Date.now()
+    for (const upload of uploads) {
+      const orgId = Number(upload.headers.org)
+      const receivedAt = Number(upload.headers.recv)
+      let forwarded = 0
+      const uploadRejects = [...upload.rejects]
+      for (const event of upload.events) {
+        const result = attributeEvent(event, { orgId, transactionId: upload.headers.tx, receivedAt, appOrg, devices })
+        if (result.kind === 'reject') {
+          uploadRejects.push(rejectRow(upload.headers, result.line, result.uuid, result.reason, result.detail, result.app_id))
+          continue
+        }
+        const headers: EventRecordHeaders = {
+          a: result.row.app_id,
+          u: result.row.uuid,
+          t: upload.headers.tx,
+          l: String(result.line),
+          r: upload.headers.recv,
+          o: upload.headers.org,
+          s: 'server',
+        }
+        messages.push({
+          key: eventKey(result.row.app_id, result.row.uuid),
+          value: Buffer.from(JSON.stringify(result.row)),
+          headers: headers as unknown as Record<string, string>,
+        })
+        forwarded++
+      }
+      rejects.push(...uploadRejects)
+      receipts.push({
+        transaction_id: upload.headers.tx,
+        org_id: orgId,
+        app_id: '',
+        source: 'server',
+        api_key: upload.headers.key,
+        received_at: receivedAt,
+        processed_at: processedAt,
+        lines: upload.lines,
+        forwarded,
+        direct: 0,
+        rejected: uploadRejects.length,
+      })
+    }
+    if (messages.length > 0) await deps.bus.produce(deps.eventsTopic, messages)
+    await recordRejects(deps.store, rejects)
+    await deps.store.insert('upload_receipts', receipts)
+    if (deps.onRejected) {
+      const byReason = new Map<string, number>()
+      for (const r of rejects) byReason.set(r.reason, (byReason.get(r.reason) ?? 0) + 1)
+      for (const [reason, n] of byReason) deps.onRejected(reason, n)
+    }
+  }
+}
+
+async function parse(deps: SplitterDeps, record: BusRecord): Promise<ParsedUpload> {
+  const headers = record.headers as unknown as UploadHeaders
+  const result = await deps.pool.run({
+    kind: 'server-upload',
+    body: record.value,
+    encoding: headers.enc,
+    receivedAt: Number(headers.recv),
+    pastWindowMs: deps.pastWindowMs,
+    futureWindowMs: deps.futureWindowMs,
+    maxInflatedBytes: deps.maxInflatedBytes,
+  })
+  if (result.kind === 'server-upload') {
+    return {
+      record,
+      headers,
+      events: result.events,
+      rejects: result.rejects.map((r) => rejectRow(headers, r.line, r.uuid, r.reason, r.detail, '')),
+      lines: result.lines,
+    }
+  }
+  // The edge checked the body already; this only happens if the limits changed in between.
+  const detail = result.kind === 'unreadable' ? result.detail : 'unexpected task result'
+  const reason = result.kind === 'unreadable' ? result.reason : 'unreadable'
+  return { record, headers, events: [], rejects: [rejectRow(headers, 0, null, reason, detail, '')], lines: 0 }
+}
+
+async function appOwners(control: ControlStore, appIds: string[]): Promise<Map<string, number>> {
+  const owners = new Map<string, number>()
+  for (const appId of new Set(appIds)) {
+    const app = await control.getApp(appId)
+    if (app) owners.set(appId, app.org_id)
+  }
+  return owners
+}
+
+async function attributionDevices(
+  deps: SplitterDeps,
+  uploads: ParsedUpload[],
+  appOrg: Map<string, number>,
+): Promise<Map<string, DeviceDims>> {
+  const pairs = new Map<string, { app: string; customer: string }>()
+  for (const upload of uploads) {
+    for (const e of upload.events) {
+      if (appOrg.get(e.app_uuid) === Number(upload.headers.org))
+        pairs.set(customerKey(e.app_uuid, e.customer_id), { app: e.app_uuid, customer: e.customer_id })
+    }
+  }
+  const devices = await lookupDevices(deps.store, [...pairs.values()])
+  const missing = [...pairs.entries()].filter(([key]) => !devices.has(key)).map(([, pair]) => pair)
+  if (missing.length > 0) {
+    await waitForSdkBacklog(deps.bus, deps.sdk.group, deps.sdk.topic, deps.sdk.waitMs)
+    for (const [key, dims] of await lookupDevices(deps.store, missing)) devices.set(key, dims)
+  }
+  return devices
+}
+
+function rejectRow(
+  headers: UploadHeaders,
+  line: number,
+  uuid: string | null,
+  reason: string,
+  detail: string,
+  appId: string,
+): RejectRow {
+  return {
+    transaction_id: headers.tx,
+    org_id: Number(headers.org),
+    app_id: appId,
+    source: headers.src,
+    line,
+    uuid,
+    reason,
+    detail,
+    received_at: Number(headers.recv),
+  }
+}

@@ -1,0 +1,126 @@
+import { Hono } from 'hono'
+import type { Bus } from '../../../pipelines/connectors/bus/bus.ts'
+import type { Store } from '../../../pipelines/connectors/store/store.ts'
+import type { ControlStore } from '../../../pipelines/control/control-store.ts'
+import type { LoadShedder } from '../../../pipelines/events/load-shedder.ts'
+import { readReceipt } from '../../../pipelines/events/receipts.ts'
+import type { IngestionTopics, UploadHeaders } from '../../../pipelines/events/topics.ts'
+import { mintTransactionId, parseTransactionId } from '../../../pipelines/events/transaction-id.ts'
+import { eventJsonSchema } from '../../../schemas/events.ts'
+import { notFound, SluiceError, unavailable } from '../../shared/errors.ts'
+import type { Metrics } from '../../shared/metrics.ts'
+import type { EdgeEnv } from '../env.ts'
+import { apiAuth } from '../middleware/api-auth.ts'
+import { rateLimit, TokenBuckets } from '../middleware/rate-limit.ts'
+import { readUploadBody, uploadEncoding, type UploadLimits } from '../upload-body.ts'
+
+export interface UploadRouteDeps {
+  bus: Bus
+  store: Store
+  control: ControlStore
+  topics: IngestionTopics
+  shedder: LoadShedder
+  metrics: Metrics
+  transactionKey: Buffer
+  limits: UploadLimits & { ratePerKeyPerSecond: number }
+}
+
+/**
+ * Event ingestion: `POST /v0/uploads` (server-side, API key) and `POST /v1/sdk/apps/:app_key/uploads`
+ * (SDK, app key). The edge stays thin: it checks what a 202 promises, then writes the whole body
+ * as one record to the bus and answers once that record is durable.
+ */
+export function uploadRoutes(deps: UploadRouteDeps) {
+  const app = new Hono<EdgeEnv>()
+  const buckets = new TokenBuckets(deps.limits.ratePerKeyPerSecond, 1000)
+
+  app.get('/schemas/events/v0.json', (c) => c.json(eventJsonSchema()))
+
+  app.post(
+    '/v0/uploads',
+    apiAuth(deps.control, 'events'),
+    rateLimit(buckets, (c) => c.get('principal').apiKey),
+    async (c) => {
+      const principal = c.get('principal')
+      const encoding = uploadEncoding(c)
+      shed(deps, Number(c.req.header('content-length') ?? 0))
+      const body = await readUploadBody(c, encoding, deps.limits)
+      const receivedAt = Date.now()
+      const tx = mintTransactionId(deps.transactionKey, principal.orgId, receivedAt)
+      const headers: UploadHeaders = {
+        tx,
+        org: String(principal.orgId),
+        key: principal.apiKey,
+        recv: String(receivedAt),
+        enc: encoding,
+        src: 'server',
+      }
+      await produce(deps, deps.topics.uploads, tx, body, headers)
+      return c.json({ transaction_id: tx }, 202)
+    },
+  )
+
+  app.get('/v0/uploads/:transaction_id', apiAuth(deps.control, 'events'), async (c) => {
+    const orgId = c.get('principal').orgId
+    const tx = c.req.param('transaction_id')
+    const info = parseTransactionId(deps.transactionKey, tx)
+    if (!info || info.orgId !== orgId) throw notFound('unknown transaction_id')
+    return c.json(await readReceipt(deps.store, tx, info, { orgId }))
+  })
+
+  app.post('/v1/sdk/apps/:app_key/uploads', async (c) => {
+    const appKey = c.req.param('app_key')
+    const target = await deps.control.getApp(appKey)
+    if (!target) throw new SluiceError('unauthorized', 401, 'unknown app key')
+    const encoding = uploadEncoding(c)
+    shed(deps, Number(c.req.header('content-length') ?? 0))
+    const body = await readUploadBody(c, encoding, deps.limits)
+    const receivedAt = Date.now()
+    const tx = mintTransactionId(deps.transactionKey, target.org_id, receivedAt)
+    const headers: UploadHeaders = {
+      tx,
+      org: String(target.org_id),
+      key: '',
+      recv: String(receivedAt),
+      enc: encoding,
+      src: 'sdk',
+      app: appKey,
+    }
+    // Keyed by app: one consumer owns each app's device state, so its updates never race.
+    await produce(deps, deps.topics.sdkUploads, appKey, body, headers)
+    return c.json({ transaction_id: tx }, 202)
+  })
+
+  app.get('/v1/sdk/apps/:app_key/uploads/:transaction_id', async (c) => {
+    const appKey = c.req.param('app_key')
+    const target = await deps.control.getApp(appKey)
+    if (!target) throw new SluiceError('unauthorized', 401, 'unknown app key')
+    const tx = c.req.param('transaction_id')
+    const info = parseTransactionId(deps.transactionKey, tx)
+    if (!info || info.orgId !== target.org_id) throw notFound('unknown transaction_id')
+    return c.json(await readReceipt(deps.store, tx, info, { orgId: target.org_id, appId: appKey }))
+  })
+
+  return app
+}
+
+function shed(deps: UploadRouteDeps, bytes: number): void {
+  const reason = deps.shedder.refusal(bytes)
+  if (reason) throw unavailable(2, reason)
+}
+
+async function produce(deps: UploadRouteDeps, topic: string, key: string, body: Buffer, headers: UploadHeaders) {
+  try {
+    await deps.shedder.track(body.length, () =>
+      deps.bus.produce(topic, [{ key, value: body, headers: headers as unknown as Record<string, string> }]),
+    )
+  } catch (err) {
+    // Nothing was promised yet: the client retries, and the worker dedupes if a copy did land.
+    throw new SluiceError('bus_unavailable', 503, 'could not store the upload durably; retry', {
+      retriable: true,
+      headers: { 'Retry-After': '1' },
+      cause: err,
+    })
+  }
+  deps.metrics.busProduced.inc({ topic })
+}

@@ -1,0 +1,348 @@
+/**
+ * The pure half of the SQL port: ClickHouse's HTTP conventions (error codes and bodies, the status a
+ * code maps to, which URL parameters are settings, content types) and the read-only policy. No I/O.
+ */
+import { looksLikeSettingsClause, type StatementAnalysis, type Token } from './sql-lexer.ts'
+
+/** The ClickHouse error codes the port raises itself (names as in system.errors). */
+export const ErrorCode = {
+  NOT_IMPLEMENTED: 48,
+  BAD_ARGUMENTS: 36,
+  SYNTAX_ERROR: 62,
+  UNKNOWN_FORMAT: 73,
+  UNKNOWN_DATABASE: 81,
+  UNKNOWN_COMPRESSION_METHOD: 89,
+  UNKNOWN_SETTING: 115,
+  TIMEOUT_EXCEEDED: 159,
+  READONLY: 164,
+  TOO_MANY_SIMULTANEOUS_QUERIES: 202,
+  QUERY_IS_TOO_LARGE: 229,
+  ZLIB_INFLATE_FAILED: 354,
+  INTO_OUTFILE_NOT_ALLOWED: 358,
+  BAD_QUERY_PARAMETER: 457,
+  AUTHENTICATION_FAILED: 516,
+  STD_EXCEPTION: 1001,
+} as const
+
+const NAME_BY_CODE = new Map<number, string>(Object.entries(ErrorCode).map(([name, code]) => [code, name]))
+
+/** An error in ClickHouse's terms: numeric code, type name and message (without the trailing dot). */
+export class SqlPortError extends Error {
+  readonly code: number
+  readonly type: string
+
+  constructor(code: number, message: string, type = NAME_BY_CODE.get(code) ?? 'UNKNOWN_EXCEPTION') {
+    super(message)
+    this.name = 'SqlPortError'
+    this.code = code
+    this.type = type
+  }
+}
+
+/**
+ * HTTP status for a ClickHouse error code, following ClickHouse's exceptionCodeToHTTPStatus
+ * (src/Server/HTTP/exceptionCodeToHTTPStatus.cpp). One deliberate difference: failed authentication
+ * (192, 193, 194, 516) answers 401 as ClickHouse 26 does for credentials it rejects, not 403.
+ * READONLY (164) is not in ClickHouse's table, so it answers 500 there and here.
+ */
+export function httpStatusForCode(code: number): number {
+  if (AUTH.has(code)) return 401
+  if (code === 512 || code === 497) return 403 // SET_NON_GRANTED_ROLE, ACCESS_DENIED
+  if (BAD_REQUEST.has(code)) return 400
+  if (NOT_FOUND.has(code)) return 404
+  if (code === ErrorCode.QUERY_IS_TOO_LARGE) return 413
+  if (code === ErrorCode.NOT_IMPLEMENTED) return 501
+  if (code === 209 || code === 76 || code === 439) return 503 // SOCKET_TIMEOUT, CANNOT_OPEN_FILE, CANNOT_SCHEDULE_TASK
+  if (code === 381) return 411 // HTTP_LENGTH_REQUIRED
+  if (code === ErrorCode.TIMEOUT_EXCEEDED) return 408
+  if (code === 779) return 415 // UNSUPPORTED_MEDIA_TYPE
+  return 500
+}
+
+const AUTH = new Set([192, 193, 194, 516])
+// BAD_ARGUMENTS, CANNOT_PARSE_*, DUPLICATE_COLUMN, ILLEGAL_COLUMN, THERE_IS_NO_COLUMN, *_AST, SYNTAX_ERROR,
+// INCORRECT_DATA, TYPE_MISMATCH, VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE, CANNOT_COMPILE_REGEXP
+const BAD_REQUEST = new Set([
+  36, 6, 25, 26, 38, 41, 72, 441, 675, 676, 27, 376, 15, 44, 37, 123, 8, 167, 168, 223, 62, 117, 53, 321, 427,
+])
+// UNKNOWN_TABLE, _FUNCTION, _IDENTIFIER, _TYPE, _STORAGE, _DATABASE, _SETTING, _DIRECTION_OF_SORTING,
+// _AGGREGATE_FUNCTION, _FORMAT, _DATABASE_ENGINE, _TYPE_OF_QUERY, _ROLE
+const NOT_FOUND = new Set([60, 46, 47, 50, 56, 81, 115, 152, 63, 73, 336, 78, 511])
+
+/** The error body ClickHouse sends: `Code: N. DB::Exception: <message>. (TYPE) (version V)` + LF. */
+export function errorBody(err: SqlPortError, version: string): string {
+  return `Code: ${err.code}. DB::Exception: ${err.message}. (${err.type}) (version ${version})\n`
+}
+
+/**
+ * Turns an engine error (chdb's ChdbQueryError and friends) into a SqlPortError, unwrapping the nested
+ * `Code: N. DB::Exception: Code: N. …` prefixes chdb sometimes adds.
+ */
+export function fromEngineError(err: unknown): SqlPortError {
+  if (err instanceof SqlPortError) return err
+  const message = err instanceof Error ? err.message : String(err)
+  const props = (typeof err === 'object' && err !== null ? err : {}) as {
+    clickhouseCode?: unknown
+    code?: unknown
+  }
+  const prefix = /^Code: (\d+)\. /.exec(message)
+  const code =
+    typeof props.clickhouseCode === 'number' ? props.clickhouseCode : prefix ? Number(prefix[1]) : undefined
+  if (code === undefined) {
+    if (props.code === 'CHDB_BIND') return new SqlPortError(ErrorCode.BAD_QUERY_PARAMETER, trimDot(message))
+    if (props.code === 'CHDB_TIMEOUT') return new SqlPortError(ErrorCode.TIMEOUT_EXCEEDED, trimDot(message))
+    return new SqlPortError(ErrorCode.STD_EXCEPTION, trimDot(message))
+  }
+  const type = /\(([A-Z][A-Z0-9_]*)\)\s*$/.exec(message)?.[1] ?? NAME_BY_CODE.get(code) ?? 'UNKNOWN_EXCEPTION'
+  let text = message.replace(/^(?:Code: \d+\. DB::Exception: )+/, '')
+  const cut = text.indexOf(` (${type})`)
+  if (cut !== -1) text = text.slice(0, cut)
+  return new SqlPortError(code, trimDot(text.trimEnd()), type)
+}
+
+const trimDot = (s: string) => (s.endsWith('.') ? s.slice(0, -1) : s)
+
+/** URL parameters ClickHouse's HTTP handler consumes itself; everything else is a setting. */
+const RESERVED_PARAMS = new Set([
+  'query',
+  'query_id',
+  'database',
+  'default_format',
+  'user',
+  'password',
+  'quota_key',
+  'session_id',
+  'session_timeout',
+  'session_check',
+  'close_session',
+  'compress',
+  'decompress',
+  'stacktrace',
+  'role',
+  'buffer_size',
+  'wait_end_of_query',
+  'client_protocol_version',
+  'enable_http_compression',
+  'send_progress_in_http_headers',
+])
+
+export interface HttpParams {
+  query: string | undefined
+  queryId: string | undefined
+  database: string | undefined
+  defaultFormat: string | undefined
+  /** Query parameters (`param_<name>`), raw in ClickHouse's escaped text form. */
+  params: Map<string, string>
+  /** Settings, as strings, in the order given (a repeated name: the last wins). */
+  settings: Map<string, string>
+  enableHttpCompression: boolean
+  /** http_zlib_compression_level, when given. */
+  compressionLevel: number | undefined
+}
+
+export function splitHttpParams(entries: Iterable<readonly [string, string]>): HttpParams {
+  const out: HttpParams = {
+    query: undefined,
+    queryId: undefined,
+    database: undefined,
+    defaultFormat: undefined,
+    params: new Map(),
+    settings: new Map(),
+    enableHttpCompression: false,
+    compressionLevel: undefined,
+  }
+  for (const [key, value] of entries) {
+    if (key === '') continue
+    if (key.startsWith('param_')) {
+      out.params.set(key.slice('param_'.length), value)
+    } else if (key === 'query') {
+      out.query = value
+    } else if (key === 'query_id') {
+      out.queryId = value
+    } else if (key === 'database') {
+      out.database = value
+    } else if (key === 'default_format') {
+      out.defaultFormat = value
+    } else if (key === 'enable_http_compression') {
+      out.enableHttpCompression = value === '1' || value.toLowerCase() === 'true'
+    } else if ((key === 'compress' || key === 'decompress') && value !== '0' && value !== '') {
+      // ClickHouse's own block compression (LZ4 frames with checksums), not HTTP compression.
+      throw new SqlPortError(
+        ErrorCode.NOT_IMPLEMENTED,
+        `The '${key}' parameter is not supported by this port`,
+      )
+    } else if (key === 'http_zlib_compression_level') {
+      const level = Number(value)
+      if (Number.isInteger(level) && level >= 0 && level <= 9) out.compressionLevel = level
+    } else if (!RESERVED_PARAMS.has(key) && !key.startsWith('http_')) {
+      out.settings.delete(key)
+      out.settings.set(key, value)
+    }
+  }
+  return out
+}
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/
+export const isIdentifier = (name: string): boolean => IDENTIFIER.test(name)
+export const isFormatName = (name: string): boolean => /^[A-Za-z][A-Za-z0-9_]*$/.test(name)
+
+/** Content-Type ClickHouse sends for an output format. */
+export function contentTypeFor(format: string): string {
+  const f = format.toLowerCase()
+  if (f.startsWith('json') || f.startsWith('prettyjson') || f === 'ndjson')
+    return 'application/json; charset=UTF-8'
+  if (f.startsWith('tabseparated') || f.startsWith('tsv')) return 'text/tab-separated-values; charset=UTF-8'
+  if (f.startsWith('csv')) {
+    return `text/csv; charset=UTF-8; header=${f.includes('withnames') ? 'present' : 'absent'}`
+  }
+  if (f === 'xml') return 'application/xml; charset=UTF-8'
+  if (BINARY_FORMATS.some((b) => f.startsWith(b))) return 'application/octet-stream'
+  return 'text/plain; charset=UTF-8'
+}
+
+const BINARY_FORMATS = [
+  'native',
+  'rowbinary',
+  'parquet',
+  'arrow',
+  'orc',
+  'avro',
+  'protobuf',
+  'capnproto',
+  'msgpack',
+  'rawblob',
+  'npy',
+  'bson',
+]
+
+/**
+ * A `param_*` value as ClickHouse's HTTP handler would read it, turned into what chdb's bind needs.
+ * The HTTP form is ClickHouse's escaped text; chdb escapes a string once more (TSV rules) before the
+ * engine reads it back. So a scalar is unescaped here (the engine then sees the same value); a
+ * composite (Array, Map, Tuple), which the engine parses as a literal without unescaping, is rewritten
+ * so that chdb's escaping reproduces an equivalent literal: escaped quotes become doubled quotes.
+ */
+export function decodeQueryParameter(raw: string, declaredType: string | undefined): string | null {
+  if (raw === '\\N') return null
+  if (!raw.includes('\\')) return raw
+  return unescapeText(raw, declaredType !== undefined && isCompositeType(declaredType))
+}
+
+export function isCompositeType(type: string): boolean {
+  let t = type.trim()
+  for (;;) {
+    const wrapper = /^(Nullable|LowCardinality)\s*\(([\s\S]*)\)$/i.exec(t)
+    if (!wrapper) break
+    t = (wrapper[2] ?? '').trim()
+  }
+  return /^(Array|Map|Tuple|Nested)\b/i.test(t)
+}
+
+const ESCAPES: Record<string, number> = { a: 7, b: 8, e: 27, f: 12, n: 10, r: 13, t: 9, v: 11, '0': 0 }
+
+function unescapeText(raw: string, composite: boolean): string {
+  const bytes: number[] = []
+  const encoder = new TextEncoder()
+  const pushChar = (c: string) => {
+    for (const b of encoder.encode(c)) bytes.push(b)
+  }
+  const pushByte = (b: number) => {
+    // Inside a composite literal a quote must stay escaped; doubling survives chdb's TSV escaping.
+    if (composite && b === 0x27) bytes.push(0x27, 0x27)
+    else bytes.push(b)
+  }
+  for (let i = 0; i < raw.length; i++) {
+    const c = raw.charAt(i)
+    if (c !== '\\' || i + 1 >= raw.length) {
+      pushChar(c)
+      continue
+    }
+    const next = raw.charAt(++i)
+    if (next === 'x' && /^[0-9A-Fa-f]{2}$/.test(raw.slice(i + 1, i + 3))) {
+      pushByte(parseInt(raw.slice(i + 1, i + 3), 16))
+      i += 2
+    } else if (next === 'N' && !composite) {
+      // ClickHouse reads \N inside an escaped string as nothing.
+    } else if (next in ESCAPES) {
+      bytes.push(ESCAPES[next] as number)
+    } else if (next === '\\' || next === "'" || next === '"' || next === '`' || next === '/') {
+      pushByte(next.charCodeAt(0))
+    } else {
+      // ClickHouse keeps the backslash of an unknown escape ('100\%' stays '100\%').
+      bytes.push(0x5c)
+      pushChar(next)
+    }
+  }
+  return new TextDecoder().decode(new Uint8Array(bytes))
+}
+
+/** Statement kinds the read-only port runs (the first keyword, or '(' for a parenthesised query). */
+export const READ_ONLY_KINDS: ReadonlySet<string> = new Set([
+  'SELECT',
+  'WITH',
+  'SHOW',
+  'DESCRIBE',
+  'DESC',
+  'EXPLAIN',
+  'EXISTS',
+  '(',
+])
+
+/** Statement kinds that take a trailing query-level SETTINGS clause (CREATE's would be table settings). */
+export const SETTINGS_KINDS: ReadonlySet<string> = new Set([
+  ...READ_ONLY_KINDS,
+  'INSERT',
+  'ALTER',
+  'DELETE',
+  'UPDATE',
+  'OPTIMIZE',
+])
+
+/** Functions that read server files even under readonly=1 (measured: file() does). */
+const FILE_FUNCTIONS = new Set(['file', 'catboostevaluate'])
+
+/**
+ * Why the read-only port refuses a statement, or undefined. The engine's readonly=1 (appended last)
+ * refuses writes and table functions; this covers what it was measured to let through: a SETTINGS
+ * clause in a subquery (readonly=0 there wins), the file() function, DESCRIBE of a table function,
+ * and INTO OUTFILE.
+ */
+export function readOnlyRefusal(analysis: StatementAnalysis): string | undefined {
+  if (!READ_ONLY_KINDS.has(analysis.kind)) {
+    return 'only SELECT, WITH, SHOW, DESCRIBE, EXPLAIN and EXISTS statements are allowed on this port'
+  }
+  if (analysis.intoOutfile) return 'INTO OUTFILE is not allowed on this port'
+  const tokens = analysis.tokens
+  const ownClauses = new Set(analysis.settings.map((c) => c.firstToken))
+  for (let i = 0; i < tokens.length; i++) {
+    const t = tokens[i] as Token
+    if ((t.kind === 'word' || t.kind === 'quoted') && tokens[i + 1]?.text === '(') {
+      const name = (t.kind === 'quoted' ? t.text.slice(1, -1) : t.text).toLowerCase()
+      if (FILE_FUNCTIONS.has(name)) return `the ${name} function is not allowed on this port`
+    }
+    if (looksLikeSettingsClause(tokens, i) && !ownClauses.has(i)) {
+      return 'a SETTINGS clause is only allowed at the end of the statement on this port'
+    }
+  }
+  if (analysis.kind === 'DESCRIBE' || analysis.kind === 'DESC') {
+    let i = 1
+    if (tokens[i]?.kind === 'word' && tokens[i]?.text.toUpperCase() === 'TABLE') i++
+    const target = tokens[i]
+    if (target && (target.kind === 'word' || target.kind === 'quoted') && tokens[i + 1]?.text === '(') {
+      return 'DESCRIBE of a table function is not allowed on this port'
+    }
+  }
+  return undefined
+}
+
+/**
+ * Settings an analyst may not set on the read-only port: the ones that name server files or
+ * directories (format schemas, templates, output schemas), introspection and DDL switches. The
+ * engine's readonly=1 comes after them in the clause, so it cannot stop them itself.
+ */
+export function isDeniedReadOnlySetting(name: string): boolean {
+  return (
+    /(^|_)(schema|schemas|template|file|files|path|paths|dir|directory)(_|$)/i.test(name) ||
+    /introspection|^allow_ddl$/i.test(name)
+  )
+}

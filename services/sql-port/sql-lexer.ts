@@ -1,0 +1,622 @@
+/**
+ * A small ClickHouse SQL tokenizer and the statement facts the SQL port needs: how many statements a
+ * text holds, what kind the first one is, its trailing FORMAT and SETTINGS clauses, INTO OUTFILE, the
+ * declared types of {name:Type} placeholders, and a way to add query-level settings.
+ *
+ * Pure: no I/O. It is not a parser; where it cannot be sure it errs towards seeing more code than the
+ * engine does (so a refusal, never a smuggled statement). Its string, comment and heredoc rules follow
+ * what chdb 3.4 (ClickHouse 26.7) was measured to do: nested block comments, `#` comments only as `# `
+ * or `#!`, `--` comments ending at LF only, $tag$ heredocs, and Unicode quotes (‘…’ strings,
+ * “…” identifiers) that take no escapes.
+ */
+
+export type TokenKind =
+  | 'word'
+  | 'quoted' // "identifier", `identifier`, “identifier”
+  | 'string' // 'literal', ‘literal’
+  | 'heredoc' // $tag$ … $tag$
+  | 'number'
+  | 'open' // ( [ {
+  | 'close' // ) ] }
+  | 'semicolon'
+  | 'punct'
+
+export interface Token {
+  readonly kind: TokenKind
+  readonly start: number
+  readonly end: number
+  /** Bracket depth outside this token: an opening and its closing bracket carry the same depth. */
+  readonly depth: number
+  readonly text: string
+}
+
+const LEFT_SINGLE = '\u2018'
+const RIGHT_SINGLE = '\u2019'
+const LEFT_DOUBLE = '\u201c'
+const RIGHT_DOUBLE = '\u201d'
+
+const isWhitespace = (c: string) =>
+  c === ' ' || c === '\t' || c === '\n' || c === '\r' || c === '\f' || c === '\v'
+const isDigit = (c: string) => c >= '0' && c <= '9'
+const isUnicodeQuote = (c: string) =>
+  c === LEFT_SINGLE || c === RIGHT_SINGLE || c === LEFT_DOUBLE || c === RIGHT_DOUBLE
+const isWordStart = (c: string) =>
+  (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c === '_' || (c > '\x7f' && !isUnicodeQuote(c))
+const isWordChar = (c: string) => isWordStart(c) || isDigit(c) || c === '$'
+
+/** Streams tokens; whitespace and comments are skipped. Unterminated strings and comments run to the end. */
+export class Lexer {
+  private pos = 0
+  private depth = 0
+
+  constructor(private readonly sql: string) {}
+
+  /** Offset just after the last token returned (or the start). */
+  get position(): number {
+    return this.pos
+  }
+
+  next(): Token | undefined {
+    this.skipTrivia()
+    const sql = this.sql
+    const start = this.pos
+    if (start >= sql.length) return undefined
+    const c = sql.charAt(start)
+    if (c === "'" || c === '"' || c === '`') {
+      return this.make(c === "'" ? 'string' : 'quoted', start, this.scanQuoted(start, c))
+    }
+    if (c === LEFT_SINGLE || c === LEFT_DOUBLE) {
+      const close = sql.indexOf(c === LEFT_SINGLE ? RIGHT_SINGLE : RIGHT_DOUBLE, start + 1)
+      return this.make(c === LEFT_SINGLE ? 'string' : 'quoted', start, close === -1 ? sql.length : close + 1)
+    }
+    if (c === '$') {
+      const end = this.scanHeredoc(start)
+      if (end !== undefined) return this.make('heredoc', start, end)
+      return this.make('punct', start, start + 1)
+    }
+    if (isDigit(c)) return this.make('number', start, this.scanNumber(start))
+    if (isWordStart(c)) {
+      let end = start + 1
+      while (end < sql.length && isWordChar(sql.charAt(end))) end++
+      return this.make('word', start, end)
+    }
+    if (c === '(' || c === '[' || c === '{') {
+      const token = this.make('open', start, start + 1)
+      this.depth++
+      return token
+    }
+    if (c === ')' || c === ']' || c === '}') {
+      this.depth = Math.max(0, this.depth - 1)
+      return this.make('close', start, start + 1)
+    }
+    if (c === ';') return this.make('semicolon', start, start + 1)
+    return this.make('punct', start, start + 1)
+  }
+
+  private make(kind: TokenKind, start: number, end: number): Token {
+    this.pos = end
+    return { kind, start, end, depth: this.depth, text: this.sql.slice(start, end) }
+  }
+
+  private skipTrivia(): void {
+    const sql = this.sql
+    for (;;) {
+      const c = sql.charAt(this.pos)
+      if (c === '') return
+      if (isWhitespace(c)) {
+        this.pos++
+      } else if (c === '-' && sql.charAt(this.pos + 1) === '-') {
+        this.pos = lineEnd(sql, this.pos)
+      } else if (c === '#' && (sql.charAt(this.pos + 1) === ' ' || sql.charAt(this.pos + 1) === '!')) {
+        this.pos = lineEnd(sql, this.pos)
+      } else if (c === '/' && sql.charAt(this.pos + 1) === '*') {
+        this.pos = blockCommentEnd(sql, this.pos)
+      } else {
+        return
+      }
+    }
+  }
+
+  private scanQuoted(start: number, quote: string): number {
+    const sql = this.sql
+    let i = start + 1
+    while (i < sql.length) {
+      const c = sql.charAt(i)
+      if (c === '\\') {
+        i += 2
+      } else if (c === quote) {
+        if (sql.charAt(i + 1) === quote) i += 2
+        else return i + 1
+      } else {
+        i++
+      }
+    }
+    return sql.length
+  }
+
+  private scanHeredoc(start: number): number | undefined {
+    const sql = this.sql
+    let i = start + 1
+    while (i < sql.length && /[A-Za-z0-9_]/.test(sql.charAt(i))) i++
+    if (sql.charAt(i) !== '$') return undefined
+    const delimiter = sql.slice(start, i + 1)
+    const close = sql.indexOf(delimiter, i + 1)
+    return close === -1 ? undefined : close + delimiter.length
+  }
+
+  private scanNumber(start: number): number {
+    const sql = this.sql
+    let i = start + 1
+    while (i < sql.length) {
+      const c = sql.charAt(i)
+      const prev = sql.charAt(i - 1)
+      if (isDigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c === '_' || c === '.') i++
+      else if ((c === '+' || c === '-') && (prev === 'e' || prev === 'E' || prev === 'p' || prev === 'P')) i++
+      else break
+    }
+    return i
+  }
+}
+
+function lineEnd(sql: string, from: number): number {
+  const nl = sql.indexOf('\n', from)
+  return nl === -1 ? sql.length : nl + 1
+}
+
+/** Block comments nest in ClickHouse: `/* /* *\/ *\/` is one comment. */
+function blockCommentEnd(sql: string, from: number): number {
+  let level = 0
+  let i = from
+  while (i < sql.length) {
+    if (sql.startsWith('/*', i)) {
+      level++
+      i += 2
+    } else if (sql.startsWith('*/', i)) {
+      level--
+      i += 2
+      if (level === 0) return i
+    } else {
+      i++
+    }
+  }
+  return sql.length
+}
+
+/** All tokens of a text, across statements. */
+export function tokenize(sql: string): Token[] {
+  const lexer = new Lexer(sql)
+  const tokens: Token[] = []
+  for (let t = lexer.next(); t; t = lexer.next()) tokens.push(t)
+  return tokens
+}
+
+// Plain booleans, not type guards: a false answer says nothing about whether the token exists.
+const isWord = (t: Token | undefined, word: string): boolean =>
+  t !== undefined && t.kind === 'word' && t.text.toUpperCase() === word
+const isName = (t: Token | undefined): boolean => t !== undefined && (t.kind === 'word' || t.kind === 'quoted')
+const isPunct = (t: Token | undefined, c: string): boolean =>
+  t !== undefined && t.kind === 'punct' && t.text === c
+
+/** The name a word or quoted identifier token stands for. */
+export function identifierName(t: Token): string {
+  if (t.kind !== 'quoted') return t.text
+  const open = t.text.charAt(0)
+  if (open === LEFT_DOUBLE) return t.text.slice(1, t.text.endsWith(RIGHT_DOUBLE) ? -1 : undefined)
+  const body = t.text.slice(1, t.text.length > 1 && t.text.endsWith(open) ? -1 : undefined)
+  return body.replace(/\\(.)|(["`])\2/gs, (_m, escaped: string | undefined, doubled: string | undefined) =>
+    escaped !== undefined ? unescapeChar(escaped) : (doubled ?? ''),
+  )
+}
+
+function unescapeChar(c: string): string {
+  switch (c) {
+    case 'n':
+      return '\n'
+    case 't':
+      return '\t'
+    case 'r':
+      return '\r'
+    case '0':
+      return '\0'
+    case 'b':
+      return '\b'
+    case 'f':
+      return '\f'
+    default:
+      return c
+  }
+}
+
+export interface SettingEntry {
+  /** The setting name, unquoted. */
+  readonly name: string
+  /** The value as SQL literal text, exactly as written. */
+  readonly value: string
+}
+
+export interface SettingsClause {
+  readonly entries: readonly SettingEntry[]
+  /** Source range of the clause, from the SETTINGS keyword to the end of its last value. */
+  readonly start: number
+  readonly end: number
+  /** Token index range [first, last + 1). */
+  readonly firstToken: number
+  readonly endToken: number
+}
+
+/**
+ * Parses `SETTINGS name = value [, …]` starting at token index `at` (the SETTINGS word). A value is a
+ * literal: an optionally signed number, a string, a word (true, DEFAULT, …) or one bracketed group.
+ */
+export function parseSettingsClause(tokens: readonly Token[], at: number, limit = tokens.length) {
+  const keyword = tokens[at]
+  if (!isWord(keyword, 'SETTINGS')) return undefined
+  const entries: SettingEntry[] = []
+  let i = at + 1
+  for (;;) {
+    const name = tokens[i]
+    if (i + 2 >= limit || !isName(name) || !isPunct(tokens[i + 1], '=')) return undefined
+    let j = i + 2
+    if (isPunct(tokens[j], '-') || isPunct(tokens[j], '+')) j++
+    const value = tokens[j]
+    if (j >= limit || value === undefined) return undefined
+    if (value.kind === 'open') {
+      j = matchingClose(tokens, j, limit)
+      if (j === -1) return undefined
+    } else if (value.kind === 'close' || value.kind === 'semicolon' || value.kind === 'punct') {
+      return undefined
+    }
+    const last = tokens[j] as Token
+    entries.push({ name: identifierName(name), value: tokenSourceText(tokens, i + 2, j + 1) })
+    i = j + 1
+    if (i < limit && isPunct(tokens[i], ',')) {
+      i++
+      continue
+    }
+    const clause: SettingsClause = {
+      entries,
+      start: keyword.start,
+      end: last.end,
+      firstToken: at,
+      endToken: i,
+    }
+    return clause
+  }
+}
+
+function tokenSourceText(tokens: readonly Token[], from: number, to: number): string {
+  let text = ''
+  for (let k = from; k < to; k++) {
+    const t = tokens[k] as Token
+    const prev = tokens[k - 1]
+    if (k > from && prev && prev.end < t.start) text += ' '
+    text += t.text
+  }
+  return text
+}
+
+/** Index of the bracket closing the one at `open`, or -1. */
+function matchingClose(tokens: readonly Token[], open: number, limit = tokens.length): number {
+  const depth = tokens[open]?.depth
+  for (let k = open + 1; k < limit; k++) {
+    const t = tokens[k] as Token
+    if (t.kind === 'close' && t.depth === depth) return k
+  }
+  return -1
+}
+
+/** Token index where a SETTINGS clause looks like it starts: `SETTINGS name =`. */
+export function looksLikeSettingsClause(tokens: readonly Token[], at: number): boolean {
+  return isWord(tokens[at], 'SETTINGS') && isName(tokens[at + 1]) && isPunct(tokens[at + 2], '=')
+}
+
+export interface FormatClause {
+  /** Format name, unquoted. */
+  readonly name: string
+  readonly start: number
+  readonly end: number
+  readonly nameText: string
+}
+
+export interface StatementAnalysis {
+  /** First keyword upper-cased; '(' for a parenthesised query; '' when there is no statement. */
+  readonly kind: string
+  /** A statement separator followed by anything but whitespace, comments or more separators. */
+  readonly multiStatement: boolean
+  /** Tokens of the first statement (for INSERT with inline data: up to the format name). */
+  readonly tokens: readonly Token[]
+  /** Trailing top-level FORMAT: the output format of a query, the data format of an INSERT. */
+  readonly format: FormatClause | undefined
+  /**
+   * Query-level SETTINGS clauses: for INSERT the one after the table (and columns); otherwise the
+   * trailing clause before FORMAT and the one after FORMAT, in that order.
+   */
+  readonly settings: readonly SettingsClause[]
+  readonly intoOutfile: boolean
+  /** Where a merged SETTINGS clause goes, and what text to keep after it. */
+  readonly settingsAt: number
+  readonly keepFrom: number
+  /** INSERT only: offset where inline data starts (after `FORMAT name`), when there is a FORMAT. */
+  readonly dataStart: number | undefined
+}
+
+/** Analyses the first statement of `sql` and whether more follow. */
+export function analyzeStatement(sql: string): StatementAnalysis {
+  const lexer = new Lexer(sql)
+  const tokens: Token[] = []
+  let sawSeparator = false
+  let dataStart: number | undefined
+  let kind = ''
+
+  for (let t = lexer.next(); t; t = lexer.next()) {
+    if (t.kind === 'semicolon') {
+      sawSeparator = true
+      break
+    }
+    tokens.push(t)
+    if (tokens.length === 1)
+      kind = t.kind === 'open' && t.text === '(' ? '(' : t.kind === 'word' ? t.text.toUpperCase() : '?'
+    if (kind === 'INSERT' && isWord(t, 'FORMAT') && t.depth === 0) {
+      // Only a FORMAT after the complete head starts data: `INSERT INTO format FORMAT CSV` is legal.
+      const head = insertHeadEnd(tokens)
+      if (head !== undefined && tokens.length - 1 >= head) {
+        const name = lexer.next()
+        if (isName(name)) {
+          tokens.push(name)
+          dataStart = name.end
+          break
+        }
+        if (name?.kind === 'semicolon') {
+          sawSeparator = true
+          break
+        }
+        if (name) tokens.push(name)
+      }
+    }
+  }
+
+  let multiStatement = false
+  if (sawSeparator) {
+    for (let t = lexer.next(); t; t = lexer.next()) {
+      if (t.kind !== 'semicolon') {
+        multiStatement = true
+        break
+      }
+    }
+  }
+  if (tokens.length === 0) kind = ''
+
+  const intoOutfile = tokens.some((t, i) => isWord(t, 'INTO') && isWord(tokens[i + 1], 'OUTFILE'))
+  const lastEnd = tokens.at(-1)?.end ?? 0
+
+  if (kind === 'INSERT') {
+    const head = insertHeadEnd(tokens)
+    const headEndOffset = head !== undefined && head > 0 ? (tokens[head - 1] as Token).end : lastEnd
+    const clause = head !== undefined ? parseSettingsClause(tokens, head) : undefined
+    const formatToken = dataStart !== undefined ? tokens.at(-1) : undefined
+    return {
+      kind,
+      multiStatement,
+      tokens,
+      format: formatToken ? formatClause(formatToken) : undefined,
+      settings: clause ? [clause] : [],
+      intoOutfile,
+      settingsAt: headEndOffset,
+      keepFrom: clause ? clause.end : headEndOffset,
+      dataStart,
+    }
+  }
+
+  // Trailing clauses, scanned from the end: [pre SETTINGS] [FORMAT name] [post SETTINGS].
+  let end = tokens.length
+  let post = trailingClauseEndingAt(tokens, end)
+  if (post) end = post.firstToken
+  let format: FormatClause | undefined
+  const maybeFormat = tokens[end - 2]
+  const maybeName = tokens[end - 1]
+  if (isWord(maybeFormat, 'FORMAT') && maybeFormat.depth === 0 && isName(maybeName) && end - 2 > 0) {
+    format = formatClause(maybeName)
+    end -= 2
+  }
+  let pre: SettingsClause | undefined
+  if (format) {
+    pre = trailingClauseEndingAt(tokens, end)
+  } else {
+    pre = post
+    post = undefined
+  }
+  if (pre) end = pre.firstToken
+  const bodyEnd = end > 0 ? (tokens[end - 1] as Token).end : 0
+  return {
+    kind,
+    multiStatement,
+    tokens,
+    format,
+    settings: [pre, post].filter((c): c is SettingsClause => c !== undefined),
+    intoOutfile,
+    settingsAt: bodyEnd,
+    keepFrom: lastEnd,
+    dataStart: undefined,
+  }
+}
+
+function formatClause(name: Token): FormatClause {
+  return { name: identifierName(name), nameText: name.text, start: name.start, end: name.end }
+}
+
+/** The last top-level SETTINGS clause that ends exactly at token index `end`. */
+function trailingClauseEndingAt(tokens: readonly Token[], end: number): SettingsClause | undefined {
+  for (let i = end - 3; i > 0; i--) {
+    const t = tokens[i] as Token
+    if (t.depth !== 0 || !isWord(t, 'SETTINGS')) continue
+    const clause = parseSettingsClause(tokens, i, end)
+    if (clause && clause.endToken === end) return clause
+  }
+  return undefined
+}
+
+/**
+ * Token index just after `INSERT INTO [TABLE] name [(columns)]` or `INSERT INTO [TABLE] FUNCTION f(…)
+ * [(columns)]`; undefined when the tokens do not (yet) hold a complete head.
+ */
+function insertHeadEnd(tokens: readonly Token[]): number | undefined {
+  let i = 1
+  if (!isWord(tokens[i], 'INTO')) return undefined
+  i++
+  if (isWord(tokens[i], 'TABLE')) i++
+  if (isWord(tokens[i], 'FUNCTION')) {
+    if (!isName(tokens[i + 1]) || tokens[i + 2]?.kind !== 'open') return undefined
+    const close = matchingClose(tokens, i + 2)
+    if (close === -1) return undefined
+    i = close + 1
+  } else {
+    if (!isName(tokens[i])) return undefined
+    i++
+    if (isPunct(tokens[i], '.')) {
+      if (!isName(tokens[i + 1])) return undefined
+      i += 2
+    }
+  }
+  const next = tokens[i]
+  if (next?.kind === 'open' && next.text === '(') {
+    const close = matchingClose(tokens, i)
+    if (close === -1) return undefined
+    i = close + 1
+  }
+  return i
+}
+
+export const hasMultipleStatements = (sql: string): boolean => analyzeStatement(sql).multiStatement
+export const statementKind = (sql: string): string => analyzeStatement(sql).kind
+export const trailingFormat = (sql: string): string | undefined => analyzeStatement(sql).format?.name
+export const hasIntoOutfile = (sql: string): boolean => analyzeStatement(sql).intoOutfile
+
+/** The statement's own query-level settings, in the order the engine applies them (last wins). */
+export function trailingSettings(sql: string): SettingEntry[] {
+  return effectiveEntries(analyzeStatement(sql))
+}
+
+function effectiveEntries(analysis: StatementAnalysis): SettingEntry[] {
+  // A clause after FORMAT is applied before the one in front of it, so the front one wins.
+  const [pre, post] = analysis.settings
+  return [...(post?.entries ?? []), ...(pre?.entries ?? [])]
+}
+
+export type SettingValue = string | number | boolean
+
+const SETTING_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/
+
+export function isValidSettingName(name: string): boolean {
+  return SETTING_NAME.test(name)
+}
+
+/** A setting value as a SQL literal: numbers bare, booleans as 0/1, strings quoted and escaped. */
+export function renderSettingValue(value: SettingValue): string {
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new Error(`setting value ${value} is not a finite number`)
+    return String(value)
+  }
+  if (typeof value === 'boolean') return value ? '1' : '0'
+  return quoteString(value)
+}
+
+export function quoteString(value: string): string {
+  let out = "'"
+  for (const c of value) {
+    switch (c) {
+      case '\\':
+        out += '\\\\'
+        break
+      case "'":
+        out += "\\'"
+        break
+      case '\n':
+        out += '\\n'
+        break
+      case '\r':
+        out += '\\r'
+        break
+      case '\t':
+        out += '\\t'
+        break
+      case '\0':
+        out += '\\0'
+        break
+      default:
+        out += c
+    }
+  }
+  return out + "'"
+}
+
+export interface AddSettings {
+  /** Applied first: the statement's own SETTINGS override these (URL settings in ClickHouse). */
+  defaults?: Record<string, SettingValue>
+  /** Applied last, in this order: they override the statement's own settings. */
+  overrides?: Record<string, SettingValue>
+}
+
+/**
+ * Returns `sql` with one query-level SETTINGS clause holding `defaults`, the statement's own top-level
+ * settings and `overrides`, each name once, overrides last. Placed where ClickHouse accepts it: before
+ * FORMAT for queries, after the table (and column list) for INSERT. Throws on multi-statement text and
+ * on names that are not plain identifiers.
+ */
+export function addSettings(sql: string, add: AddSettings, analysis = analyzeStatement(sql)): string {
+  if (analysis.multiStatement) throw new Error('cannot add settings to more than one statement')
+  if (analysis.kind === '') return sql
+  const overrides = Object.entries(add.overrides ?? {})
+  const defaults = Object.entries(add.defaults ?? {})
+  for (const [name] of [...defaults, ...overrides]) {
+    if (!isValidSettingName(name)) throw new Error(`invalid setting name: ${JSON.stringify(name)}`)
+  }
+  const own = effectiveEntries(analysis)
+  if (overrides.length === 0 && defaults.length === 0) return sql
+
+  const merged = new Map<string, string>()
+  const put = (name: string, value: string) => {
+    merged.delete(name)
+    merged.set(name, value)
+  }
+  const ownNames = new Set(own.map((e) => e.name))
+  const overrideNames = new Set(overrides.map(([name]) => name))
+  for (const [name, value] of defaults) {
+    if (!ownNames.has(name) && !overrideNames.has(name)) put(name, renderSettingValue(value))
+  }
+  for (const entry of own) {
+    if (!overrideNames.has(entry.name)) put(entry.name, entry.value)
+  }
+  for (const [name, value] of overrides) put(name, renderSettingValue(value))
+
+  const clause = `SETTINGS ${[...merged].map(([name, value]) => `${renderName(name)} = ${value}`).join(', ')}`
+  if (analysis.kind === 'INSERT') {
+    return `${sql.slice(0, analysis.settingsAt)} ${clause}${leadingSpace(sql.slice(analysis.keepFrom))}`
+  }
+  const format = analysis.format ? ` FORMAT ${analysis.format.nameText}` : ''
+  return `${sql.slice(0, analysis.settingsAt)} ${clause}${format}`
+}
+
+function renderName(name: string): string {
+  return SETTING_NAME.test(name) ? name : `\`${name.replace(/\\/g, '\\\\').replace(/`/g, '\\`')}\``
+}
+
+function leadingSpace(rest: string): string {
+  return rest === '' || isWhitespace(rest.charAt(0)) ? rest : ` ${rest}`
+}
+
+/** Declared types of `{name:Type}` placeholders in the first statement (the last declaration wins). */
+export function queryParameterTypes(sql: string, analysis = analyzeStatement(sql)): Map<string, string> {
+  const types = new Map<string, string>()
+  const tokens = analysis.tokens
+  for (let i = 0; i < tokens.length; i++) {
+    const t = tokens[i] as Token
+    if (t.kind !== 'open' || t.text !== '{') continue
+    const name = tokens[i + 1]
+    const colon = tokens[i + 2]
+    if (name?.kind !== 'word' || !isPunct(colon, ':')) continue
+    const close = matchingClose(tokens, i)
+    if (close === -1) continue
+    types.set(name.text, sql.slice(colon.end, (tokens[close] as Token).start).trim())
+  }
+  return types
+}

@@ -1,0 +1,90 @@
+import { CpuPool } from '../../pipelines/cpu/pool.ts'
+import { eventsWriter } from '../../pipelines/events/events-writer.ts'
+import { ingestionGroups, ingestionTopics } from '../../pipelines/events/topics.ts'
+import { serverUploadSplitter } from '../../pipelines/events/upload-splitter.ts'
+import { sdkBuilder } from '../../pipelines/sdk/sdk-builder.ts'
+import type { Runtime } from '../runtime.ts'
+import type { WorkerPipeline } from './worker.ts'
+
+export async function ensureIngestionTopics(runtime: Runtime): Promise<void> {
+  const topics = ingestionTopics(runtime.config.SLUICE_TOPIC_PREFIX)
+  const partitions = runtime.config.SLUICE_PARTITIONS
+  await runtime.bus.ensureTopics(Object.values(topics).map((topic) => ({ topic, partitions })))
+}
+
+/** Event ingestion: the upload splitter, the SDK state builder and the exactly-once events writer. */
+export const ingestionPipeline: WorkerPipeline = {
+  name: 'ingestion',
+  async start(runtime) {
+    const { config, bus, store, control, metrics, logger } = runtime
+    const topics = ingestionTopics(config.SLUICE_TOPIC_PREFIX)
+    const groups = ingestionGroups(config.SLUICE_TOPIC_PREFIX)
+    await ensureIngestionTopics(runtime)
+    const pool = new CpuPool(config.SLUICE_WORKER_THREADS)
+    const onError = (stage: string) => (err: unknown, batch: { topic: string; partition: number }) =>
+      logger.error({ err, stage, topic: batch.topic, partition: batch.partition }, 'batch failed; will retry')
+    const committed = (topic: string, n: number) => metrics.busConsumed.inc({ topic }, n)
+
+    const writer = eventsWriter({
+      store,
+      onStored: (n, source) => metrics.eventsStored.inc({ source }, n),
+      onDuplicate: (n) => metrics.eventsRejected.inc({ reason: 'duplicate' }, n),
+    })
+    const splitter = serverUploadSplitter({
+      pool,
+      store,
+      bus,
+      control,
+      eventsTopic: topics.events,
+      sdk: { group: groups.sdkUploads, topic: topics.sdkUploads, waitMs: 5000 },
+      pastWindowMs: config.SLUICE_EVENT_PAST_WINDOW_HOURS * 3_600_000,
+      futureWindowMs: config.SLUICE_EVENT_FUTURE_WINDOW_HOURS * 3_600_000,
+      maxInflatedBytes: config.SLUICE_UPLOAD_MAX_DECOMPRESSED_BYTES,
+      onRejected: (reason, n) => metrics.eventsRejected.inc({ reason }, n),
+    })
+    const builder = sdkBuilder({
+      pool,
+      store,
+      bus,
+      eventsTopic: topics.events,
+      maxInflatedBytes: config.SLUICE_UPLOAD_MAX_DECOMPRESSED_BYTES,
+    })
+
+    const consumers = await Promise.all([
+      bus.consume({
+        group: groups.events,
+        topics: [topics.events],
+        maxBatchRecords: 20_000,
+        maxBatchBytes: 16 * 1024 * 1024,
+        handler: async (batch) => {
+          await writer(batch)
+          committed(batch.topic, batch.records.length)
+        },
+        onError: onError('events-writer'),
+      }),
+      bus.consume({
+        group: groups.sdkUploads,
+        topics: [topics.sdkUploads],
+        maxBatchRecords: 32,
+        maxBatchBytes: 8 * 1024 * 1024,
+        handler: async (batch) => {
+          await builder(batch)
+          committed(batch.topic, batch.records.length)
+        },
+        onError: onError('sdk-builder'),
+      }),
+      bus.consume({
+        group: groups.uploads,
+        topics: [topics.uploads],
+        maxBatchRecords: 8,
+        maxBatchBytes: 4 * 1024 * 1024,
+        handler: async (batch) => {
+          await splitter(batch)
+          committed(batch.topic, batch.records.length)
+        },
+        onError: onError('upload-splitter'),
+      }),
+    ])
+    return { consumers, close: () => pool.close() }
+  },
+}

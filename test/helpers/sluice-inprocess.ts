@@ -1,0 +1,65 @@
+import { loadConfig } from '../../services/config.ts'
+import { startProcess, type RunningProcess } from '../../services/processes.ts'
+import { createLogger } from '../../services/shared/logger.ts'
+import { ADMIN_TOKEN } from './edge.ts'
+import { tempDir } from './temp.ts'
+
+export interface InProcessSluice {
+  running: RunningProcess
+  url: string
+  admin<T = unknown>(method: string, path: string, body?: unknown): Promise<T>
+  /** Create an org with one app (app_id given) and an all-scopes key. */
+  tenant(name: string, appIds: string[]): Promise<{ orgId: number; auth: string; apiKey: string }>
+  close(): Promise<void>
+}
+
+/**
+ * A whole Sluice (edge + workers + scheduler) in this test process. Embedded unless `env` names
+ * Kafka brokers and a ClickHouse URL, in which case the same code runs against those.
+ */
+export async function startInProcess(env: Record<string, string> = {}): Promise<InProcessSluice> {
+  const dir = await tempDir('sluice')
+  const config = loadConfig({
+    SLUICE_DATA_DIR: dir.path,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    SLUICE_SQL_PORT: '0',
+    SLUICE_ADMIN_TOKEN: ADMIN_TOKEN,
+    SLUICE_PARTITIONS: '4',
+    ...env,
+  })
+  const running = await startProcess(config, createLogger(process.env.SLUICE_TEST_LOG ?? 'silent'), [
+    'edge',
+    'worker',
+    'scheduler',
+  ])
+  const url = running.url!
+  const admin = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
+    const res = await fetch(`${url}/admin/v1${path}`, {
+      method,
+      headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    })
+    if (!res.ok) throw new Error(`admin ${method} ${path}: ${res.status} ${await res.text()}`)
+    return (await res.json()) as T
+  }
+  return {
+    running,
+    url,
+    admin,
+    async tenant(name, appIds) {
+      const org = await admin<{ id: number }>('POST', '/orgs', { name })
+      for (const app_id of appIds) await admin('POST', `/orgs/${org.id}/apps`, { name: app_id, app_id })
+      const key = await admin<{ api_key: string; api_secret: string }>('POST', `/orgs/${org.id}/keys`, {})
+      return {
+        orgId: org.id,
+        apiKey: key.api_key,
+        auth: `Basic ${Buffer.from(`${key.api_key}:${key.api_secret}`).toString('base64')}`,
+      }
+    },
+    async close() {
+      await running.shutdown()
+      await dir.cleanup()
+    },
+  }
+}

@@ -1,0 +1,94 @@
+import { stat } from 'node:fs/promises'
+import { join } from 'node:path'
+import { createClient } from '@clickhouse/client'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { runSluice, startSluice, type SluiceChild } from '../helpers/sluice-process.ts'
+import { tempDir } from '../helpers/temp.ts'
+
+const basic = (key: string, secret: string) => `Basic ${Buffer.from(`${key}:${secret}`).toString('base64')}`
+
+describe('sluice start (embedded, as a user runs it)', () => {
+  let dir: Awaited<ReturnType<typeof tempDir>>
+  let sluice: SluiceChild | undefined
+  beforeAll(async () => {
+    dir = await tempDir('cli')
+  })
+  afterAll(async () => {
+    await sluice?.stop()
+    await dir.cleanup()
+  })
+
+  it('generates an admin token once, stored with mode 0600', async () => {
+    sluice = await startSluice({ SLUICE_DATA_DIR: dir.path })
+    const token = /admin token \(generated.*\): (\S+)/.exec(sluice.output())?.[1]
+    expect(token).toBeDefined()
+    const info = await stat(join(dir.path, 'admin-token'))
+    expect(info.mode & 0o777).toBe(0o600)
+    expect(await (await fetch(`${sluice.url}/healthz`)).json()).toEqual({ status: 'ok' })
+    expect(await sluice.stop()).toBe(0)
+    sluice = await startSluice({ SLUICE_DATA_DIR: dir.path })
+    expect(sluice.output()).not.toMatch(/admin token \(generated/)
+    await sluice.stop()
+    sluice = undefined
+  })
+
+  it('serves the admin API, auth check and SQL port, and survives kill -9', async () => {
+    const token = 'cli-test-admin-token-1234'
+    const env = { SLUICE_DATA_DIR: dir.path, SLUICE_ADMIN_TOKEN: token }
+    sluice = await startSluice(env)
+    const cli = (...args: string[]) => runSluice(['admin', ...args, '--url', sluice!.url], env)
+
+    const org = await cli('orgs', 'create', '--name', 'Acme')
+    expect(org.code).toBe(0)
+    const orgBody = JSON.parse(org.stdout) as { id: number; name: string; profiledb_id: number }
+    expect(orgBody).toEqual({ id: expect.any(Number), name: 'Acme', profiledb_id: expect.any(Number) })
+    const app = JSON.parse((await cli('apps', 'create', '--org', String(orgBody.id), '--name', 'iOS')).stdout) as {
+      app_id: string
+      org_id: number
+    }
+    expect(app.org_id).toBe(orgBody.id)
+    const key = JSON.parse((await cli('keys', 'create', '--org', String(orgBody.id))).stdout) as {
+      api_key: string
+      api_secret: string
+      scopes: string[]
+    }
+    expect(key.scopes).toContain('events')
+
+    const check = await fetch(`${sluice.url}/v1/auth/check`, { headers: { Authorization: basic(key.api_key, key.api_secret) } })
+    expect(await check.json()).toEqual({ org_id: orgBody.id, scopes: key.scopes })
+    const wrong = await fetch(`${sluice.url}/v1/auth/check`, { headers: { Authorization: basic(key.api_key, 'nope') } })
+    expect(wrong.status).toBe(401)
+
+    expect(sluice.sqlUrl).toBeDefined()
+    const select = await fetch(`${sluice.sqlUrl}/?query=${encodeURIComponent('SELECT 1')}`, {
+      headers: { Authorization: basic('admin', token) },
+    })
+    expect(await select.text()).toBe('1\n')
+    const create = await fetch(`${sluice.sqlUrl}/`, {
+      method: 'POST',
+      headers: { Authorization: basic('admin', token) },
+      body: 'CREATE TABLE evil (x UInt8) ENGINE = Memory',
+    })
+    expect(create.ok).toBe(false)
+    expect(await create.text()).toMatch(/READONLY|readonly/)
+    const client = createClient({ url: sluice.sqlUrl, username: 'admin', password: token })
+    const orgs = await (await client.query({ query: 'SELECT name FROM orgs FINAL ORDER BY id', format: 'JSONEachRow' })).json()
+    expect(orgs).toEqual([{ name: 'Acme' }])
+    await client.close()
+
+    await sluice.kill9()
+    sluice = await startSluice(env)
+    const after = await fetch(`${sluice.url}/v1/auth/check`, { headers: { Authorization: basic(key.api_key, key.api_secret) } })
+    expect(await after.json()).toEqual({ org_id: orgBody.id, scopes: key.scopes })
+    const apps = JSON.parse((await runSluice(['admin', 'apps', 'list', '--org', String(orgBody.id), '--url', sluice.url], env)).stdout) as {
+      app_id: string
+    }[]
+    expect(apps.map((a) => a.app_id)).toEqual([app.app_id])
+  })
+
+  it('stops with a message naming a bad variable', async () => {
+    const result = await runSluice(['start'], { SLUICE_DATA_DIR: dir.path, PORT: 'eighty' })
+    expect(result.code).toBe(78)
+    expect(result.stderr).toMatch(/PORT="eighty"/)
+  })
+})

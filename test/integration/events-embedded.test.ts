@@ -1,0 +1,20 @@
+import { afterAll, beforeAll, describe, it } from 'vitest'
+import { startInProcess, type InProcessSluice } from '../helpers/sluice-inprocess.ts'
+import { runEdgeRefusals, runIngestionScenario } from './events-scenario.ts'
+
+describe('event ingestion, embedded mode (local log + chdb)', () => {
+  let sluice: InProcessSluice
+  beforeAll(async () => {
+    sluice = await startInProcess()
+  })
+  afterAll(() => sluice.close())
+
+  it('stores exactly the valid, attributed events and reports an exact receipt', async () => {
+    await runIngestionScenario(sluice, sluice.running.runtime.store, 'emb')
+  })
+
+  it('refuses what a 202 cannot promise, and keeps serving', async () => {
+    const tenant = await sluice.tenant('refusals', ['refusals-app'])
+    await runEdgeRefusals(sluice, tenant.auth)
+  })
+})

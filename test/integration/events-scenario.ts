@@ -1,0 +1,178 @@
+import { gzipSync } from 'node:zlib'
+import { expect } from 'vitest'
+import type { Store } from '../../pipelines/connectors/store/store.ts'
+import {
+  SCHEMA_URL,
+  lines,
+  postSdk,
+  postUpload,
+  receiptDone,
+  sdkReceiptDone,
+  sessionRow,
+  uuid,
+} from '../helpers/ingestion-scenario.ts'
+import type { InProcessSluice } from '../helpers/sluice-inprocess.ts'
+
+interface StoredEvent {
+  app_id: string
+  uuid: string
+  customer_id: string
+  event_name: string
+  event_time: string
+  attributes: Record<string, string>
+  ltv_change: number | string
+  install_uuid: string
+  country: string
+  language: string
+  app_version: string
+  os_version: string
+  platform: string
+  model: string
+  device_timezone: string
+  source: string
+}
+
+const eventsOf = (store: Store, app: string) =>
+  store.query<StoredEvent>(
+    `SELECT app_id, uuid, customer_id, event_name, toUnixTimestamp64Milli(event_time) AS event_time, attributes,
+            ltv_change, install_uuid, country, language, app_version, os_version, platform, model, device_timezone, source
+     FROM events WHERE app_id = {app:String} ORDER BY event_time, uuid`,
+    { app },
+  )
+
+/**
+ * The whole ingestion contract, run the same way in both modes: SDK sessions build devices; a
+ * server-side body mixing valid, invalid, duplicate, unknown-customer and out-of-window lines; a
+ * gzip body with a cross-body duplicate; the exact rows and receipts.
+ */
+export async function runIngestionScenario(sluice: InProcessSluice, store: Store, suffix: string) {
+  const appId = `app-${suffix}`
+  const tenant = await sluice.tenant(`org-${suffix}`, [appId])
+  const other = await sluice.tenant(`other-${suffix}`, [`foreign-${suffix}`])
+  const now = Date.now()
+
+  // SDK: alice on one iPhone; bob on an old iPad, then a newer iPhone (his last active device).
+  const sdkTx = await postSdk(sluice, appId, [
+    sessionRow({ install: 'i-alice', customer: 'alice', at: now - 60_000, country: 'fr', model: 'iPhone15,2' }),
+    sessionRow({ install: 'i-bob-old', customer: 'bob', at: now - 50_000, country: 'de', model: 'iPad8,1', language: 'de' }),
+    { type: 'e', uuid: uuid(), install_uuid: 'i-bob-old', at_millis: now - 49_000, name: 'Opened', customer_ids: { customer_id: 'bob' } },
+    sessionRow({ install: 'i-bob-new', customer: 'bob', at: now - 40_000, country: 'us', model: 'iPhone16,1', app_ver: '3.0.0' }),
+    { type: 'c', uuid: uuid(), install_uuid: 'i-bob-new', at_millis: now - 39_000, customer_ids: { customer_id: 'bob' } },
+    '{"type":"s"',
+  ])
+  const sdkReceipt = await sdkReceiptDone(sluice, appId, sdkTx)
+  expect(sdkReceipt).toMatchObject({ state: 'done', lines: 6, accepted: 5, rejected: 1 })
+  expect(sdkReceipt.rejected_lines).toEqual([{ line: 6, uuid: null, reason: 'invalid_json', detail: expect.any(String) }])
+
+  const ev = (o: Record<string, unknown>) => ({
+    schema_url: SCHEMA_URL,
+    app_uuid: appId,
+    event_time: now - 1000,
+    event_name: 'Purchase',
+    ...o,
+  })
+  const u = Array.from({ length: 8 }, () => uuid())
+  const body = lines([
+    ev({ uuid: u[0], customer_id: 'alice', attributes: { sku: 'A-1', qty: 2 }, ltv_change: 299 }),
+    ev({ uuid: u[1], customer_id: 'bob', event_name: 'Refund', ltv_change: -150 }),
+    ev({ uuid: u[0], customer_id: 'alice' }), // duplicate in body
+    ev({ uuid: u[2], customer_id: 'carol' }), // no device: unknown customer
+    ev({ uuid: u[3], customer_id: 'alice', event_time: now - 73 * 3_600_000 }), // out of window
+    '{not json',
+    ev({ uuid: u[4], customer_id: 'alice', event_name: 'x'.repeat(129) }),
+    ev({ uuid: u[5], customer_id: 'alice', app_uuid: `foreign-${suffix}` }), // app of another org
+    '',
+    ev({ uuid: u[6], customer_id: 'bob', event_name: 'Viewed', attributes: { price: 2.5 } }),
+  ])
+  const res = await postUpload(sluice, tenant.auth, body)
+  expect(res.status).toBe(202)
+  const { transaction_id } = (await res.json()) as { transaction_id: string }
+  expect(transaction_id).toMatch(/^[A-Za-z0-9_-]{43}$/)
+
+  const receipt = await receiptDone(sluice, tenant.auth, transaction_id)
+  expect(receipt).toMatchObject({ transaction_id, state: 'done', lines: 9, accepted: 3, rejected: 6 })
+  expect(receipt.rejected_lines.map((r) => [r.line, r.uuid, r.reason])).toEqual([
+    [3, u[0], 'duplicate_in_body'],
+    [4, u[2], 'unknown_customer'],
+    [5, u[3], 'event_time_out_of_window'],
+    [6, null, 'invalid_json'],
+    [7, u[4], 'invalid_event_name'],
+    [8, u[5], 'unknown_app'],
+  ])
+
+  const rows = await eventsOf(store, appId)
+  const server = rows.filter((r) => r.source === 'server')
+  expect(server.map((r) => [r.uuid, r.customer_id, r.event_name, r.install_uuid, r.country, r.model, r.app_version, r.language])).toEqual(
+    [
+      [u[0], 'alice', 'Purchase', 'i-alice', 'fr', 'iPhone15,2', '2.1.0', 'en'],
+      [u[1], 'bob', 'Refund', 'i-bob-new', 'us', 'iPhone16,1', '3.0.0', 'en'],
+      [u[6], 'bob', 'Viewed', 'i-bob-new', 'us', 'iPhone16,1', '3.0.0', 'en'],
+    ].sort((a, b) => (a[0]! < b[0]! ? -1 : 1)),
+  )
+  const alice = server.find((r) => r.uuid === u[0])!
+  expect(alice.attributes).toEqual({ sku: 'A-1', qty: '2' })
+  expect(Number(alice.ltv_change)).toBe(299)
+  expect(Number(alice.event_time)).toBe(now - 1000)
+  expect(alice).toMatchObject({ os_version: '17.1', platform: 'iOS', device_timezone: 'Europe/Paris' })
+  expect(Number(server.find((r) => r.uuid === u[1])!.ltv_change)).toBe(-150)
+  expect(server.find((r) => r.uuid === u[6])!.attributes).toEqual({ price: '2.5' })
+  const sdkEvents = rows.filter((r) => r.source === 'sdk')
+  expect(sdkEvents.map((r) => [r.event_name, r.customer_id, r.install_uuid, r.country, r.model])).toEqual([
+    ['Opened', 'bob', 'i-bob-old', 'de', 'iPad8,1'],
+  ])
+
+  // A gzip body: one event already stored (another body: duplicate) and one new event.
+  const gz = gzipSync(
+    lines([ev({ uuid: u[1], customer_id: 'bob', event_name: 'Refund' }), ev({ uuid: u[7], customer_id: 'alice', event_name: 'Share' })]),
+  )
+  const res2 = await postUpload(sluice, tenant.auth, gz, { 'Content-Type': 'application/x-gzip' })
+  expect(res2.status).toBe(202)
+  const tx2 = ((await res2.json()) as { transaction_id: string }).transaction_id
+  const receipt2 = await receiptDone(sluice, tenant.auth, tx2)
+  expect(receipt2).toMatchObject({ state: 'done', lines: 2, accepted: 1, rejected: 1 })
+  expect(receipt2.rejected_lines.map((r) => [r.line, r.uuid, r.reason])).toEqual([[1, u[1], 'duplicate']])
+  const after = await eventsOf(store, appId)
+  expect(after.filter((r) => r.uuid === u[1])).toHaveLength(1)
+  expect(after.filter((r) => r.uuid === u[7]).map((r) => [r.event_name, r.install_uuid])).toEqual([['Share', 'i-alice']])
+  expect(after).toHaveLength(rows.length + 1)
+
+  // Receipts are private to the org; unknown ids are 404.
+  const foreign = await fetch(`${sluice.url}/v0/uploads/${transaction_id}`, { headers: { Authorization: other.auth } })
+  expect(foreign.status).toBe(404)
+  const unknown = await fetch(`${sluice.url}/v0/uploads/${'A'.repeat(43)}`, { headers: { Authorization: tenant.auth } })
+  expect(unknown.status).toBe(404)
+
+  return { tenant, appId }
+}
+
+/** What a 202 must not promise: refused up front with clear errors, the edge keeps serving. */
+export async function runEdgeRefusals(sluice: InProcessSluice, auth: string) {
+  const big = 'x'.repeat(300 * 1024)
+  const tooBig = await postUpload(sluice, auth, big)
+  expect(tooBig.status).toBe(413)
+  expect(await tooBig.json()).toEqual({ error: 'body must be smaller than 256 KB' })
+  const corrupt = await postUpload(sluice, auth, Buffer.from('not gzip at all'), { 'Content-Type': 'application/x-gzip' })
+  expect(corrupt.status).toBe(400)
+  expect(await corrupt.json()).toEqual({ error: 'body is not valid gzip' })
+  const truncated = gzipSync(Buffer.from('{"a":1}\n'.repeat(100))).subarray(0, 20)
+  expect((await postUpload(sluice, auth, truncated, { 'Content-Type': 'application/x-gzip' })).status).toBe(400)
+  const encoded = await postUpload(sluice, auth, gzipSync('{"a":1}\n'), {
+    'Content-Type': 'application/json',
+    'Content-Encoding': 'gzip',
+  })
+  expect(encoded.status).toBe(202)
+  const xml = await postUpload(sluice, auth, '<a/>', { 'Content-Type': 'text/xml' })
+  expect(xml.status).toBe(415)
+  expect(((await xml.json()) as { error: string }).error).toMatch(/application\/json or application\/x-gzip/)
+  const empty = await postUpload(sluice, auth, '')
+  expect(empty.status).toBe(400)
+  const blank = await postUpload(sluice, auth, '\n\n')
+  expect(blank.status).toBe(400)
+  const bad = await postUpload(sluice, 'Basic ' + Buffer.from('nokey:nosecret').toString('base64'), '{}\n')
+  expect(bad.status).toBe(401)
+  const schema = await fetch(`${sluice.url}/schemas/events/v0.json`)
+  expect(schema.status).toBe(200)
+  const json = (await schema.json()) as { required: string[] }
+  expect(json.required).toEqual(expect.arrayContaining(['schema_url', 'app_uuid', 'customer_id', 'event_name', 'event_time', 'uuid']))
+  expect((await fetch(`${sluice.url}/healthz`)).status).toBe(200)
+}
