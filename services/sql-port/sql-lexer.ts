@@ -193,7 +193,8 @@ export function tokenize(sql: string): Token[] {
 // Plain booleans, not type guards: a false answer says nothing about whether the token exists.
 const isWord = (t: Token | undefined, word: string): boolean =>
   t !== undefined && t.kind === 'word' && t.text.toUpperCase() === word
-const isName = (t: Token | undefined): boolean => t !== undefined && (t.kind === 'word' || t.kind === 'quoted')
+const isName = (t: Token | undefined): boolean =>
+  t !== undefined && (t.kind === 'word' || t.kind === 'quoted')
 const isPunct = (t: Token | undefined, c: string): boolean =>
   t !== undefined && t.kind === 'punct' && t.text === c
 
@@ -267,7 +268,7 @@ export function parseSettingsClause(tokens: readonly Token[], at: number, limit 
       return undefined
     }
     const last = tokens[j] as Token
-    entries.push({ name: identifierName(name), value: tokenSourceText(tokens, i + 2, j + 1) })
+    entries.push({ name: identifierName(name as Token), value: tokenSourceText(tokens, i + 2, j + 1) })
     i = j + 1
     if (i < limit && isPunct(tokens[i], ',')) {
       i++
@@ -275,7 +276,7 @@ export function parseSettingsClause(tokens: readonly Token[], at: number, limit 
     }
     const clause: SettingsClause = {
       entries,
-      start: keyword.start,
+      start: (keyword as Token).start,
       end: last.end,
       firstToken: at,
       endToken: i,
@@ -361,7 +362,7 @@ export function analyzeStatement(sql: string): StatementAnalysis {
       const head = insertHeadEnd(tokens)
       if (head !== undefined && tokens.length - 1 >= head) {
         const name = lexer.next()
-        if (isName(name)) {
+        if (name && isName(name)) {
           tokens.push(name)
           dataStart = name.end
           break
@@ -414,7 +415,14 @@ export function analyzeStatement(sql: string): StatementAnalysis {
   let format: FormatClause | undefined
   const maybeFormat = tokens[end - 2]
   const maybeName = tokens[end - 1]
-  if (isWord(maybeFormat, 'FORMAT') && maybeFormat.depth === 0 && isName(maybeName) && end - 2 > 0) {
+  if (
+    end > 2 &&
+    maybeFormat &&
+    maybeName &&
+    isWord(maybeFormat, 'FORMAT') &&
+    maybeFormat.depth === 0 &&
+    isName(maybeName)
+  ) {
     format = formatClause(maybeName)
     end -= 2
   }
@@ -613,7 +621,7 @@ export function queryParameterTypes(sql: string, analysis = analyzeStatement(sql
     if (t.kind !== 'open' || t.text !== '{') continue
     const name = tokens[i + 1]
     const colon = tokens[i + 2]
-    if (name?.kind !== 'word' || !isPunct(colon, ':')) continue
+    if (name?.kind !== 'word' || !colon || !isPunct(colon, ':')) continue
     const close = matchingClose(tokens, i)
     if (close === -1) continue
     types.set(name.text, sql.slice(colon.end, (tokens[close] as Token).start).trim())

@@ -233,11 +233,13 @@ class SqlPort {
 
     const kind = analysis.kind
     if (kind === '') throw new SqlPortError(ErrorCode.SYNTAX_ERROR, 'Empty query')
-    if (analysis.multiStatement) {
-      throw new SqlPortError(ErrorCode.SYNTAX_ERROR, 'Syntax error: Multi-statements are not allowed')
-    }
     const refuse = (why: string) =>
       new SqlPortError(ErrorCode.READONLY, `${request.user}: Cannot execute query in readonly mode: ${why}`)
+    if (analysis.multiStatement) {
+      // chdb would run every statement of the text; a ClickHouse server refuses them over HTTP.
+      if (readOnly) throw refuse('multi-statements are not allowed')
+      throw new SqlPortError(ErrorCode.SYNTAX_ERROR, 'Syntax error: Multi-statements are not allowed')
+    }
     if (readOnly) {
       const why = readOnlyRefusal(analysis)
       if (why) throw refuse(why)

@@ -34,8 +34,12 @@ export async function postUpload(
 }
 
 export async function postSdk(sluice: InProcessSluice, appKey: string, rows: unknown[], gzip = false): Promise<string> {
+  return postSdkTo(sluice.url, appKey, rows, gzip)
+}
+
+export async function postSdkTo(url: string, appKey: string, rows: unknown[], gzip = false): Promise<string> {
   const text = lines(rows)
-  const res = await fetch(`${sluice.url}/v1/sdk/apps/${appKey}/uploads`, {
+  const res = await fetch(`${url}/v1/sdk/apps/${appKey}/uploads`, {
     method: 'POST',
     headers: gzip ? { 'Content-Type': 'application/x-gzip' } : { 'Content-Type': 'application/json' },
     body: gzip ? gzipSync(text) : text,

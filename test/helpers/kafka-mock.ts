@@ -22,30 +22,21 @@ const KCAT = process.env.KCAT_BIN ?? 'kcat'
 const START_TIMEOUT_MS = 10_000
 const STOP_TIMEOUT_MS = 5_000
 
-const live = new Set<ChildProcess>()
-let exitHookInstalled = false
-
-function installExitHook(): void {
-  if (exitHookInstalled) return
-  exitHookInstalled = true
-  // kcat would otherwise outlive a test process that dies without running its afterAll hooks.
-  process.once('exit', () => {
-    for (const child of live) child.kill('SIGKILL')
-  })
-}
+/**
+ * kcat runs under a small shell whose stdin is a pipe from this process: when that pipe closes,
+ * because stop() ended it or because this process died in any way (a test worker killed after a
+ * hook timeout, SIGKILL), the shell stops kcat, so no mock cluster outlives its test run.
+ */
+// fd 3 because sh gives background jobs /dev/null as stdin.
+const LIFELINE =
+  'exec 3<&0; bin=$1; shift; "$bin" "$@" </dev/null & pid=$!; (read -r _ <&3; kill $pid 2>/dev/null) & wait $pid'
 
 export async function startKafkaMock(numBrokers = 3): Promise<KafkaMock> {
-  installExitHook()
-  const child = spawn(
-    KCAT,
-    ['-b', 'x:1', '-X', `test.mock.num.brokers=${numBrokers}`, '-C', '-t', 'keepalive'],
-    {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    },
-  )
-  live.add(child)
+  const args = ['-b', 'x:1', '-X', `test.mock.num.brokers=${numBrokers}`, '-C', '-t', 'keepalive']
+  const child: ChildProcess = spawn('sh', ['-c', LIFELINE, 'sh', KCAT, ...args], {
+    stdio: ['pipe', 'ignore', 'pipe'],
+  })
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
-  void exited.then(() => live.delete(child))
 
   const brokers = await new Promise<string[]>((resolve, reject) => {
     let stderr = ''
@@ -57,13 +48,17 @@ export async function startKafkaMock(numBrokers = 3): Promise<KafkaMock> {
     }
     const fail = (why: string): void => {
       cleanup()
-      child.kill('SIGKILL')
+      child.stdin?.end()
+      child.kill('SIGTERM')
       reject(new Error(`kafka mock: ${why}; kcat stderr: ${stderr.slice(0, 2000)}`))
     }
-    const onError = (err: Error): void =>
-      fail(`cannot run ${KCAT} (${err.message}); install it with: apt-get install kcat`)
+    const onError = (err: Error): void => fail(`cannot run sh (${err.message})`)
     const onExit = (code: number | null, signal: string | null): void =>
-      fail(`kcat exited early (code ${code}, signal ${signal})`)
+      fail(
+        code === 127
+          ? `${KCAT} not found; install it with: apt-get install kcat`
+          : `kcat exited early (code ${code}, signal ${signal})`,
+      )
     const onData = (chunk: string): void => {
       if (stderr.length < 64 * 1024) stderr += chunk
       const match = /replaced with ((?:[\w.-]+:\d+)(?:,[\w.-]+:\d+)*)/.exec(stderr)
@@ -87,7 +82,7 @@ export async function startKafkaMock(numBrokers = 3): Promise<KafkaMock> {
     stop() {
       stopping ??= (async () => {
         if (child.exitCode !== null || child.signalCode !== null) return
-        child.kill('SIGTERM')
+        child.stdin?.end()
         const killed = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS)
         await exited
         clearTimeout(killed)

@@ -1,0 +1,77 @@
+import { createClient } from '@clickhouse/client'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { postSdkTo, sessionRow } from '../helpers/ingestion-scenario.ts'
+import { startSluice, type SluiceChild } from '../helpers/sluice-process.ts'
+import { tempDir, waitFor } from '../helpers/temp.ts'
+import { exactlyOnceViolations, streamUploads } from '../helpers/upload-stream.ts'
+
+const TOKEN = 'crash-test-admin-token-123'
+
+describe('kill -9 of the embedded process while uploads stream in', () => {
+  let dir: Awaited<ReturnType<typeof tempDir>>
+  let sluice: SluiceChild | undefined
+  beforeAll(async () => {
+    dir = await tempDir('crash')
+  })
+  afterAll(async () => {
+    await sluice?.stop()
+    await dir.cleanup()
+  })
+
+  it('stores every event answered 202 exactly once after a restart', async () => {
+    const env = { SLUICE_DATA_DIR: dir.path, SLUICE_ADMIN_TOKEN: TOKEN }
+    sluice = await startSluice(env)
+    const admin = async <T>(path: string, body: unknown) =>
+      (await (
+        await fetch(`${sluice!.url}/admin/v1${path}`, {
+          method: 'POST',
+          headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' },
+          body: JSON.stringify(body),
+        })
+      ).json()) as T
+    const org = await admin<{ id: number }>('/orgs', { name: 'crash' })
+    await admin(`/orgs/${org.id}/apps`, { name: 'crash', app_id: 'crash-app' })
+    const key = await admin<{ api_key: string; api_secret: string }>(`/orgs/${org.id}/keys`, {})
+    const auth = `Basic ${Buffer.from(`${key.api_key}:${key.api_secret}`).toString('base64')}`
+    const customers = ['c0', 'c1', 'c2', 'c3']
+    await postSdkTo(
+      sluice.url,
+      'crash-app',
+      customers.map((c, i) => sessionRow({ install: `i-${c}`, customer: c, at: Date.now() - 10_000 + i, country: 'fr', model: 'm' })),
+    )
+    const sql = () => createClient({ url: sluice!.sqlUrl!, username: 'admin', password: TOKEN })
+    let client = sql()
+    await waitFor(
+      async () => (await (await client.query({ query: 'SELECT count() AS n FROM customer_devices FINAL', format: 'JSONEachRow' })).json<{ n: string }>())[0]?.n,
+      (n) => Number(n) === customers.length,
+      { what: 'devices' },
+    )
+    await client.close()
+
+    const stream = streamUploads({ url: () => sluice!.url, auth, appId: 'crash-app', customers })
+    await waitFor(async () => stream.sent.filter((b) => b.status === 202).length, (n) => n >= 30, { what: 'accepted uploads' })
+    await sluice.kill9()
+    await stream.stop()
+    const accepted = stream.sent.filter((b) => b.status === 202)
+    expect(accepted.length).toBeGreaterThanOrEqual(30)
+
+    sluice = await startSluice(env)
+    client = sql()
+    const storedCounts = async () => {
+      const rows = await (
+        await client.query({
+          query: "SELECT uuid, count() AS n FROM events WHERE app_id = 'crash-app' GROUP BY uuid",
+          format: 'JSONEachRow',
+        })
+      ).json<{ uuid: string; n: string }>()
+      return new Map(rows.map((r) => [r.uuid, Number(r.n)]))
+    }
+    const acceptedUuids = new Set(accepted.flatMap((b) => b.uuids))
+    const counts = await waitFor(storedCounts, (m) => [...acceptedUuids].every((id) => m.has(id)), {
+      what: 'every accepted event stored',
+      timeoutMs: 60_000,
+    })
+    expect(exactlyOnceViolations(stream.sent, counts)).toEqual([])
+    await client.close()
+  })
+})
