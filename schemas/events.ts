@@ -115,19 +115,30 @@ function countOwnKeys(o: object): number {
   return n
 }
 
-export const eventAttributesSchema = z
+const attributesRecord = z
   .record(attributeName, attributeValue, { error: 'attributes must be an object' })
-  // z.record skips a "__proto__" key (neither validated nor copied), and downstream code that
-  // builds maps with obj[k] = v would pollute a prototype with it: refuse it outright.
-  .refine((o) => !Object.hasOwn(o, '__proto__'), { error: 'attribute name "__proto__" is reserved' })
-  .refine((o) => countOwnKeys(o) <= EVENT_LIMITS.maxAttributes, {
-    error: `more than ${EVENT_LIMITS.maxAttributes} attributes`,
-  })
   .meta({
     maxProperties: EVENT_LIMITS.maxAttributes,
     description:
       'Up to 50 user-defined attributes. Names and values are at most 128 characters; numeric values are stored as strings (String(n)).',
   })
+
+export const eventAttributesSchema = z
+  // These look at the object as sent: z.record neither validates nor copies a "__proto__" key,
+  // so it could not count or refuse it. Downstream code building maps with obj[k] = v would
+  // pollute a prototype with that name, so it is refused outright.
+  .preprocess((value, ctx) => {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return value
+    if (Object.hasOwn(value, '__proto__'))
+      ctx.addIssue({ code: 'custom', input: value, message: 'attribute name "__proto__" is reserved' })
+    else if (countOwnKeys(value) > EVENT_LIMITS.maxAttributes)
+      ctx.addIssue({
+        code: 'custom',
+        input: value,
+        message: `more than ${EVENT_LIMITS.maxAttributes} attributes`,
+      })
+    return value
+  }, attributesRecord)
   .transform((o): Record<string, string> => {
     const out: Record<string, string> = {}
     for (const k in o) out[k] = String(o[k])
@@ -143,7 +154,9 @@ export const eventLineSchema = z
   .object({
     schema_url: z
       .string({ error: 'schema_url must be a string' })
-      .refine(isV0SchemaUrl, { error: 'schema_url must be an absolute http(s) URL whose path ends in v0.json' })
+      .refine(isV0SchemaUrl, {
+        error: 'schema_url must be an absolute http(s) URL whose path ends in v0.json',
+      })
       .meta({
         format: 'uri',
         pattern: '^[Hh][Tt][Tt][Pp][Ss]?://[^?#]*v0\\.json([?#].*)?$',
@@ -154,7 +167,9 @@ export const eventLineSchema = z
     customer_id: chars('customer_id', 1, EVENT_LIMITS.customerIdMaxChars).meta({
       description: 'Customer ID of the end user who completed the event',
     }),
-    event_name: chars('event_name', 1, EVENT_LIMITS.eventNameMaxChars).meta({ description: 'Name of the event' }),
+    event_name: chars('event_name', 1, EVENT_LIMITS.eventNameMaxChars).meta({
+      description: 'Name of the event',
+    }),
     uuid: z
       .string({ error: 'uuid must be a string' })
       .regex(UUID_PATTERN, {

@@ -3,12 +3,15 @@ import type { Hono } from 'hono'
 import { LoadShedder } from '../pipelines/events/load-shedder.ts'
 import { ingestionGroups, ingestionTopics } from '../pipelines/events/topics.ts'
 import { transactionKey } from '../pipelines/events/transaction-id.ts'
+import { profileTopics } from '../pipelines/profiles/commands.ts'
 import type { EdgeEnv } from './edge/env.ts'
 import type { ReadinessCheck } from './edge/routes/health.ts'
+import { profileRoutes } from './edge/routes/profiles.ts'
 import { uploadRoutes } from './edge/routes/uploads.ts'
 import type { Runtime } from './runtime.ts'
 import type { ScheduledJob } from './scheduler/scheduler.ts'
 import { ingestionPipeline } from './worker/ingestion.ts'
+import { profilesPipeline } from './worker/profiles.ts'
 import type { WorkerPipeline } from './worker/worker.ts'
 
 /**
@@ -53,11 +56,22 @@ export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | unde
       ratePerKeyPerSecond: config.SLUICE_UPLOAD_RATE_PER_KEY,
     },
   })
-  return { routers: [uploads], start: () => shedder.start(), stop: () => shedder.stop() }
+  const profiles = profileRoutes({
+    bus,
+    store,
+    control,
+    topic: profileTopics(config.SLUICE_TOPIC_PREFIX).changes,
+    metrics,
+    limits: {
+      perKeyPerMinute: config.SLUICE_PROFILE_RATE_PER_KEY_PER_MIN,
+      perCustomerPerMinute: config.SLUICE_PROFILE_RATE_PER_CUSTOMER_PER_MIN,
+    },
+  })
+  return { routers: [uploads, profiles], start: () => shedder.start(), stop: () => shedder.stop() }
 }
 
 export function workerPipelines(): WorkerPipeline[] {
-  return [ingestionPipeline]
+  return [ingestionPipeline, profilesPipeline]
 }
 
 export function scheduledJobs(): ScheduledJob[] {

@@ -10,6 +10,7 @@ import { startScheduler } from './scheduler/scheduler.ts'
 import type { Logger } from './shared/logger.ts'
 import { startSqlPort } from './sql-port/sql-port.ts'
 import { ensureIngestionTopics } from './worker/ingestion.ts'
+import { ensureProfileTopics } from './worker/profiles.ts'
 import { startWorker } from './worker/worker.ts'
 
 export type Role = 'edge' | 'worker' | 'scheduler'
@@ -64,6 +65,7 @@ export async function startProcess(
     if (roles.includes('edge')) {
       if (!token) logger.warn('SLUICE_ADMIN_TOKEN is not set: the admin API answers 401 to everything')
       await ensureIngestionTopics(runtime)
+      await ensureProfileTopics(runtime)
       const areas = edgeAreas(runtime, { adminToken: token })
       areas.start()
       closers.push(async () => areas.stop())

@@ -113,7 +113,10 @@ export function validateEventBody(body: Buffer, ctx: ValidateContext): EventBody
         if (result.app_uuid !== lastApp) {
           lastApp = result.app_uuid
           let seen = seenByApp.get(lastApp)
-          if (!seen) seenByApp.set(lastApp, (seen = new Map()))
+          if (!seen) {
+            seen = new Map<string, number>()
+            seenByApp.set(lastApp, seen)
+          }
           lastSeen = seen
         }
         const first = lastSeen.get(result.uuid)
@@ -322,7 +325,8 @@ export function takeAttributes(value: unknown): Record<string, string> | string 
   if (!isJsonObject(value)) return `attributes must be an object, not ${jsonType(value)}`
   let count = 0
   for (const name in value) {
-    if (++count > EVENT_LIMITS.maxAttributes) return `attributes: more than ${EVENT_LIMITS.maxAttributes}`
+    if (++count > EVENT_LIMITS.maxAttributes)
+      return `attributes: more than ${EVENT_LIMITS.maxAttributes} attributes`
     if (name.length === 0) return 'attributes: an attribute name is empty'
     if (!charsAtMost(name, EVENT_LIMITS.attributeNameMaxChars))
       return `attributes: name "${shortName(name)}" is longer than ${EVENT_LIMITS.attributeNameMaxChars} characters`
@@ -427,7 +431,8 @@ export function validateEventLineBySchema(text: string, line: number, ctx: Valid
   if (first && firstRank < WINDOW_RANK)
     return { kind: 'reject', line, uuid, reason: firstReason, detail: issueDetail(first) }
   const window = windowProblem('event_time', value.event_time as number, ctx)
-  if (window !== undefined) return { kind: 'reject', line, uuid, reason: 'event_time_out_of_window', detail: window }
+  if (window !== undefined)
+    return { kind: 'reject', line, uuid, reason: 'event_time_out_of_window', detail: window }
   if (first) return { kind: 'reject', line, uuid, reason: firstReason, detail: issueDetail(first) }
   if (!parsed.success) return toLineResult(notAnObject(line, value)) // unreachable: failures carry issues
   const d = parsed.data

@@ -153,7 +153,9 @@ export function validateSdkBody(body: Buffer, ctx: SdkValidateContext): SdkBodyR
         }
         const first = seen.get(r.uuid)
         if (first !== undefined) {
-          rejects.push(rejected(lineNumber, r.uuid, 'duplicate_in_body', `uuid already used on line ${first}`))
+          rejects.push(
+            rejected(lineNumber, r.uuid, 'duplicate_in_body', `uuid already used on line ${first}`),
+          )
           return
         }
         seen.set(r.uuid, lineNumber)
@@ -217,7 +219,12 @@ function checkSdkValue(value: unknown, line: number, window: Window): SdkRow | R
   const ids = o.customer_ids
   if (ids !== undefined && ids !== null) {
     if (!isJsonObject(ids))
-      return rejected(line, rejectUuid(uuid), 'invalid_customer_ids', `customer_ids must be an object, not ${jsonType(ids)}`)
+      return rejected(
+        line,
+        rejectUuid(uuid),
+        'invalid_customer_ids',
+        `customer_ids must be an object, not ${jsonType(ids)}`,
+      )
     const id = ids.customer_id
     if (id !== undefined && id !== null) {
       problem = charsProblem('customer_ids.customer_id', id, EVENT_LIMITS.customerIdMaxChars)
@@ -266,7 +273,12 @@ function checkSdkValue(value: unknown, line: number, window: Window): SdkRow | R
     const v = o[field]
     if (v === undefined || v === null) continue
     if (typeof v !== 'string')
-      return rejected(line, rejectUuid(uuid), `invalid_${field}`, `${field} must be a string, not ${jsonType(v)}`)
+      return rejected(
+        line,
+        rejectUuid(uuid),
+        `invalid_${field}`,
+        `${field} must be a string, not ${jsonType(v)}`,
+      )
     if (!charsAtMost(v, SDK_STRING_MAX_CHARS))
       return rejected(
         line,
@@ -281,8 +293,14 @@ function checkSdkValue(value: unknown, line: number, window: Window): SdkRow | R
     if (v === undefined || v === null) continue
     // JSON.parse turns 1e999 into Infinity
     if (typeof v !== 'number')
-      return rejected(line, rejectUuid(uuid), `invalid_${field}`, `${field} must be a number, not ${jsonType(v)}`)
-    if (!Number.isFinite(v)) return rejected(line, rejectUuid(uuid), `invalid_${field}`, `${field} is out of range`)
+      return rejected(
+        line,
+        rejectUuid(uuid),
+        `invalid_${field}`,
+        `${field} must be a number, not ${jsonType(v)}`,
+      )
+    if (!Number.isFinite(v))
+      return rejected(line, rejectUuid(uuid), `invalid_${field}`, `${field} is out of range`)
     row[field] = v
   }
   for (const field of SDK_INTEGER_FIELDS) {
@@ -296,7 +314,12 @@ function checkSdkValue(value: unknown, line: number, window: Window): SdkRow | R
     const v = o[field]
     if (v === undefined || v === null) continue
     if (typeof v !== 'boolean')
-      return rejected(line, rejectUuid(uuid), `invalid_${field}`, `${field} must be true or false, not ${jsonType(v)}`)
+      return rejected(
+        line,
+        rejectUuid(uuid),
+        `invalid_${field}`,
+        `${field} must be true or false, not ${jsonType(v)}`,
+      )
     row[field] = v
   }
   return row

@@ -1,7 +1,8 @@
-import pino, { type Logger } from 'pino'
+import pino, { type DestinationStream, type Logger } from 'pino'
 
 export type { Logger }
 
-export function createLogger(level: string, name = 'sluice'): Logger {
-  return pino({ name, level, base: { pid: process.pid } })
+export function createLogger(level: string, destination?: DestinationStream): Logger {
+  const options = { name: 'sluice', level, base: { pid: process.pid } }
+  return destination ? pino(options, destination) : pino(options)
 }

@@ -2,7 +2,13 @@
  * The pure half of the SQL port: ClickHouse's HTTP conventions (error codes and bodies, the status a
  * code maps to, which URL parameters are settings, content types) and the read-only policy. No I/O.
  */
-import { looksLikeSettingsClause, type StatementAnalysis, type Token } from './sql-lexer.ts'
+import {
+  decodeEscapes,
+  identifierName,
+  looksLikeSettingsClause,
+  type StatementAnalysis,
+  type Token,
+} from './sql-lexer.ts'
 
 /** The ClickHouse error codes the port raises itself (names as in system.errors). */
 export const ErrorCode = {
@@ -225,7 +231,7 @@ const BINARY_FORMATS = [
 export function decodeQueryParameter(raw: string, declaredType: string | undefined): string | null {
   if (raw === '\\N') return null
   if (!raw.includes('\\')) return raw
-  return unescapeText(raw, declaredType !== undefined && isCompositeType(declaredType))
+  return decodeEscapes(raw, { requote: declaredType !== undefined && isCompositeType(declaredType) })
 }
 
 export function isCompositeType(type: string): boolean {
@@ -236,44 +242,6 @@ export function isCompositeType(type: string): boolean {
     t = (wrapper[2] ?? '').trim()
   }
   return /^(Array|Map|Tuple|Nested)\b/i.test(t)
-}
-
-const ESCAPES: Record<string, number> = { a: 7, b: 8, e: 27, f: 12, n: 10, r: 13, t: 9, v: 11, '0': 0 }
-
-function unescapeText(raw: string, composite: boolean): string {
-  const bytes: number[] = []
-  const encoder = new TextEncoder()
-  const pushChar = (c: string) => {
-    for (const b of encoder.encode(c)) bytes.push(b)
-  }
-  const pushByte = (b: number) => {
-    // Inside a composite literal a quote must stay escaped; doubling survives chdb's TSV escaping.
-    if (composite && b === 0x27) bytes.push(0x27, 0x27)
-    else bytes.push(b)
-  }
-  for (let i = 0; i < raw.length; i++) {
-    const c = raw.charAt(i)
-    if (c !== '\\' || i + 1 >= raw.length) {
-      pushChar(c)
-      continue
-    }
-    const next = raw.charAt(++i)
-    if (next === 'x' && /^[0-9A-Fa-f]{2}$/.test(raw.slice(i + 1, i + 3))) {
-      pushByte(parseInt(raw.slice(i + 1, i + 3), 16))
-      i += 2
-    } else if (next === 'N' && !composite) {
-      // ClickHouse reads \N inside an escaped string as nothing.
-    } else if (next in ESCAPES) {
-      bytes.push(ESCAPES[next] as number)
-    } else if (next === '\\' || next === "'" || next === '"' || next === '`' || next === '/') {
-      pushByte(next.charCodeAt(0))
-    } else {
-      // ClickHouse keeps the backslash of an unknown escape ('100\%' stays '100\%').
-      bytes.push(0x5c)
-      pushChar(next)
-    }
-  }
-  return new TextDecoder().decode(new Uint8Array(bytes))
 }
 
 /** Statement kinds the read-only port runs (the first keyword, or '(' for a parenthesised query). */
@@ -317,7 +285,7 @@ export function readOnlyRefusal(analysis: StatementAnalysis): string | undefined
   for (let i = 0; i < tokens.length; i++) {
     const t = tokens[i] as Token
     if ((t.kind === 'word' || t.kind === 'quoted') && tokens[i + 1]?.text === '(') {
-      const name = (t.kind === 'quoted' ? t.text.slice(1, -1) : t.text).toLowerCase()
+      const name = identifierName(t).toLowerCase()
       if (FILE_FUNCTIONS.has(name)) return `the ${name} function is not allowed on this port`
     }
     if (looksLikeSettingsClause(tokens, i) && !ownClauses.has(i)) {

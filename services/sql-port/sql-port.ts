@@ -90,7 +90,17 @@ export function createSqlPortHandler(
 
 /** Starts the port on host:port; resolves once it listens. */
 export async function startSqlPort(options: SqlPortOptions): Promise<SqlPortServer> {
-  const server = createServer(createSqlPortHandler(options))
+  const info =
+    options.serverVersion === undefined || options.timezone === undefined
+      ? await readServerInfo(options.executor)
+      : undefined
+  const server = createServer(
+    createSqlPortHandler({
+      ...options,
+      serverVersion: options.serverVersion ?? info?.version,
+      timezone: options.timezone ?? info?.timezone,
+    }),
+  )
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
     server.listen(options.port, options.host, () => {
@@ -127,6 +137,17 @@ export function passwordAuthenticator(
 
 const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest()
 
+/** The engine's version and time zone, for error bodies and X-ClickHouse-Timezone. */
+async function readServerInfo(executor: RawExecutor): Promise<ServerInfo | undefined> {
+  try {
+    const out = await executor.exec('SELECT version(), timezone()', { format: 'TabSeparated' })
+    const [version, timezone] = out.toString('utf8').trim().split('\t')
+    return version && timezone ? { version, timezone } : undefined
+  } catch {
+    return undefined
+  }
+}
+
 interface ServerInfo {
   version: string
   timezone: string
@@ -137,12 +158,22 @@ class SqlPort {
   private readonly maxBytes: number
   private readonly queue = new SerialQueue()
   private readonly displayName: string
-  private info: Promise<ServerInfo> | undefined
+  private info: ServerInfo
 
   constructor(options: SqlPortHandlerOptions) {
     this.options = options
     this.maxBytes = options.maxQueryBytes ?? (options.readOnly ? MB : 256 * MB)
     this.displayName = options.displayName ?? 'sluice-chdb'
+    this.info = { version: options.serverVersion ?? 'unknown', timezone: options.timezone ?? 'UTC' }
+    // Read once in the background: an answer never waits for it behind a long query.
+    if (options.serverVersion === undefined || options.timezone === undefined) {
+      void readServerInfo(options.executor).then((info) => {
+        this.info = {
+          version: options.serverVersion ?? info?.version ?? this.info.version,
+          timezone: options.timezone ?? info?.timezone ?? this.info.timezone,
+        }
+      })
+    }
   }
 
   async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -185,7 +216,7 @@ class SqlPort {
       const elapsedNs = process.hrtime.bigint() - started
       await this.sendResult(req, res, result, queryId, elapsedNs, http)
     } catch (err) {
-      await this.sendError(req, res, fromEngineError(err), queryId, drained)
+      this.sendError(req, res, fromEngineError(err), queryId, drained)
     }
   }
 
@@ -373,21 +404,6 @@ class SqlPort {
     })
   }
 
-  private serverInfo(): Promise<ServerInfo> {
-    const { serverVersion, timezone, executor } = this.options
-    this.info ??= (async () => {
-      if (serverVersion && timezone) return { version: serverVersion, timezone }
-      try {
-        const out = await executor.exec('SELECT version(), timezone()', { format: 'TabSeparated' })
-        const [version = '', tz = ''] = out.toString('utf8').trim().split('\t')
-        return { version: serverVersion ?? (version || 'unknown'), timezone: timezone ?? (tz || 'UTC') }
-      } catch {
-        return { version: serverVersion ?? 'unknown', timezone: timezone ?? 'UTC' }
-      }
-    })()
-    return this.info
-  }
-
   private async sendResult(
     req: IncomingMessage,
     res: ServerResponse,
@@ -396,7 +412,7 @@ class SqlPort {
     elapsedNs: bigint,
     http: ReturnType<typeof splitHttpParams>,
   ): Promise<void> {
-    const info = await this.serverInfo()
+    const info = this.info
     const summary = {
       read_rows: '0',
       read_bytes: '0',
@@ -435,14 +451,14 @@ class SqlPort {
     res.end(payload)
   }
 
-  private async sendError(
+  private sendError(
     req: IncomingMessage,
     res: ServerResponse,
     err: SqlPortError,
     queryId: string,
     drained: boolean,
-  ): Promise<void> {
-    const { version } = await this.serverInfo()
+  ): void {
+    const { version } = this.info
     if (res.headersSent) {
       res.destroy()
       return
@@ -573,7 +589,7 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     let raw = 0
     let decoded = 0
     let done = false
-    const fail = (err: unknown) => {
+    const fail = (err: Error) => {
       if (done) return
       done = true
       decoder?.destroy()

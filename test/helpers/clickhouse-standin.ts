@@ -97,5 +97,11 @@ export async function clickhouseForTests(): Promise<ClickHouseForTests> {
     }
   }
   const standin = await startClickHouseStandin()
-  return { url: standin.url, username: 'default', password: '', source: 'chdb-standin', stop: standin.stop }
+  return {
+    url: standin.url,
+    username: 'default',
+    password: '',
+    source: 'chdb-standin',
+    stop: () => standin.stop(),
+  }
 }

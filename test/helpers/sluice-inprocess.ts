@@ -28,7 +28,9 @@ export async function startInProcess(env: Record<string, string> = {}): Promise<
     SLUICE_PARTITIONS: '4',
     ...env,
   })
-  const running = await startProcess(config, createLogger(process.env.SLUICE_TEST_LOG ?? 'silent'), [
+  // SLUICE_TEST_LOG=debug shows the process's logs (through console, which vitest relays).
+  const logger = createLogger(process.env.SLUICE_TEST_LOG ?? 'silent', { write: (line: string) => console.error(line.trimEnd()) })
+  const running = await startProcess(config, logger, [
     'edge',
     'worker',
     'scheduler',

@@ -42,7 +42,9 @@ describe('sluice start (embedded, as a user runs it)', () => {
     expect(org.code).toBe(0)
     const orgBody = JSON.parse(org.stdout) as { id: number; name: string; profiledb_id: number }
     expect(orgBody).toEqual({ id: expect.any(Number), name: 'Acme', profiledb_id: expect.any(Number) })
-    const app = JSON.parse((await cli('apps', 'create', '--org', String(orgBody.id), '--name', 'iOS')).stdout) as {
+    const app = JSON.parse(
+      (await cli('apps', 'create', '--org', String(orgBody.id), '--name', 'iOS')).stdout,
+    ) as {
       app_id: string
       org_id: number
     }
@@ -54,9 +56,13 @@ describe('sluice start (embedded, as a user runs it)', () => {
     }
     expect(key.scopes).toContain('events')
 
-    const check = await fetch(`${sluice.url}/v1/auth/check`, { headers: { Authorization: basic(key.api_key, key.api_secret) } })
+    const check = await fetch(`${sluice.url}/v1/auth/check`, {
+      headers: { Authorization: basic(key.api_key, key.api_secret) },
+    })
     expect(await check.json()).toEqual({ org_id: orgBody.id, scopes: key.scopes })
-    const wrong = await fetch(`${sluice.url}/v1/auth/check`, { headers: { Authorization: basic(key.api_key, 'nope') } })
+    const wrong = await fetch(`${sluice.url}/v1/auth/check`, {
+      headers: { Authorization: basic(key.api_key, 'nope') },
+    })
     expect(wrong.status).toBe(401)
 
     expect(sluice.sqlUrl).toBeDefined()
@@ -72,15 +78,22 @@ describe('sluice start (embedded, as a user runs it)', () => {
     expect(create.ok).toBe(false)
     expect(await create.text()).toMatch(/READONLY|readonly/)
     const client = createClient({ url: sluice.sqlUrl, username: 'admin', password: token })
-    const orgs = await (await client.query({ query: 'SELECT name FROM orgs FINAL ORDER BY id', format: 'JSONEachRow' })).json()
+    const orgs = await (
+      await client.query({ query: 'SELECT name FROM orgs FINAL ORDER BY id', format: 'JSONEachRow' })
+    ).json()
     expect(orgs).toEqual([{ name: 'Acme' }])
     await client.close()
 
     await sluice.kill9()
     sluice = await startSluice(env)
-    const after = await fetch(`${sluice.url}/v1/auth/check`, { headers: { Authorization: basic(key.api_key, key.api_secret) } })
+    const after = await fetch(`${sluice.url}/v1/auth/check`, {
+      headers: { Authorization: basic(key.api_key, key.api_secret) },
+    })
     expect(await after.json()).toEqual({ org_id: orgBody.id, scopes: key.scopes })
-    const apps = JSON.parse((await runSluice(['admin', 'apps', 'list', '--org', String(orgBody.id), '--url', sluice.url], env)).stdout) as {
+    const apps = JSON.parse(
+      (await runSluice(['admin', 'apps', 'list', '--org', String(orgBody.id), '--url', sluice.url], env))
+        .stdout,
+    ) as {
       app_id: string
     }[]
     expect(apps.map((a) => a.app_id)).toEqual([app.app_id])

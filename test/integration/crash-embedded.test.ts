@@ -37,19 +37,39 @@ describe('kill -9 of the embedded process while uploads stream in', () => {
     await postSdkTo(
       sluice.url,
       'crash-app',
-      customers.map((c, i) => sessionRow({ install: `i-${c}`, customer: c, at: Date.now() - 10_000 + i, country: 'fr', model: 'm' })),
+      customers.map((c, i) =>
+        sessionRow({
+          install: `i-${c}`,
+          customer: c,
+          at: Date.now() - 10_000 + i,
+          country: 'fr',
+          model: 'm',
+        }),
+      ),
     )
     const sql = () => createClient({ url: sluice!.sqlUrl!, username: 'admin', password: TOKEN })
     let client = sql()
     await waitFor(
-      async () => (await (await client.query({ query: 'SELECT count() AS n FROM customer_devices FINAL', format: 'JSONEachRow' })).json<{ n: string }>())[0]?.n,
+      async () =>
+        (
+          await (
+            await client.query({
+              query: 'SELECT count() AS n FROM customer_devices FINAL',
+              format: 'JSONEachRow',
+            })
+          ).json<{ n: string }>()
+        )[0]?.n,
       (n) => Number(n) === customers.length,
       { what: 'devices' },
     )
     await client.close()
 
     const stream = streamUploads({ url: () => sluice!.url, auth, appId: 'crash-app', customers })
-    await waitFor(async () => stream.sent.filter((b) => b.status === 202).length, (n) => n >= 30, { what: 'accepted uploads' })
+    await waitFor(
+      async () => stream.sent.filter((b) => b.status === 202).length,
+      (n) => n >= 30,
+      { what: 'accepted uploads' },
+    )
     await sluice.kill9()
     await stream.stop()
     const accepted = stream.sent.filter((b) => b.status === 202)

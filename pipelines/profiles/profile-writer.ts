@@ -1,0 +1,172 @@
+import type { IgnoredChange } from '../../schemas/profiles.ts'
+import type { BusRecord, RecordBatch } from '../connectors/bus/bus.ts'
+import type { Store } from '../connectors/store/store.ts'
+import { applyChanges, diffAttributes, type Attributes } from './apply-changes.ts'
+import { decodeCommand, type ProfileCommand } from './commands.ts'
+import { attributesFromRow, toProfileRow, type ProfileRow } from './stored-profile.ts'
+
+export interface ProfileWriterDeps {
+  store: Store
+  now?: () => number
+  /** A change valid at the edge that the profile's state refused (e.g. increment of a string). */
+  onIgnored?: (command: ProfileCommand, ignored: IgnoredChange[], changeId: string) => void
+  /** A record that does not decode: logged and skipped, never redelivered forever. */
+  onUndecodable?: (record: BusRecord, reason: string) => void
+  onApplied?: (count: number) => void
+}
+
+interface CurrentProfile {
+  attributes: Attributes | null
+  partition: number
+  offset: bigint
+  version: number
+}
+
+interface ChangeRow {
+  profiledb_id: number
+  org_id: number
+  app_id: string
+  customer_id: string
+  change_id: string
+  at: number
+  applied_at: number
+  seq: string
+  updates: string
+  deletes: string[]
+  profile_deleted: 0 | 1
+  ignored: string
+}
+
+/**
+ * The profile writer: the single owner of a partition of (profile db, customer) keys. Per batch it
+ * reads the current state of the batch's profiles in one query, applies each customer's requests
+ * in offset order (pure), then writes the change-log rows and the new profile versions.
+ *
+ * Idempotent on replay: every profile row records the last bus offset applied to it, and a
+ * record at or below that offset is skipped, so an increment counts once even when the batch is
+ * delivered again after a crash. Change-log rows are keyed by the record's position, so writing
+ * them again (a crash between the two inserts) replaces rather than duplicates them; they are
+ * written first, so a profile version never exists without its change-log rows.
+ */
+export function profileWriter(deps: ProfileWriterDeps) {
+  const now = deps.now ?? Date.now
+  return async (batch: RecordBatch): Promise<void> => {
+    const groups = new Map<string, { record: BusRecord; command: ProfileCommand }[]>()
+    for (const record of batch.records) {
+      const decoded = decodeCommand(record)
+      if (!decoded.ok) {
+        deps.onUndecodable?.(record, decoded.reason)
+        continue
+      }
+      const key = profileKey(decoded.command.db, decoded.command.customer)
+      const group = groups.get(key) ?? []
+      group.push({ record, command: decoded.command })
+      groups.set(key, group)
+    }
+    if (groups.size === 0) return
+
+    const commands = [...groups.values()].map((g) => g[0]!.command)
+    const current = await loadCurrent(deps.store, commands)
+    const appliedAt = now()
+    const changeRows: ChangeRow[] = []
+    const profileRows: ProfileRow[] = []
+    let applied = 0
+    for (const [key, group] of groups) {
+      const stored = current.get(key)
+      let attributes = stored?.attributes ?? null
+      let last: { record: BusRecord; command: ProfileCommand } | undefined
+      for (const item of group) {
+        const { record, command } = item
+        // Already applied before a crash or a rebalance: applying it again would count it twice.
+        if (stored && stored.partition === record.partition && BigInt(record.offset) <= stored.offset) continue
+        const before = attributes
+        let ignored: IgnoredChange[] = []
+        if (command.op === 'delete-profile') {
+          attributes = null
+        } else {
+          const result = applyChanges(before, command.changes)
+          attributes = result.attributes
+          ignored = result.ignored
+        }
+        const changeId = `${record.topic}:${record.partition}:${record.offset}`
+        if (ignored.length > 0) deps.onIgnored?.(command, ignored, changeId)
+        const diff = diffAttributes(before, attributes)
+        const deletedProfile = command.op === 'delete-profile' && before !== null
+        if (Object.keys(diff.updates).length > 0 || diff.deletes.length > 0 || deletedProfile || ignored.length > 0) {
+          changeRows.push({
+            profiledb_id: command.db,
+            org_id: command.org,
+            app_id: command.app,
+            customer_id: command.customer,
+            change_id: changeId,
+            at: command.receivedAt,
+            applied_at: appliedAt,
+            seq: record.offset,
+            updates: JSON.stringify(diff.updates),
+            deletes: diff.deletes,
+            profile_deleted: deletedProfile ? 1 : 0,
+            ignored: JSON.stringify(ignored),
+          })
+        }
+        last = item
+        applied++
+      }
+      if (!last) continue
+      profileRows.push(
+        toProfileRow(
+          {
+            profiledb_id: last.command.db,
+            org_id: last.command.org,
+            app_id: last.command.app,
+            customer_id: last.command.customer,
+            updated_at: last.command.receivedAt,
+            source_partition: last.record.partition,
+            source_offset: last.record.offset,
+            // Derived from the state read, so a replay of the same batch writes the same version.
+            version: (stored?.version ?? 0) + 1,
+          },
+          attributes,
+        ),
+      )
+    }
+    if (changeRows.length > 0) await deps.store.insert('profile_changes', changeRows)
+    if (profileRows.length > 0) await deps.store.insert('profiles', profileRows)
+    deps.onApplied?.(applied)
+  }
+}
+
+const profileKey = (db: number, customer: string) => `${db}\n${customer}`
+
+async function loadCurrent(store: Store, commands: ProfileCommand[]): Promise<Map<string, CurrentProfile>> {
+  const wanted = new Set(commands.map((c) => profileKey(c.db, c.customer)))
+  const rows = await store.query<{
+    profiledb_id: number | string
+    customer_id: string
+    attributes: string
+    attribute_types: Record<string, string>
+    deleted: number | string
+    source_partition: number | string
+    source_offset: number | string
+    version: number | string
+  }>(
+    `SELECT profiledb_id, customer_id, attributes, attribute_types, deleted, source_partition, source_offset, version
+     FROM profiles FINAL
+     WHERE profiledb_id IN {dbs:Array(UInt64)} AND customer_id IN {customers:Array(String)}`,
+    {
+      dbs: [...new Set(commands.map((c) => c.db))],
+      customers: [...new Set(commands.map((c) => c.customer))],
+    },
+  )
+  const current = new Map<string, CurrentProfile>()
+  for (const row of rows) {
+    const key = profileKey(Number(row.profiledb_id), row.customer_id)
+    if (!wanted.has(key)) continue
+    current.set(key, {
+      attributes: Number(row.deleted) === 1 ? null : attributesFromRow(row.attributes, row.attribute_types),
+      partition: Number(row.source_partition),
+      offset: BigInt(row.source_offset),
+      version: Number(row.version),
+    })
+  }
+  return current
+}

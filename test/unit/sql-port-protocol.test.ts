@@ -1,0 +1,153 @@
+import { describe, expect, it } from 'vitest'
+import {
+  decodeQueryParameter,
+  errorBody,
+  fromEngineError,
+  httpStatusForCode,
+  isDeniedReadOnlySetting,
+  readOnlyRefusal,
+  splitHttpParams,
+  SqlPortError,
+} from '../../services/sql-port/clickhouse-protocol.ts'
+import { analyzeStatement } from '../../services/sql-port/sql-lexer.ts'
+
+describe('ClickHouse error mapping', () => {
+  it.each([
+    [62, 400],
+    [27, 400],
+    [60, 404],
+    [81, 404],
+    [73, 404],
+    [516, 401],
+    [497, 403],
+    [229, 413],
+    [48, 501],
+    [159, 408],
+    [164, 500],
+    [395, 500],
+  ])('code %i → HTTP %i', (code, status) => {
+    expect(httpStatusForCode(code)).toBe(status)
+  })
+
+  it('unwraps chdb’s nested messages into one ClickHouse error body', () => {
+    const nested = Object.assign(
+      new Error(
+        'Code: 73. DB::Exception: Code: 73. DB::Exception: Unknown format NoSuchFmt. (UNKNOWN_FORMAT) (version 26.7.2.1). (UNKNOWN_FORMAT)',
+      ),
+      { clickhouseCode: 73 },
+    )
+    const err = fromEngineError(nested)
+    expect([err.code, err.type, err.message]).toEqual([73, 'UNKNOWN_FORMAT', 'Unknown format NoSuchFmt'])
+    expect(errorBody(err, '26.7.2.1')).toBe(
+      'Code: 73. DB::Exception: Unknown format NoSuchFmt. (UNKNOWN_FORMAT) (version 26.7.2.1)\n',
+    )
+    const plain = fromEngineError(
+      Object.assign(
+        new Error('Code: 164. DB::Exception: default: Cannot execute query in readonly mode. (READONLY)'),
+        {
+          clickhouseCode: 164,
+        },
+      ),
+    )
+    expect(errorBody(plain, 'v')).toBe(
+      'Code: 164. DB::Exception: default: Cannot execute query in readonly mode. (READONLY) (version v)\n',
+    )
+    expect(fromEngineError(Object.assign(new Error('bad value'), { code: 'CHDB_BIND' }))).toMatchObject({
+      code: 457,
+      type: 'BAD_QUERY_PARAMETER',
+    })
+    expect(fromEngineError(new Error('boom'))).toMatchObject({
+      code: 1001,
+      type: 'STD_EXCEPTION',
+      message: 'boom',
+    })
+    const own = new SqlPortError(516, 'x')
+    expect(fromEngineError(own)).toBe(own)
+  })
+})
+
+describe('HTTP parameters', () => {
+  it('separates ClickHouse’s own parameters, query parameters and settings', () => {
+    const http = splitHttpParams(
+      new URLSearchParams(
+        'query=SELECT+1&query_id=q1&database=db&default_format=JSON&user=u&password=p&param_x=41&session_id=s' +
+          '&enable_http_compression=1&http_zlib_compression_level=6&send_progress_in_http_headers=1' +
+          '&http_headers_progress_interval_ms=100&max_threads=2&insert_deduplication_token=t&max_threads=3',
+      ),
+    )
+    expect(http).toMatchObject({
+      query: 'SELECT 1',
+      queryId: 'q1',
+      database: 'db',
+      defaultFormat: 'JSON',
+      enableHttpCompression: true,
+      compressionLevel: 6,
+    })
+    expect([...http.params]).toEqual([['x', '41']])
+    expect([...http.settings]).toEqual([
+      ['insert_deduplication_token', 't'],
+      ['max_threads', '3'],
+    ])
+    expect(() => splitHttpParams([['compress', '1']])).toThrow(SqlPortError)
+  })
+
+  it.each([
+    ['41', 'UInt32', '41'],
+    ['\\N', 'Nullable(String)', null],
+    ["it\\'s", 'String', "it's"],
+    ['a\\tb\\\\c', 'String', 'a\tb\\c'],
+    ['100\\%', 'String', '100\\%'],
+    ['\\xC3\\xA9', 'String', 'é'],
+    ["['a\\'b','c']", 'Array(String)', "['a''b','c']"],
+    ["['x\\\\y']", 'Array(String)', "['x\\y']"],
+    ["{'k\\'':1}", 'Map(String, UInt8)', "{'k''':1}"],
+    ["('a\\'b',1)", 'Nullable(Tuple(String, UInt8))', "('a''b',1)"],
+    ["it\\'s", undefined, "it's"],
+  ])('param %j of type %s → %j', (raw, type, decoded) => {
+    expect(decodeQueryParameter(raw, type)).toBe(decoded)
+  })
+})
+
+describe('read-only policy', () => {
+  it.each([
+    ['SELECT 1', undefined],
+    ['(SELECT 1)', undefined],
+    ["WITH 1 AS x SELECT x SETTINGS max_threads = 2 FORMAT JSON SETTINGS log_comment = 'a'", undefined],
+    ['SHOW TABLES', undefined],
+    ['DESCRIBE TABLE events', undefined],
+    ['DESCRIBE (SELECT 1)', undefined],
+    ['EXISTS TABLE events', undefined],
+    ["SELECT * FROM events WHERE name = 'file(x)'", undefined],
+    ['INSERT INTO t VALUES (1)', /only SELECT/],
+    ['SET readonly = 0', /only SELECT/],
+    ['OPTIMIZE TABLE t', /only SELECT/],
+    ["SELECT file('/etc/passwd')", /file function/],
+    ["SELECT `file`('/etc/passwd')", /file function/],
+    ["SELECT * FROM FILE('/etc/passwd')", /file function/],
+    ["SELECT `fil\\x65`('/etc/passwd')", /file function/],
+    ['SELECT "fi\\x6ce"(\'/etc/passwd\')', /file function/],
+    ["DESC file('/etc/passwd', 'CSVWithNames')", /file function/],
+    ["DESC s3('http://x/bucket/f.csv')", /table function/],
+    ["DESCRIBE TABLE url('http://x', 'CSV')", /table function/],
+    ['SELECT * FROM (SELECT 1 SETTINGS readonly = 0)', /SETTINGS clause/],
+    ['SELECT 1 SETTINGS readonly = 0 UNION ALL SELECT 2', /SETTINGS clause/],
+    ["SELECT 1 INTO OUTFILE '/tmp/x'", /INTO OUTFILE/],
+  ])('%j', (sql, refusal) => {
+    const why = readOnlyRefusal(analyzeStatement(sql))
+    if (refusal === undefined) expect(why).toBeUndefined()
+    else expect(why).toMatch(refusal)
+  })
+
+  it('denies settings that name server files', () => {
+    for (const name of ['format_schema', 'format_template_resultset', 'output_format_schema', 'allow_ddl']) {
+      expect(isDeniedReadOnlySetting(name), name).toBe(true)
+    }
+    for (const name of [
+      'max_threads',
+      'output_format_json_quote_64bit_integers',
+      'date_time_output_format',
+    ]) {
+      expect(isDeniedReadOnlySetting(name), name).toBe(false)
+    }
+  })
+})
