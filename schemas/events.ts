@@ -146,9 +146,10 @@ export const eventAttributesSchema = z
   })
 
 /**
- * Key order is the check order: when a line breaks several rules, the first field listed here
- * decides the reject reason (event_time's receive window sits between event_time and attributes
- * and is checked outside the schema, because it depends on the receive time).
+ * Fields are listed in check order: when a line breaks several rules, the first field here that
+ * fails decides the reject reason (validate-event.ts ranks issues the same way). The event_time
+ * receive window is checked between event_time and attributes, outside the schema, because it
+ * depends on when the upload arrived.
  */
 export const eventLineSchema = z
   .object({

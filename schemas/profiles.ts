@@ -27,7 +27,8 @@ export const FORBIDDEN_KEY_STARTS = '!"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~'
 /** The special profile ids: single strings, org level only; the one exception to the `$` rule. */
 export const SPECIAL_KEYS = ['$email', '$full_name', '$first_name', '$last_name'] as const
 export type SpecialKey = (typeof SPECIAL_KEYS)[number]
-export const isSpecialKey = (key: string): key is SpecialKey => (SPECIAL_KEYS as readonly string[]).includes(key)
+export const isSpecialKey = (key: string): key is SpecialKey =>
+  (SPECIAL_KEYS as readonly string[]).includes(key)
 
 export const CHANGE_OPS = ['delete', 'assign', 'increment', 'set-add', 'set-remove'] as const
 export type ChangeOp = (typeof CHANGE_OPS)[number]

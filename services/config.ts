@@ -27,6 +27,8 @@ export const configSchema = z.object({
           .filter(Boolean),
   ),
   KAFKA_CLIENT_ID: z.string().default('sluice'),
+  /** How long a dead worker holds its partitions before the group moves them (Kafka minimum: 6000). */
+  KAFKA_SESSION_TIMEOUT_MS: int(30_000, 1000),
   SLUICE_TOPIC_PREFIX: z.string().default('sluice.'),
   SLUICE_PARTITIONS: int(8, 1),
   CLICKHOUSE_URL: optionalString.pipe(z.url().optional()),

@@ -89,6 +89,8 @@ async function openBus(config: Config, dataDir: string, logger: Logger): Promise
       brokers: config.KAFKA_BROKERS,
       clientId: config.KAFKA_CLIENT_ID,
       defaultPartitions: config.SLUICE_PARTITIONS,
+      sessionTimeoutMs: config.KAFKA_SESSION_TIMEOUT_MS,
+      heartbeatIntervalMs: Math.max(500, Math.floor(config.KAFKA_SESSION_TIMEOUT_MS / 10)),
       logger,
     })
   }

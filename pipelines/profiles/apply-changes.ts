@@ -52,13 +52,15 @@ function applyOne(attributes: Map<string, ProfileValue>, change: NormalizedChang
         attributes.set(change.attr, { type: 'set', value: [...change.values] as string[] | number[] })
         return undefined
       }
-      if (existing.type !== 'set') return `${change.op} applies to sets only; ${change.attr} is ${article(existing.type)}`
+      if (existing.type !== 'set')
+        return `${change.op} applies to sets only; ${change.attr} is ${article(existing.type)}`
       attributes.set(change.attr, { type: 'set', value: union(existing.value, change.values) })
       return undefined
     }
     case 'set-remove': {
       if (existing === undefined) return undefined
-      if (existing.type !== 'set') return `${change.op} applies to sets only; ${change.attr} is ${article(existing.type)}`
+      if (existing.type !== 'set')
+        return `${change.op} applies to sets only; ${change.attr} is ${article(existing.type)}`
       const removed = new Set(change.values.map(String))
       const kept = (existing.value as (string | number)[]).filter((v) => !removed.has(String(v)))
       attributes.set(change.attr, { type: 'set', value: kept as string[] | number[] })
@@ -70,8 +72,8 @@ function applyOne(attributes: Map<string, ProfileValue>, change: NormalizedChang
 /** Set union in order; a set holding both strings and integers becomes a set of strings. */
 function union(a: readonly (string | number)[], b: readonly (string | number)[]): string[] | number[] {
   const all = [...a, ...b]
-  if (all.every((v) => typeof v === 'number')) return [...new Set(all as number[])]
-  if (all.every((v) => typeof v === 'string')) return [...new Set(all as string[])]
+  if (all.every((v) => typeof v === 'number')) return [...new Set(all)]
+  if (all.every((v) => typeof v === 'string')) return [...new Set(all)]
   return [...new Set(all.map(String))]
 }
 

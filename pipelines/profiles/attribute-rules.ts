@@ -137,7 +137,7 @@ export function isEmail(s: string): boolean {
 
 // ISO 8601 extended calendar date, optionally with a time and zone (RFC 3339's space is accepted).
 const ISO_DATE =
-  /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,]\d+)?)?(?:[Zz]|[+-](\d{2})(?::?(\d{2}))?)?)?$/
+  /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2})(?::(\d{2})(?::(\d{2})(?:[.,]\d+)?)?)?(?:[Zz]|[+-](\d{2})(?::?(\d{2}))?)?)?$/
 
 /**
  * `YYYY-MM-DD` for an ISO 8601 date or date-time, `undefined` for a string that is not one, and
@@ -152,7 +152,7 @@ export function parseIsoDate(s: string): string | undefined | null {
   const month = Number(mo)
   const day = Number(d)
   if (year < 1 || month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return null
-  if (h !== undefined && (Number(h) > 23 || Number(mi) > 59 || Number(sec ?? 0) > 60)) return null
+  if (h !== undefined && (Number(h) > 23 || Number(mi ?? 0) > 59 || Number(sec ?? 0) > 60)) return null
   if (zh !== undefined && (Number(zh) > 23 || Number(zm ?? 0) > 59)) return null
   return `${y}-${mo}-${d}`
 }

@@ -28,8 +28,7 @@ interface CommandBase {
 
 /** One accepted request, as the edge writes it to the bus. */
 export type ProfileCommand =
-  | (CommandBase & { op: 'patch'; changes: NormalizedChange[] })
-  | (CommandBase & { op: 'delete-profile' })
+  (CommandBase & { op: 'patch'; changes: NormalizedChange[] }) | (CommandBase & { op: 'delete-profile' })
 
 /** Keyed so every request of one customer of one profile db lands in one partition, in order. */
 export const commandKey = (db: number, customer: string) => `${db}:${customer}`
@@ -42,7 +41,9 @@ export function encodeCommand(command: ProfileCommand): ProduceMessage {
  * The edge wrote these, so a record that does not decode is corruption or a version this worker
  * does not know; the writer records it and moves on rather than redelivering it forever.
  */
-export function decodeCommand(record: BusRecord): { ok: true; command: ProfileCommand } | { ok: false; reason: string } {
+export function decodeCommand(
+  record: BusRecord,
+): { ok: true; command: ProfileCommand } | { ok: false; reason: string } {
   let value: unknown
   try {
     value = JSON.parse(record.value.toString('utf8'))
@@ -62,7 +63,8 @@ export function decodeCommand(record: BusRecord): { ok: true; command: ProfileCo
   )
     return { ok: false, reason: 'record lacks org, db, app, customer or receivedAt' }
   if (c.op === 'delete-profile') return { ok: true, command: value as ProfileCommand }
-  if (c.op !== 'patch' || !Array.isArray(c.changes)) return { ok: false, reason: `unknown op ${JSON.stringify(c.op)}` }
+  if (c.op !== 'patch' || !Array.isArray(c.changes))
+    return { ok: false, reason: `unknown op ${JSON.stringify(c.op)}` }
   for (const change of c.changes as unknown[]) {
     const ch = change as Record<string, unknown> | null
     if (!ch || !isChangeOp(ch.op) || typeof ch.attr !== 'string' || typeof ch.index !== 'number')

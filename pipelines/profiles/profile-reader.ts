@@ -88,7 +88,11 @@ export async function customersByEmail(store: Store, orgDb: number, email: strin
   return current.map((c) => c.customer_id)
 }
 
-async function loadStored(store: Store, dbs: number[], customers: readonly string[]): Promise<StoredProfile[]> {
+async function loadStored(
+  store: Store,
+  dbs: number[],
+  customers: readonly string[],
+): Promise<StoredProfile[]> {
   const rows = await store.query<{
     profiledb_id: number | string
     app_id: string

@@ -19,6 +19,8 @@ interface CurrentProfile {
   attributes: Attributes | null
   partition: number
   offset: bigint
+  /** The latest receipt time among the requests applied so far. */
+  updatedAt: number
   version: number
 }
 
@@ -42,11 +44,14 @@ interface ChangeRow {
  * reads the current state of the batch's profiles in one query, applies each customer's requests
  * in offset order (pure), then writes the change-log rows and the new profile versions.
  *
- * Idempotent on replay: every profile row records the last bus offset applied to it, and a
- * record at or below that offset is skipped, so an increment counts once even when the batch is
- * delivered again after a crash. Change-log rows are keyed by the record's position, so writing
- * them again (a crash between the two inserts) replaces rather than duplicates them; they are
- * written first, so a profile version never exists without its change-log rows.
+ * Idempotent on replay: every profile row records the last bus offset applied to it and the
+ * latest receipt time applied, and a record at or below that offset, received no later, was
+ * applied already and is skipped, so an increment counts once even when a batch is delivered
+ * again after a crash. (The receipt time keeps a bus whose offsets restarted, e.g. a Kafka
+ * wiped under a kept ClickHouse, from looking like a replay.) Change-log rows are keyed by the
+ * record's position, so writing them again (a crash between the two inserts) replaces rather than
+ * duplicates them; they are written first, so a profile version never exists without its
+ * change-log rows.
  */
 export function profileWriter(deps: ProfileWriterDeps) {
   const now = deps.now ?? Date.now
@@ -75,10 +80,18 @@ export function profileWriter(deps: ProfileWriterDeps) {
       const stored = current.get(key)
       let attributes = stored?.attributes ?? null
       let last: { record: BusRecord; command: ProfileCommand } | undefined
+      let updatedAt = stored?.updatedAt ?? 0
       for (const item of group) {
         const { record, command } = item
         // Already applied before a crash or a rebalance: applying it again would count it twice.
-        if (stored && stored.partition === record.partition && BigInt(record.offset) <= stored.offset) continue
+        if (
+          stored &&
+          stored.partition === record.partition &&
+          BigInt(record.offset) <= stored.offset &&
+          command.receivedAt <= stored.updatedAt
+        )
+          continue
+        updatedAt = Math.max(updatedAt, command.receivedAt)
         const before = attributes
         let ignored: IgnoredChange[] = []
         if (command.op === 'delete-profile') {
@@ -92,7 +105,12 @@ export function profileWriter(deps: ProfileWriterDeps) {
         if (ignored.length > 0) deps.onIgnored?.(command, ignored, changeId)
         const diff = diffAttributes(before, attributes)
         const deletedProfile = command.op === 'delete-profile' && before !== null
-        if (Object.keys(diff.updates).length > 0 || diff.deletes.length > 0 || deletedProfile || ignored.length > 0) {
+        if (
+          Object.keys(diff.updates).length > 0 ||
+          diff.deletes.length > 0 ||
+          deletedProfile ||
+          ignored.length > 0
+        ) {
           changeRows.push({
             profiledb_id: command.db,
             org_id: command.org,
@@ -119,7 +137,7 @@ export function profileWriter(deps: ProfileWriterDeps) {
             org_id: last.command.org,
             app_id: last.command.app,
             customer_id: last.command.customer,
-            updated_at: last.command.receivedAt,
+            updated_at: updatedAt,
             source_partition: last.record.partition,
             source_offset: last.record.offset,
             // Derived from the state read, so a replay of the same batch writes the same version.
@@ -147,9 +165,11 @@ async function loadCurrent(store: Store, commands: ProfileCommand[]): Promise<Ma
     deleted: number | string
     source_partition: number | string
     source_offset: number | string
+    updated_at: number | string
     version: number | string
   }>(
-    `SELECT profiledb_id, customer_id, attributes, attribute_types, deleted, source_partition, source_offset, version
+    `SELECT profiledb_id, customer_id, attributes, attribute_types, deleted, source_partition, source_offset,
+            toUnixTimestamp64Milli(updated_at) AS updated_at, version
      FROM profiles FINAL
      WHERE profiledb_id IN {dbs:Array(UInt64)} AND customer_id IN {customers:Array(String)}`,
     {
@@ -165,6 +185,7 @@ async function loadCurrent(store: Store, commands: ProfileCommand[]): Promise<Ma
       attributes: Number(row.deleted) === 1 ? null : attributesFromRow(row.attributes, row.attribute_types),
       partition: Number(row.source_partition),
       offset: BigInt(row.source_offset),
+      updatedAt: Number(row.updated_at),
       version: Number(row.version),
     })
   }

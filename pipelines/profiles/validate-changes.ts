@@ -41,12 +41,15 @@ export function validatePatch(body: unknown, scope: ProfileScope): ValidatedPatc
   if (hasAttributes && hasChanges)
     return { kind: 'malformed', reason: 'use either "attributes" or "changes" in one request, not both' }
   if (!hasAttributes && !hasChanges)
-    return { kind: 'malformed', reason: 'request body must have "attributes" (an object) or "changes" (an array)' }
+    return {
+      kind: 'malformed',
+      reason: 'request body must have "attributes" (an object) or "changes" (an array)',
+    }
 
   const changes: NormalizedChange[] = []
   const ignored: IgnoredChange[] = []
   if (hasAttributes) {
-    const attributes = (body as { attributes: unknown }).attributes
+    const attributes = body.attributes
     if (attributes === null || typeof attributes !== 'object' || Array.isArray(attributes))
       return { kind: 'malformed', reason: `"attributes" must be an object, not ${jsonType(attributes)}` }
     for (const [index, [attr, value]] of Object.entries(attributes).entries()) {
@@ -56,8 +59,9 @@ export function validatePatch(body: unknown, scope: ProfileScope): ValidatedPatc
       else ignored.push({ index, attr, op, reason: checked.reason })
     }
   } else {
-    const list = (body as { changes: unknown }).changes
-    if (!Array.isArray(list)) return { kind: 'malformed', reason: `"changes" must be an array, not ${jsonType(list)}` }
+    const list = body.changes
+    if (!Array.isArray(list))
+      return { kind: 'malformed', reason: `"changes" must be an array, not ${jsonType(list)}` }
     for (const [index, item] of list.entries()) {
       const checked = checkChangeItem(item, scope, index)
       if (checked.ok) {
@@ -115,7 +119,8 @@ function checkChangeItem(item: unknown, scope: ProfileScope, index: number): Che
     case 'delete':
       return { ok: true, value: { index, op, attr } }
     case 'assign': {
-      if (raw === null) return { ok: false, reason: 'assign needs a value; use the delete op to remove an attribute' }
+      if (raw === null)
+        return { ok: false, reason: 'assign needs a value; use the delete op to remove an attribute' }
       const value = isSpecialKey(attr) ? checkSpecialValue(attr, raw) : checkValue(raw)
       return value.ok ? { ok: true, value: { index, op, attr, value: value.value } } : value
     }
@@ -136,6 +141,9 @@ function checkChangeItem(item: unknown, scope: ProfileScope, index: number): Che
 /** The special ids are not scoped by app: they are set through the org-level path only. */
 function checkSpecialScope(attr: string, scope: ProfileScope): { ok: false; reason: string } | undefined {
   if (scope === 'app' && isSpecialKey(attr))
-    return { ok: false, reason: `${attr} can only be set on the org-level profile (/v1/profiles/:customer_id)` }
+    return {
+      ok: false,
+      reason: `${attr} can only be set on the org-level profile (/v1/profiles/:customer_id)`,
+    }
   return undefined
 }

@@ -47,9 +47,9 @@ export class SqlPortError extends Error {
 
 /**
  * HTTP status for a ClickHouse error code, following ClickHouse's exceptionCodeToHTTPStatus
- * (src/Server/HTTP/exceptionCodeToHTTPStatus.cpp). One deliberate difference: failed authentication
- * (192, 193, 194, 516) answers 401 as ClickHouse 26 does for credentials it rejects, not 403.
- * READONLY (164) is not in ClickHouse's table, so it answers 500 there and here.
+ * (src/Server/HTTP/exceptionCodeToHTTPStatus.cpp). Failed authentication (192, 193, 194, 516) is 403
+ * in that table, but a ClickHouse 26 server answers rejected credentials with 401 and a
+ * WWW-Authenticate challenge, and so does this port. READONLY (164) is not in the table: 500, as there.
  */
 export function httpStatusForCode(code: number): number {
   if (AUTH.has(code)) return 401
@@ -202,8 +202,13 @@ export function contentTypeFor(format: string): string {
     return `text/csv; charset=UTF-8; header=${f.includes('withnames') ? 'present' : 'absent'}`
   }
   if (f === 'xml') return 'application/xml; charset=UTF-8'
-  if (BINARY_FORMATS.some((b) => f.startsWith(b))) return 'application/octet-stream'
+  if (isBinaryFormat(format)) return 'application/octet-stream'
   return 'text/plain; charset=UTF-8'
+}
+
+export function isBinaryFormat(format: string): boolean {
+  const f = format.toLowerCase()
+  return BINARY_FORMATS.some((b) => f.startsWith(b))
 }
 
 const BINARY_FORMATS = [

@@ -38,16 +38,26 @@ const RIGHT_DOUBLE = '\u201d'
 const isWhitespace = (c: string) =>
   c === ' ' || c === '\t' || c === '\n' || c === '\r' || c === '\f' || c === '\v'
 const isDigit = (c: string) => c >= '0' && c <= '9'
+const isHexDigit = (c: string) => isDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')
+const isWordCharASCII = (c: string) =>
+  (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c === '_' || isDigit(c)
 const isUnicodeQuote = (c: string) =>
   c === LEFT_SINGLE || c === RIGHT_SINGLE || c === LEFT_DOUBLE || c === RIGHT_DOUBLE
-const isWordStart = (c: string) =>
-  (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c === '_' || (c > '\x7f' && !isUnicodeQuote(c))
-const isWordChar = (c: string) => isWordStart(c) || isDigit(c) || c === '$'
+// Non-ASCII characters are errors to the engine; taking them as word characters cannot hide a quote,
+// a comment or a separator, as long as the Unicode quotes stay out.
+const isWordChar = (c: string) => isWordCharASCII(c) || c === '$' || (c > '\x7f' && !isUnicodeQuote(c))
 
-/** Streams tokens; whitespace and comments are skipped. Unterminated strings and comments run to the end. */
+/**
+ * Streams tokens; whitespace and comments are skipped. Follows ClickHouse's Lexer (src/Parsers/Lexer.cpp)
+ * wherever it decides what is a string, a comment or code; notably numbers, whose end decides whether a
+ * following `--` is a comment (`0x1e--x` is hex 0x1e and a comment, `1e--x` is 1e- and a minus).
+ * Unterminated strings and comments run to the end, as the engine's error tokens do.
+ */
 export class Lexer {
   private pos = 0
   private depth = 0
+  /** The previous token, which decides how a `.` or a number after it is read. */
+  private prev: Token | undefined
 
   constructor(private readonly sql: string) {}
 
@@ -62,6 +72,7 @@ export class Lexer {
     const start = this.pos
     if (start >= sql.length) return undefined
     const c = sql.charAt(start)
+    const next = sql.charAt(start + 1)
     if (c === "'" || c === '"' || c === '`') {
       return this.make(c === "'" ? 'string' : 'quoted', start, this.scanQuoted(start, c))
     }
@@ -69,17 +80,38 @@ export class Lexer {
       const close = sql.indexOf(c === LEFT_SINGLE ? RIGHT_SINGLE : RIGHT_DOUBLE, start + 1)
       return this.make(c === LEFT_SINGLE ? 'string' : 'quoted', start, close === -1 ? sql.length : close + 1)
     }
+    if (isDigit(c)) return this.scanNumber(start)
+    if (c === '.') {
+      const prev = this.prev
+      const afterOperand =
+        prev !== undefined &&
+        ((prev.kind === 'close' && prev.text !== '}') ||
+          prev.kind === 'word' ||
+          prev.kind === 'quoted' ||
+          prev.kind === 'number')
+      if (start > 0 && (!isDigit(next) || afterOperand)) return this.make('punct', start, start + 1)
+      let i = this.scanDigits(start + 1, true, false)
+      i = this.scanExponent(i, false)
+      return this.make('number', start, i)
+    }
     if (c === '$') {
       const end = this.scanHeredoc(start)
       if (end !== undefined) return this.make('heredoc', start, end)
-      return this.make('punct', start, start + 1)
+      if (!isWordCharASCII(next)) return this.make('punct', start, start + 1)
+      return this.make('word', start, this.scanWord(start + 1))
     }
-    if (isDigit(c)) return this.make('number', start, this.scanNumber(start))
-    if (isWordStart(c)) {
-      let end = start + 1
-      while (end < sql.length && isWordChar(sql.charAt(end))) end++
-      return this.make('word', start, end)
+    if ((c === 'x' || c === 'X' || c === 'b' || c === 'B') && next === "'") {
+      // x'4142' / b'0101': an invalid one is an error token reaching the end of the text.
+      const hex = c === 'x' || c === 'X'
+      let i = start + 2
+      while (
+        i < sql.length &&
+        (hex ? isHexDigit(sql.charAt(i)) : sql.charAt(i) === '0' || sql.charAt(i) === '1')
+      )
+        i++
+      return this.make('string', start, sql.charAt(i) === "'" ? i + 1 : sql.length)
     }
+    if (isWordChar(c)) return this.make('word', start, this.scanWord(start + 1))
     if (c === '(' || c === '[' || c === '{') {
       const token = this.make('open', start, start + 1)
       this.depth++
@@ -95,26 +127,35 @@ export class Lexer {
 
   private make(kind: TokenKind, start: number, end: number): Token {
     this.pos = end
-    return { kind, start, end, depth: this.depth, text: this.sql.slice(start, end) }
+    const token = { kind, start, end, depth: this.depth, text: this.sql.slice(start, end) }
+    this.prev = token
+    return token
   }
 
   private skipTrivia(): void {
     const sql = this.sql
     for (;;) {
       const c = sql.charAt(this.pos)
+      const next = sql.charAt(this.pos + 1)
       if (c === '') return
       if (isWhitespace(c)) {
         this.pos++
-      } else if (c === '-' && sql.charAt(this.pos + 1) === '-') {
+      } else if ((c === '-' && next === '-') || (c === '/' && next === '/')) {
         this.pos = lineEnd(sql, this.pos)
-      } else if (c === '#' && (sql.charAt(this.pos + 1) === ' ' || sql.charAt(this.pos + 1) === '!')) {
+      } else if (c === '#' && (next === ' ' || next === '!')) {
         this.pos = lineEnd(sql, this.pos)
-      } else if (c === '/' && sql.charAt(this.pos + 1) === '*') {
+      } else if (c === '/' && next === '*') {
         this.pos = blockCommentEnd(sql, this.pos)
       } else {
         return
       }
     }
+  }
+
+  private scanWord(from: number): number {
+    let i = from
+    while (i < this.sql.length && isWordChar(this.sql.charAt(i))) i++
+    return i
   }
 
   private scanQuoted(start: number, quote: string): number {
@@ -134,27 +175,78 @@ export class Lexer {
     return sql.length
   }
 
+  /** $tag$ … $tag$ with a tag of [A-Za-z0-9_]* (ClickHouse 26.7 takes no other tag, measured). */
   private scanHeredoc(start: number): number | undefined {
     const sql = this.sql
     let i = start + 1
-    while (i < sql.length && /[A-Za-z0-9_]/.test(sql.charAt(i))) i++
+    while (i < sql.length && isWordCharASCII(sql.charAt(i))) i++
     if (sql.charAt(i) !== '$') return undefined
     const delimiter = sql.slice(start, i + 1)
     const close = sql.indexOf(delimiter, i + 1)
     return close === -1 ? undefined : close + delimiter.length
   }
 
-  private scanNumber(start: number): number {
+  /** A number as ClickHouse's lexer skips it; digits glued to word characters make a word. */
+  private scanNumber(start: number): Token {
     const sql = this.sql
-    let i = start + 1
-    while (i < sql.length) {
-      const c = sql.charAt(i)
-      const prev = sql.charAt(i - 1)
-      if (isDigit(c) || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c === '_' || c === '.') i++
-      else if ((c === '+' || c === '-') && (prev === 'e' || prev === 'E' || prev === 'p' || prev === 'P')) i++
-      else break
+    let i: number
+    if (this.prev?.kind === 'punct' && this.prev.text === '.') {
+      // After a dot only an integer, so that x.1.1 is two tuple accesses.
+      i = this.scanDigits(start + 1, false, false)
+    } else {
+      let hex = false
+      let startOfBlock = false
+      i = start + 1
+      const marker = sql.charAt(start + 1)
+      if (sql.charAt(start) === '0' && start + 2 < sql.length && 'xXbB'.includes(marker) && marker !== '') {
+        const third = sql.charAt(start + 2)
+        const valid = marker === 'x' || marker === 'X' ? isHexDigit(third) : third === '0' || third === '1'
+        if (valid) {
+          hex = marker === 'x' || marker === 'X'
+          i = start + 2
+          startOfBlock = true
+        }
+      }
+      i = this.scanDigits(i, startOfBlock, hex)
+      if (sql.charAt(i) === '.') i = this.scanDigits(i + 1, true, hex)
+      i = this.scanExponent(i, hex)
+    }
+    if (i < sql.length && isWordCharASCII(sql.charAt(i))) {
+      while (i < sql.length && isWordCharASCII(sql.charAt(i))) i++
+      return this.make('word', start, i)
+    }
+    return this.make('number', start, i)
+  }
+
+  private scanDigits(from: number, startOfBlock: boolean, hex: boolean): number {
+    let i = from
+    let blockStart = startOfBlock
+    while (i < this.sql.length) {
+      const c = this.sql.charAt(i)
+      if (!(hex ? isHexDigit(c) : isDigit(c)) && !this.isNumberSeparator(i, blockStart, hex)) break
+      i++
+      blockStart = false
     }
     return i
+  }
+
+  /** e/E (p/P for hex) with an optional sign that is taken only when something follows it. */
+  private scanExponent(from: number, hex: boolean): number {
+    const sql = this.sql
+    const c = sql.charAt(from)
+    if (from + 1 >= sql.length || !(hex ? c === 'p' || c === 'P' : c === 'e' || c === 'E')) return from
+    let i = from + 1
+    if (i + 1 < sql.length && (sql.charAt(i) === '-' || sql.charAt(i) === '+')) i++
+    return this.scanDigits(i, true, false)
+  }
+
+  /** An underscore between digits (1_000), as ClickHouse's isNumberSeparator. */
+  private isNumberSeparator(i: number, startOfBlock: boolean, hex: boolean): boolean {
+    const sql = this.sql
+    if (sql.charAt(i) !== '_' || startOfBlock) return false
+    if (i + 1 >= sql.length) return false
+    const next = sql.charAt(i + 1)
+    return hex ? isHexDigit(next) : isDigit(next)
   }
 }
 

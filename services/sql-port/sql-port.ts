@@ -4,8 +4,11 @@
  * analysts' port in embedded mode; writable mode is the test stand-in for a ClickHouse server.
  *
  * Requests run one at a time (chdb runs one query at a time anyway), which also keeps a
- * `database=` switch (`USE db; …; USE default` on the shared session) from interleaving with
- * another request of this port.
+ * `database=` switch (`USE db; …; USE default` as one call on the shared session) from interleaving
+ * with another request of this port. Other users of the same session (the pipelines, in embedded
+ * mode) are outside that queue: when the statement fails, chdb stops before the trailing USE, and
+ * until the port's restoring call runs, a query of theirs that chdb happens to run first would see
+ * `db` as its current database.
  */
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto'
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http'
@@ -28,6 +31,7 @@ import {
   errorBody,
   fromEngineError,
   httpStatusForCode,
+  isBinaryFormat,
   isDeniedReadOnlySetting,
   isFormatName,
   isIdentifier,
@@ -180,7 +184,7 @@ class SqlPort {
     const started = process.hrtime.bigint()
     const url = new URL(req.url ?? '/', 'http://localhost')
     const method = req.method ?? 'GET'
-    let queryId = url.searchParams.get('query_id') || randomUUID()
+    let queryId = headerSafe(url.searchParams.get('query_id')) ?? randomUUID()
     // Whether the request body has been read (or there is none to read) when an error is answered.
     let drained = method === 'GET' || method === 'HEAD'
     if (drained) req.resume()
@@ -210,7 +214,7 @@ class SqlPort {
         body = Buffer.alloc(0)
       }
       const http = splitHttpParams(entries)
-      if (http.queryId) queryId = http.queryId
+      queryId = headerSafe(http.queryId) ?? queryId
 
       const result = await this.execute(http, body, { isPost, user, headers: req.headers })
       const elapsedNs = process.hrtime.bigint() - started
@@ -301,6 +305,14 @@ class SqlPort {
     if (!isFormatName(defaultFormat))
       throw new SqlPortError(ErrorCode.UNKNOWN_FORMAT, `Unknown format ${defaultFormat}`)
     const format = kind !== 'INSERT' && analysis.format ? analysis.format.name : defaultFormat
+
+    if (kind === 'INSERT' && analysis.format && isBinaryFormat(analysis.format.name)) {
+      // The engine gets its input as SQL text, which a binary payload would not survive.
+      throw new SqlPortError(
+        ErrorCode.NOT_IMPLEMENTED,
+        `Input format ${analysis.format.name} is not supported by this port; use a text format such as JSONEachRow`,
+      )
+    }
 
     const database = http.database ?? header(request.headers, 'x-clickhouse-database')
     if (database !== undefined && database !== '' && !isIdentifier(database)) {
@@ -535,6 +547,11 @@ function credentialsOf(
   return { user, password: params.get('password') ?? '' }
 }
 
+/** A query id that can be echoed in a response header as it is, or undefined. */
+function headerSafe(value: string | null | undefined): string | undefined {
+  return value && /^[\x20-\x7e]{1,256}$/.test(value) ? value : undefined
+}
+
 function header(headers: IncomingHttpHeaders, name: string): string | undefined {
   const value = headers[name]
   return Array.isArray(value) ? value[0] : value
@@ -627,7 +644,9 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     })
     req.on('end', () => (decoder ? decoder.end() : finish()))
     req.on('error', fail)
-    req.on('aborted', () => fail(new Error('request aborted')))
+    req.on('close', () => {
+      if (!req.complete) fail(new Error('the client closed the connection before the body ended'))
+    })
   })
 }
 

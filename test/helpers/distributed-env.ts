@@ -5,7 +5,17 @@ import { inject } from 'vitest'
  * Environment for a Sluice in distributed mode against the run's Kafka and ClickHouse, with a
  * database and topic prefix of its own so test files never see each other's data.
  */
-export function distributedEnv(name: string): Record<string, string> {
+export interface DistributedEnv {
+  KAFKA_BROKERS: string
+  CLICKHOUSE_URL: string
+  CLICKHOUSE_USER: string
+  CLICKHOUSE_PASSWORD: string
+  CLICKHOUSE_DATABASE: string
+  SLUICE_TOPIC_PREFIX: string
+  [name: string]: string
+}
+
+export function distributedEnv(name: string): DistributedEnv {
   const suffix = randomBytes(4).toString('hex')
   const clickhouse = inject('clickhouse')
   return {

@@ -168,6 +168,9 @@ describe('SQL port, read-only, over chdb', () => {
       'ALTER TABLE analyst_events DELETE WHERE 1',
       'SELECT 1; DROP TABLE analyst_events',
       'SELECT 1 FORMAT JSON;  DROP TABLE analyst_events',
+      // The engine reads `--` after hex 0x1e as a comment, so the DROP is a second statement.
+      "SELECT 0x1e--'\n; DROP TABLE analyst_events; --'",
+      "SELECT 1 // '\n; DROP TABLE analyst_events; --'",
       "SELECT * FROM file('/etc/hostname', 'LineAsString')",
       "SELECT file('/etc/hostname')",
       "DESCRIBE file('/etc/hostname', 'CSVWithNames')",
@@ -319,6 +322,10 @@ describe('SQL port, read-only, over chdb', () => {
     expect(big.status).toBe(413)
     expect(big.headers.get('x-clickhouse-exception-code')).toBe('229')
     expect(await big.text()).toMatch(/^Code: 229\. .*\(QUERY_IS_TOO_LARGE\)/)
+    // A small gzip body that inflates past the limit is cut off while it is being decoded.
+    const bomb = await post(gzipSync(Buffer.alloc(8 * 1024 * 1024, 0x20)), {}, { 'Content-Encoding': 'gzip' })
+    expect([bomb.status, bomb.headers.get('x-clickhouse-exception-code')]).toEqual([413, '229'])
+    await bomb.text()
     const res = await get('SELECT 1')
     expect(await res.text()).toBe('1\n')
   })

@@ -30,7 +30,11 @@ describe('attribute keys', () => {
     ['128 characters', 'k'.repeat(128), str('x')],
     ['128 code points of astral characters', '😀'.repeat(128), str('x')],
     ['129 characters', 'k'.repeat(129), 'attribute key is longer than 128 characters'],
-    ['129 after trimming is still too long', ` ${'k'.repeat(129)} `, 'attribute key is longer than 128 characters'],
+    [
+      '129 after trimming is still too long',
+      ` ${'k'.repeat(129)} `,
+      'attribute key is longer than 128 characters',
+    ],
     ['empty', '', 'attribute key is empty'],
     ['blank', '   ', 'attribute key is empty'],
     ['digit first', '1st', str('x')],
@@ -98,11 +102,23 @@ describe('attribute values', () => {
     ['set strings trimmed', [' a', 'a '], set(['a'])],
     ['empty set', [], set([])],
     ['set of dates stays strings', ['2024-01-15'], set(['2024-01-15'])],
-    ['set with a boolean', ['a', true], 'set element 1: set values must be strings or integers, not a boolean'],
+    [
+      'set with a boolean',
+      ['a', true],
+      'set element 1: set values must be strings or integers, not a boolean',
+    ],
     ['set with null', [null], 'set element 0: set values must be strings or integers, not null'],
-    ['set with a nested array', [['a']], 'set element 0: set values must be strings or integers, not an array'],
+    [
+      'set with a nested array',
+      [['a']],
+      'set element 0: set values must be strings or integers, not an array',
+    ],
     ['set with an empty string', ['a', ' '], 'set element 1: string value is empty'],
-    ['set with a long string', ['s'.repeat(256)], 'set element 0: string value is longer than 255 characters'],
+    [
+      'set with a long string',
+      ['s'.repeat(256)],
+      'set element 0: string value is longer than 255 characters',
+    ],
     ['boolean', true, 'a value must be a string, an integer, an ISO 8601 date or an array, not a boolean'],
     ['object', { a: 1 }, 'a value must be a string, an integer, an ISO 8601 date or an array, not an object'],
   ]
@@ -116,7 +132,13 @@ describe('special profile ids', () => {
     ['$email', '$email', 'ann@example.com', 'org', str('ann@example.com')],
     ['$email trimmed, case kept', '$email', ' Ann@Example.COM ', 'org', str('Ann@Example.COM')],
     ['$email invalid', '$email', 'not-an-address', 'org', '$email must be a valid e-mail address'],
-    ['$email without a domain dot', '$email', 'ann@localhost', 'org', '$email must be a valid e-mail address'],
+    [
+      '$email without a domain dot',
+      '$email',
+      'ann@localhost',
+      'org',
+      '$email must be a valid e-mail address',
+    ],
     ['$email two addresses', '$email', 'a@x.com, b@x.com', 'org', '$email must be a valid e-mail address'],
     ['$email as a set', '$email', ['a@x.com'], 'org', '$email must be a single string'],
     ['$email as a number', '$email', 5, 'org', '$email must be a single string'],
@@ -165,6 +187,9 @@ describe('parseIsoDate', () => {
     ['2024-01-15', '2024-01-15'],
     ['2024-01-15T00:00:00+0530', '2024-01-15'],
     ['2024-01-15t10:00z', '2024-01-15'],
+    ['2024-01-15T10Z', '2024-01-15'],
+    ['2024-01-15T10:00:00.000+00:00', '2024-01-15'],
+    ['2024-01-15T10:00+24:00', null],
     ['2000-02-29', '2000-02-29'],
     ['1900-02-29', null],
     ['2024-04-31', null],
@@ -178,24 +203,26 @@ describe('parseIsoDate', () => {
 
 describe('the attributes syntax', () => {
   it('assigns valid keys, deletes null ones, and lists the others by position', () => {
-    expect(attrs({ plan: 'gold', age: 30.5, gone: null, _hidden: 1, flag: false, tags: ['x', 'x'] })).toEqual({
-      kind: 'ok',
-      changes: [
-        { index: 0, op: 'assign', attr: 'plan', value: str('gold') },
-        { index: 1, op: 'assign', attr: 'age', value: int(30) },
-        { index: 2, op: 'delete', attr: 'gone' },
-        { index: 5, op: 'assign', attr: 'tags', value: set(['x']) },
-      ],
-      ignored: [
-        { index: 3, attr: '_hidden', op: 'assign', reason: "attribute key must not begin with '_'" },
-        {
-          index: 4,
-          attr: 'flag',
-          op: 'assign',
-          reason: 'a value must be a string, an integer, an ISO 8601 date or an array, not a boolean',
-        },
-      ],
-    })
+    expect(attrs({ plan: 'gold', age: 30.5, gone: null, _hidden: 1, flag: false, tags: ['x', 'x'] })).toEqual(
+      {
+        kind: 'ok',
+        changes: [
+          { index: 0, op: 'assign', attr: 'plan', value: str('gold') },
+          { index: 1, op: 'assign', attr: 'age', value: int(30) },
+          { index: 2, op: 'delete', attr: 'gone' },
+          { index: 5, op: 'assign', attr: 'tags', value: set(['x']) },
+        ],
+        ignored: [
+          { index: 3, attr: '_hidden', op: 'assign', reason: "attribute key must not begin with '_'" },
+          {
+            index: 4,
+            attr: 'flag',
+            op: 'assign',
+            reason: 'a value must be a string, an integer, an ISO 8601 date or an array, not a boolean',
+          },
+        ],
+      },
+    )
   })
 
   it('reports an invalid null key as an ignored delete', () => {
@@ -217,27 +244,91 @@ describe('the changes syntax', () => {
   const cases: [string, unknown, NormalizedChange | string][] = [
     ['delete', { op: 'delete', attr: 'a' }, { index: 0, op: 'delete', attr: 'a' }],
     ['delete ignores a value', { op: 'delete', attr: 'a', value: 5 }, { index: 0, op: 'delete', attr: 'a' }],
-    ['assign string', { op: 'assign', attr: ' a ', value: ' v ' }, { index: 0, op: 'assign', attr: 'a', value: str('v') }],
-    ['assign date', { op: 'assign', attr: 'd', value: '2024-03-01T12:00:00Z' }, { index: 0, op: 'assign', attr: 'd', value: date('2024-03-01') }],
-    ['assign set', { op: 'assign', attr: 's', value: [2, 2, 1] }, { index: 0, op: 'assign', attr: 's', value: set([2, 1]) }],
-    ['assign null', { op: 'assign', attr: 'a', value: null }, 'assign needs a value; use the delete op to remove an attribute'],
+    [
+      'assign string',
+      { op: 'assign', attr: ' a ', value: ' v ' },
+      { index: 0, op: 'assign', attr: 'a', value: str('v') },
+    ],
+    [
+      'assign date',
+      { op: 'assign', attr: 'd', value: '2024-03-01T12:00:00Z' },
+      { index: 0, op: 'assign', attr: 'd', value: date('2024-03-01') },
+    ],
+    [
+      'assign set',
+      { op: 'assign', attr: 's', value: [2, 2, 1] },
+      { index: 0, op: 'assign', attr: 's', value: set([2, 1]) },
+    ],
+    [
+      'assign null',
+      { op: 'assign', attr: 'a', value: null },
+      'assign needs a value; use the delete op to remove an attribute',
+    ],
     ['assign without value', { op: 'assign', attr: 'a' }, 'value is missing'],
     ['assign invalid value', { op: 'assign', attr: 'a', value: '' }, 'string value is empty'],
     ['increment', { op: 'increment', attr: 'n', value: 5 }, { index: 0, op: 'increment', attr: 'n', by: 5 }],
-    ['increment negative', { op: 'increment', attr: 'n', value: -2 }, { index: 0, op: 'increment', attr: 'n', by: -2 }],
-    ['increment truncated', { op: 'increment', attr: 'n', value: 2.7 }, { index: 0, op: 'increment', attr: 'n', by: 2 }],
-    ['increment by a string', { op: 'increment', attr: 'n', value: '5' }, 'increment value must be an integer, not a string'],
+    [
+      'increment negative',
+      { op: 'increment', attr: 'n', value: -2 },
+      { index: 0, op: 'increment', attr: 'n', by: -2 },
+    ],
+    [
+      'increment truncated',
+      { op: 'increment', attr: 'n', value: 2.7 },
+      { index: 0, op: 'increment', attr: 'n', by: 2 },
+    ],
+    [
+      'increment by a string',
+      { op: 'increment', attr: 'n', value: '5' },
+      'increment value must be an integer, not a string',
+    ],
     ['increment without value', { op: 'increment', attr: 'n' }, 'value is missing'],
-    ['increment by a set', { op: 'increment', attr: 'n', value: [1] }, 'increment value must be an integer, not an array'],
-    ['set-add array', { op: 'set-add', attr: 's', value: ['a', 'b', 'a'] }, { index: 0, op: 'set-add', attr: 's', values: ['a', 'b'] }],
-    ['set-add one value', { op: 'set-add', attr: 's', value: 'a' }, { index: 0, op: 'set-add', attr: 's', values: ['a'] }],
-    ['set-add one integer', { op: 'set-add', attr: 's', value: 7 }, { index: 0, op: 'set-add', attr: 's', values: [7] }],
-    ['set-add mixed', { op: 'set-add', attr: 's', value: [1, 'a'] }, { index: 0, op: 'set-add', attr: 's', values: ['1', 'a'] }],
-    ['set-add object', { op: 'set-add', attr: 's', value: { a: 1 } }, 'value must be an array of strings or integers, not an object'],
-    ['set-add bad element', { op: 'set-add', attr: 's', value: ['a', {}] }, 'set element 1: set values must be strings or integers, not an object'],
-    ['set-remove', { op: 'set-remove', attr: 's', value: ['a'] }, { index: 0, op: 'set-remove', attr: 's', values: ['a'] }],
+    [
+      'increment by a set',
+      { op: 'increment', attr: 'n', value: [1] },
+      'increment value must be an integer, not an array',
+    ],
+    [
+      'set-add array',
+      { op: 'set-add', attr: 's', value: ['a', 'b', 'a'] },
+      { index: 0, op: 'set-add', attr: 's', values: ['a', 'b'] },
+    ],
+    [
+      'set-add one value',
+      { op: 'set-add', attr: 's', value: 'a' },
+      { index: 0, op: 'set-add', attr: 's', values: ['a'] },
+    ],
+    [
+      'set-add one integer',
+      { op: 'set-add', attr: 's', value: 7 },
+      { index: 0, op: 'set-add', attr: 's', values: [7] },
+    ],
+    [
+      'set-add mixed',
+      { op: 'set-add', attr: 's', value: [1, 'a'] },
+      { index: 0, op: 'set-add', attr: 's', values: ['1', 'a'] },
+    ],
+    [
+      'set-add object',
+      { op: 'set-add', attr: 's', value: { a: 1 } },
+      'value must be an array of strings or integers, not an object',
+    ],
+    [
+      'set-add bad element',
+      { op: 'set-add', attr: 's', value: ['a', {}] },
+      'set element 1: set values must be strings or integers, not an object',
+    ],
+    [
+      'set-remove',
+      { op: 'set-remove', attr: 's', value: ['a'] },
+      { index: 0, op: 'set-remove', attr: 's', values: ['a'] },
+    ],
     ['set-remove without value', { op: 'set-remove', attr: 's' }, 'value is missing'],
-    ['unknown op', { op: 'multiply', attr: 'n', value: 2 }, 'op must be one of delete, assign, increment, set-add, set-remove'],
+    [
+      'unknown op',
+      { op: 'multiply', attr: 'n', value: 2 },
+      'op must be one of delete, assign, increment, set-add, set-remove',
+    ],
     ['missing op', { attr: 'n', value: 2 }, 'op is missing'],
     ['missing attr', { op: 'delete' }, 'attr is missing'],
     ['attr not a string', { op: 'delete', attr: 5 }, 'attribute key must be a string'],
@@ -245,9 +336,21 @@ describe('the changes syntax', () => {
     ['not an object', 'assign', 'a change must be an object, not a string'],
     ['null item', null, 'a change must be an object, not null'],
     ['increment $email', { op: 'increment', attr: '$email', value: 1 }, '$email must be a single string'],
-    ['set-add $first_name', { op: 'set-add', attr: '$first_name', value: ['A'] }, '$first_name must be a single string'],
-    ['assign $email', { op: 'assign', attr: '$email', value: 'a@b.co' }, { index: 0, op: 'assign', attr: '$email', value: str('a@b.co') }],
-    ['assign bad $email', { op: 'assign', attr: '$email', value: 'nope' }, '$email must be a valid e-mail address'],
+    [
+      'set-add $first_name',
+      { op: 'set-add', attr: '$first_name', value: ['A'] },
+      '$first_name must be a single string',
+    ],
+    [
+      'assign $email',
+      { op: 'assign', attr: '$email', value: 'a@b.co' },
+      { index: 0, op: 'assign', attr: '$email', value: str('a@b.co') },
+    ],
+    [
+      'assign bad $email',
+      { op: 'assign', attr: '$email', value: 'nope' },
+      '$email must be a valid e-mail address',
+    ],
     ['delete $email', { op: 'delete', attr: '$email' }, { index: 0, op: 'delete', attr: '$email' }],
   ]
   it.each(cases)('%s', (_name, item, expected) => {
@@ -278,7 +381,12 @@ describe('the changes syntax', () => {
         { index: 5, op: 'delete', attr: 'c' },
       ],
       ignored: [
-        { index: 1, attr: 'b', op: 'explode', reason: 'op must be one of delete, assign, increment, set-add, set-remove' },
+        {
+          index: 1,
+          attr: 'b',
+          op: 'explode',
+          reason: 'op must be one of delete, assign, increment, set-add, set-remove',
+        },
         { index: 3, attr: '@s', op: 'set-add', reason: "attribute key must not begin with '@'" },
         { index: 4, attr: null, op: null, reason: 'a change must be an object, not a number' },
       ],
@@ -308,8 +416,16 @@ describe('the changes syntax', () => {
 
 describe('the body', () => {
   it.each([
-    ['both syntaxes', { attributes: { a: 1 }, changes: [] }, 'use either "attributes" or "changes" in one request, not both'],
-    ['neither syntax', { other: 1 }, 'request body must have "attributes" (an object) or "changes" (an array)'],
+    [
+      'both syntaxes',
+      { attributes: { a: 1 }, changes: [] },
+      'use either "attributes" or "changes" in one request, not both',
+    ],
+    [
+      'neither syntax',
+      { other: 1 },
+      'request body must have "attributes" (an object) or "changes" (an array)',
+    ],
     ['empty body', {}, 'request body must have "attributes" (an object) or "changes" (an array)'],
     ['attributes an array', { attributes: [1] }, '"attributes" must be an object, not an array'],
     ['attributes null', { attributes: null }, '"attributes" must be an object, not null'],

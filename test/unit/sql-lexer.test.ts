@@ -68,6 +68,22 @@ describe('multi-statement detection', () => {
     ['INSERT INTO t FORMAT JSONEachRow\n{"s":"a; DROP TABLE t"}\n;\nDROP TABLE t', false],
     ["INSERT INTO t VALUES ('a;b'); DROP TABLE t", true],
     ['INSERT INTO format FORMAT CSV\n1;2', false],
+    // Where a number ends decides whether `--` starts a comment (as the engine's lexer decides it).
+    ["SELECT 0x1e--'\n; DROP TABLE t; --'", true],
+    ["SELECT 0x1E--'\n; DROP TABLE t; --'", true],
+    ["SELECT t.1e--'\n; DROP TABLE t; --'", true],
+    ["SELECT 1_0--'\n; DROP TABLE t; --'", true],
+    ["SELECT 1e--'\n; DROP TABLE t; --'", false],
+    ["SELECT 1.5e--'\n; DROP TABLE t; --'", false],
+    // After a word a dot is a dot, and 5e a word: the engine sees a comment.
+    ["SELECT .5e--'\n; DROP TABLE t; --'", true],
+    ["SELECT (.5e--'\n; DROP TABLE t; --')", false],
+    ["SELECT 0x1p--'\n; DROP TABLE t; --'", false],
+    ["SELECT 1 // '\n; DROP TABLE t; --'", true],
+    ["SELECT 1 #'\n; DROP TABLE t; --'", false],
+    ["SELECT x'41'; SELECT 2", true],
+    ["SELECT x'4g'; SELECT 2", false],
+    ["SELECT $a b$ ';' $a b$", false],
   ])('%j → %s', (sql, multi) => {
     expect(hasMultipleStatements(sql)).toBe(multi)
   })

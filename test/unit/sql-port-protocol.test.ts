@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import {
+  contentTypeFor,
   decodeQueryParameter,
   errorBody,
   fromEngineError,
@@ -63,6 +64,20 @@ describe('ClickHouse error mapping', () => {
     })
     const own = new SqlPortError(516, 'x')
     expect(fromEngineError(own)).toBe(own)
+  })
+})
+
+describe('content types', () => {
+  it.each([
+    ['TabSeparated', 'text/tab-separated-values; charset=UTF-8'],
+    ['JSONEachRow', 'application/json; charset=UTF-8'],
+    ['CSVWithNames', 'text/csv; charset=UTF-8; header=present'],
+    ['CSV', 'text/csv; charset=UTF-8; header=absent'],
+    ['RowBinary', 'application/octet-stream'],
+    ['Parquet', 'application/octet-stream'],
+    ['Pretty', 'text/plain; charset=UTF-8'],
+  ])('%s → %s', (format, type) => {
+    expect(contentTypeFor(format)).toBe(type)
   })
 })
 

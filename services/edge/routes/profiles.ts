@@ -4,6 +4,7 @@ import type { Store } from '../../../pipelines/connectors/store/store.ts'
 import type { App, ControlStore, Org } from '../../../pipelines/control/control-store.ts'
 import { TtlCache } from '../../../pipelines/control/ttl-cache.ts'
 import { encodeCommand, type ProfileCommand } from '../../../pipelines/profiles/commands.ts'
+import { PendingWrites, type PendingWrite } from '../../../pipelines/profiles/pending-writes.ts'
 import {
   customersByEmail,
   readCustomers,
@@ -29,7 +30,12 @@ export interface ProfileRouteDeps {
   topic: string
   metrics: Metrics
   limits: { perKeyPerMinute: number; perCustomerPerMinute: number; maxBodyBytes?: number }
+  /** How long a read waits for this edge's own accepted writes of it to be applied (default 2 s). */
+  readYourWritesMs?: number
 }
+
+/** A look-up by e-mail waits for at most this many of the edge's pending writes. */
+const MAX_AWAITED_WRITES = 1000
 
 type Ctx = Context<EdgeEnv>
 
@@ -38,7 +44,8 @@ type Ctx = Context<EdgeEnv>
  * `/v1/apps/:app_key/profiles/:customer_id` (app level), and the customer look-ups under
  * `/v1/customers`. Writes are validated here and handed to the bus as one record per request,
  * keyed by profile db + customer, so the profile writer applies each customer's requests in the
- * order they were accepted; the 202 means the request is durable, and a GET shows it once applied.
+ * order they were accepted; the 202 means the request is durable. A read waits (boundedly) for
+ * the writes this edge accepted for it to be applied, so a client sees its own writes.
  */
 export function profileRoutes(deps: ProfileRouteDeps) {
   const app = new Hono<EdgeEnv>()
@@ -47,6 +54,10 @@ export function profileRoutes(deps: ProfileRouteDeps) {
   // An org's profile db never changes, so its id can be cached for long.
   const orgs = new TtlCache<Org | undefined>(60_000)
   const maxBodyBytes = deps.limits.maxBodyBytes ?? PROFILE_LIMITS.maxBodyBytes
+  const pending = new PendingWrites()
+  const readYourWrites = async (writes: PendingWrite[]) => {
+    if (writes.length > 0) await pending.waitApplied(deps.store, writes, deps.readYourWritesMs ?? 2000)
+  }
 
   const guard = [
     apiAuth(deps.control, 'profiles'),
@@ -72,7 +83,8 @@ export function profileRoutes(deps: ProfileRouteDeps) {
     return found
   }
 
-  const customerOf = (c: Ctx): string => parseParam(customerIdParam, c.req.param('customer_id'), 'customer_id')
+  const customerOf = (c: Ctx): string =>
+    parseParam(customerIdParam, c.req.param('customer_id'), 'customer_id')
 
   /** 15 requests per minute per customer and profile db: counted on requests that would change it. */
   const takeCustomerToken = (db: number, customer: string) => {
@@ -108,16 +120,18 @@ export function profileRoutes(deps: ProfileRouteDeps) {
     if (result.kind === 'none-valid') throw badRequest(result.reason, { ignored_changes: result.ignored })
     const db = target ? target.profiledb_id : org.orgDb
     takeCustomerToken(db, customer)
-    await produce({
-      v: 1,
-      op: 'patch',
-      org: org.orgId,
-      db,
-      app: target?.app_id ?? '',
-      customer,
-      receivedAt: Date.now(),
-      changes: result.changes,
-    })
+    await pending.write({ db, customer }, (receivedAt) =>
+      produce({
+        v: 1,
+        op: 'patch',
+        org: org.orgId,
+        db,
+        app: target?.app_id ?? '',
+        customer,
+        receivedAt,
+        changes: result.changes,
+      }),
+    )
     return c.json({ ignored_changes: result.ignored }, 202)
   }
 
@@ -127,7 +141,17 @@ export function profileRoutes(deps: ProfileRouteDeps) {
     const db = target ? target.profiledb_id : org.orgDb
     takeCustomerToken(db, customer)
     // Through the bus like a PATCH, so it is ordered with the customer's other requests.
-    await produce({ v: 1, op: 'delete-profile', org: org.orgId, db, app: target?.app_id ?? '', customer, receivedAt: Date.now() })
+    await pending.write({ db, customer }, (receivedAt) =>
+      produce({
+        v: 1,
+        op: 'delete-profile',
+        org: org.orgId,
+        db,
+        app: target?.app_id ?? '',
+        customer,
+        receivedAt,
+      }),
+    )
     return c.body(null, 204)
   }
 
@@ -135,6 +159,7 @@ export function profileRoutes(deps: ProfileRouteDeps) {
     const org = await orgScope(c)
     const customer = customerOf(c)
     const ref: AppRef | undefined = target && { app_id: target.app_id, profiledb_id: target.profiledb_id }
+    await readYourWrites(pending.pendingFor([{ db: ref ? ref.profiledb_id : org.orgDb, customer }]))
     const profile = await readProfile(deps.store, org, ref, customer)
     if (!profile) throw notFound('profile not found')
     return c.json(profile)
@@ -158,6 +183,8 @@ export function profileRoutes(deps: ProfileRouteDeps) {
     const org = await orgScope(c)
     const customer = customerOf(c)
     const apps = await deps.control.listApps(org.orgId)
+    const dbs = [org.orgDb, ...apps.map((a) => a.profiledb_id)]
+    await readYourWrites(pending.pendingFor(dbs.map((db) => ({ db, customer }))))
     const [found] = await readCustomers(deps.store, org, apps, [customer])
     if (!found) throw notFound('customer not found')
     return c.json(found)
@@ -169,6 +196,8 @@ export function profileRoutes(deps: ProfileRouteDeps) {
     if (!query.success) throw badRequest(formatIssues(query.error.issues))
     const apps: AppRef[] = []
     for (const appKey of query.data.app_ids) apps.push(await appOf(c, appKey))
+    const dbs = [org.orgDb, ...apps.map((a) => a.profiledb_id)]
+    await readYourWrites(pending.pendingInDbs(dbs).slice(-MAX_AWAITED_WRITES))
     const customers = await customersByEmail(deps.store, org.orgDb, query.data.email)
     return c.json({ customers: await readCustomers(deps.store, org, apps, customers) })
   })

@@ -1,0 +1,252 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { createClient, type ClickHouseClient } from '@clickhouse/client'
+import { basic, HttpClient } from './http.ts'
+
+const BIN = fileURLToPath(new URL('../bin/sluice.js', import.meta.url))
+
+/** Memory of a process from /proc/<pid>/status, in MB (Linux only; undefined elsewhere). */
+export function readRss(pid: number): { rssMb: number; hwmMb: number } | undefined {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+    const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN)
+    const rss = kb('VmRSS')
+    const hwm = kb('VmHWM')
+    if (!Number.isFinite(rss)) return undefined
+    return { rssMb: rss / 1024, hwmMb: Number.isFinite(hwm) ? hwm / 1024 : rss / 1024 }
+  } catch {
+    return undefined
+  }
+}
+
+/** Samples a process's RSS every `everyMs`: [seconds since the run started, MB]. */
+export class RssSampler {
+  readonly samples: [number, number][] = []
+  private readonly timer: NodeJS.Timeout
+  private readonly pid: number
+  private readonly t0: number
+
+  constructor(pid: number, t0: number, everyMs = 250) {
+    this.pid = pid
+    this.t0 = t0
+    this.timer = setInterval(() => this.sample(), everyMs)
+    this.timer.unref()
+    this.sample()
+  }
+
+  sample(): number | undefined {
+    const m = readRss(this.pid)
+    if (m) this.samples.push([(performance.now() - this.t0) / 1000, m.rssMb])
+    return m?.rssMb
+  }
+
+  /** Highest sampled RSS between two times (seconds since the run started). */
+  maxBetween(from: number, to: number): number | undefined {
+    let max: number | undefined
+    for (const [t, mb] of this.samples) if (t >= from && t <= to && (max === undefined || mb > max)) max = mb
+    return max
+  }
+
+  hwmMb(): number | undefined {
+    return readRss(this.pid)?.hwmMb
+  }
+
+  stop(): void {
+    clearInterval(this.timer)
+  }
+}
+
+export interface Tenant {
+  orgId: number
+  apps: string[]
+  apiKey: string
+  apiSecret: string
+  auth: string
+}
+
+/**
+ * The Sluice under test: `node bin/sluice.js start` as a child process (embedded, or against
+ * Kafka + ClickHouse when their variables are set), its banner parsed for the API and SQL port.
+ */
+export class SluiceUnderTest {
+  readonly child: ChildProcess
+  readonly url: string
+  readonly sqlUrl: string | undefined
+  readonly adminToken: string
+  readonly mode: 'embedded' | 'distributed'
+  readonly database: string
+  private readonly sql: ClickHouseClient
+  private readonly outputTail: string[]
+  private readonly exited: Promise<number | null>
+  readonly http: HttpClient
+
+  private constructor(fields: {
+    child: ChildProcess
+    url: string
+    sqlUrl: string | undefined
+    adminToken: string
+    mode: 'embedded' | 'distributed'
+    database: string
+    sql: ClickHouseClient
+    outputTail: string[]
+    exited: Promise<number | null>
+  }) {
+    this.child = fields.child
+    this.url = fields.url
+    this.sqlUrl = fields.sqlUrl
+    this.adminToken = fields.adminToken
+    this.mode = fields.mode
+    this.database = fields.database
+    this.sql = fields.sql
+    this.outputTail = fields.outputTail
+    this.exited = fields.exited
+    this.http = new HttpClient(fields.url, 8)
+  }
+
+  static async start(options: {
+    env: Record<string, string>
+    distributed: boolean
+    adminToken: string
+    timeoutMs?: number
+  }): Promise<SluiceUnderTest> {
+    const env = {
+      ...process.env,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      SLUICE_SQL_PORT: '0',
+      SLUICE_LOG_LEVEL: 'warn',
+      SLUICE_ADMIN_TOKEN: options.adminToken,
+      ...options.env,
+    }
+    const child = spawn(process.execPath, [BIN, 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+    const tail: string[] = []
+    let banner = ''
+    const keep = (d: Buffer) => {
+      const text = d.toString()
+      if (banner.length < 8192) banner += text
+      for (const line of text.split('\n')) if (line.trim()) tail.push(line)
+      if (tail.length > 200) tail.splice(0, tail.length - 200)
+    }
+    child.stdout.on('data', keep)
+    child.stderr.on('data', keep)
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`sluice did not start in ${options.timeoutMs ?? 90_000} ms:\n${tail.join('\n')}`)),
+        options.timeoutMs ?? 90_000,
+      )
+      const check = () => {
+        if (/API:\s+http:\/\/\S+/.test(banner)) {
+          clearTimeout(timer)
+          resolve()
+        }
+      }
+      child.stdout.on('data', check)
+      child.once('exit', (code) => {
+        clearTimeout(timer)
+        reject(new Error(`sluice exited with ${code} before starting:\n${tail.join('\n')}`))
+      })
+    })
+    const url = /API:\s+(http:\/\/\S+)/.exec(banner)?.[1] ?? ''
+    const sqlUrl = /SQL port:\s+(http:\/\/\S+)/.exec(banner)?.[1]
+    const database = options.env.CLICKHOUSE_DATABASE ?? process.env.CLICKHOUSE_DATABASE ?? 'sluice'
+    const sql = options.distributed
+      ? createClient({
+          url: options.env.CLICKHOUSE_URL ?? process.env.CLICKHOUSE_URL ?? '',
+          username: process.env.CLICKHOUSE_USER ?? 'default',
+          password: process.env.CLICKHOUSE_PASSWORD ?? '',
+          database,
+          request_timeout: 120_000,
+        })
+      : createClient({
+          url: sqlUrl ?? '',
+          username: 'admin',
+          password: options.adminToken,
+          database,
+          request_timeout: 120_000,
+        })
+    return new SluiceUnderTest({
+      child,
+      url,
+      sqlUrl,
+      adminToken: options.adminToken,
+      mode: options.distributed ? 'distributed' : 'embedded',
+      database,
+      sql,
+      outputTail: tail,
+      exited,
+    })
+  }
+
+  get pid(): number {
+    return this.child.pid ?? 0
+  }
+
+  get alive(): boolean {
+    return this.child.exitCode === null && this.child.signalCode === null
+  }
+
+  output(): string {
+    return this.outputTail.join('\n')
+  }
+
+  /** One org, its apps and an API key with every scope, through the admin API. */
+  async tenant(name: string, apps: string[]): Promise<Tenant> {
+    const admin = { Authorization: `Bearer ${this.adminToken}`, 'Content-Type': 'application/json' }
+    const json = async (method: string, path: string, body: unknown) => {
+      const res = await this.http.request(method, `/admin/v1${path}`, admin, JSON.stringify(body))
+      if (res.status !== 201) throw new Error(`${method} ${path}: ${res.status} ${res.body}`)
+      return JSON.parse(res.body) as Record<string, unknown>
+    }
+    const org = await json('POST', '/orgs', { name })
+    const orgId = Number(org.id)
+    for (const app of apps) await json('POST', `/orgs/${orgId}/apps`, { name: app, app_id: app })
+    const key = await json('POST', `/orgs/${orgId}/keys`, {})
+    const apiKey = String(key.api_key)
+    const apiSecret = String(key.api_secret)
+    return { orgId, apps, apiKey, apiSecret, auth: basic(apiKey, apiSecret) }
+  }
+
+  async query<T>(query: string): Promise<T[]> {
+    const result = await this.sql.query({ query, format: 'JSONEachRow' })
+    return result.json<T>()
+  }
+
+  async text(query: string): Promise<string> {
+    const result = await this.sql.query({ query, format: 'TabSeparated' })
+    return result.text()
+  }
+
+  /** Server-side events stored for an app (what is queryable). */
+  async countEvents(app: string): Promise<number> {
+    const rows = await this.query<{ n: string | number }>(
+      `SELECT count() AS n FROM ${this.database}.events WHERE app_id = ${quote(app)} AND source = 'server'`,
+    )
+    return Number(rows[0]?.n ?? 0)
+  }
+
+  /** Bus lag per topic, from the edge's Prometheus metrics (sampled by its load shedder). */
+  async busLag(): Promise<Record<string, number>> {
+    const res = await this.http.request('GET', '/metrics')
+    const lag: Record<string, number> = {}
+    if (res.status !== 200) return lag
+    for (const m of res.body.matchAll(/^sluice_bus_lag_records\{topic="([^"]+)"\}\s+(\S+)/gm))
+      lag[m[1]!] = Number(m[2])
+    return lag
+  }
+
+  async stop(timeoutMs = 30_000): Promise<number | null> {
+    this.http.close()
+    await this.sql.close().catch(() => undefined)
+    if (!this.alive) return this.child.exitCode
+    this.child.kill('SIGTERM')
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), timeoutMs)
+    const code = await this.exited
+    clearTimeout(timer)
+    return code
+  }
+}
+
+/** A ClickHouse string literal. */
+export const quote = (s: string) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`
