@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Session } from 'chdb'
+import { eventsDdl } from './ddl.ts'
 
 /**
  * Baseline 2, the storage ceiling: ClickHouse's own `INSERT … FORMAT JSONEachRow` of the same
@@ -15,13 +16,6 @@ if (!dataDir || !ddlFile || !blocksDir) {
   process.exit(2)
 }
 const minMs = Number(minMsArg ?? 3000)
-
-/** The `CREATE TABLE … events (…) …;` statement of the migration, as Sluice runs it. */
-export function eventsDdl(sql: string): string {
-  const match = /CREATE TABLE IF NOT EXISTS events\s*\([\s\S]*?\)\s*ENGINE[\s\S]*?;/.exec(sql)
-  if (!match) throw new Error('no CREATE TABLE events statement in the migration')
-  return match[0]
-}
 
 const blocks = readdirSync(blocksDir)
   .filter((f) => f.endsWith('.jsonl'))
