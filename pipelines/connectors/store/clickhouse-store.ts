@@ -57,12 +57,17 @@ export class ClickHouseStore implements Store {
     const settings = insertSettings(options)
     if (Buffer.isBuffer(rows)) {
       if (rows.length === 0) return
-      await this.client.insert({
-        table,
-        values: Readable.from([rows]),
-        format: 'JSONEachRow',
+      if (!/^[A-Za-z_][A-Za-z0-9_.]*$/.test(table)) throw new Error(`invalid table name: ${table}`)
+      // insert() would JSON-encode a stream item by item; exec() sends the bytes as they are,
+      // so the server parses the ready JSONEachRow itself.
+      const result = await this.client.exec({
+        query: `INSERT INTO ${table} FORMAT JSONEachRow`,
+        values: Readable.from([rows], { objectMode: false }),
         clickhouse_settings: settings,
       })
+      for await (const _ of result.stream) {
+        // drained so the connection is released
+      }
       return
     }
     if (rows.length === 0) return

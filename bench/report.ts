@@ -1,0 +1,370 @@
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import type { BareResult, ChdbResult } from './baselines/run.ts'
+import type { CpuUse } from './machine.ts'
+import type { FreshnessResult } from './scenarios/freshness.ts'
+import type { OverloadResult } from './scenarios/overload.ts'
+import type { ProfilesResult } from './scenarios/profiles.ts'
+import type { SdkResult } from './scenarios/sdk.ts'
+import type { UploadResult } from './scenarios/uploads.ts'
+import { ratesOfCounter, round, type LatencySummary } from './stats.ts'
+import { barChart, lineChart, type BarGroup } from './svg.ts'
+
+export interface Target {
+  op: '>=' | '<='
+  value: number
+}
+
+export interface Figure {
+  name: string
+  value?: number
+  unit: string
+  target?: Target
+  met?: boolean
+  /** Extra words after the target (the overload's shed share and losses). */
+  detail?: string
+  skipped?: string
+}
+
+export interface BenchResults {
+  version: 1
+  run: {
+    id: string
+    startedAt: string
+    finishedAt?: string
+    wallMs?: number
+    mode: 'embedded' | 'distributed'
+    profile: 'quick' | 'full'
+    seed: number
+    git: { commit: string; dirty: boolean }
+    machine: Record<string, unknown>
+    /** Environment the benched Sluice was started with, beyond the defaults. */
+    settings: Record<string, string>
+    cpu?: CpuUse
+    notes: string[]
+  }
+  generation?: { ms: number; plainBodyBytes: number; gzipBodyBytes: number; gzipEvents: number; gzipInflatedBytes: number }
+  baselines: { bare: BareResult[]; chdb: ChdbResult[] }
+  scenarios: {
+    sdk?: SdkResult
+    uploads: UploadResult[]
+    freshness?: FreshnessResult
+    profiles?: ProfilesResult
+    overload?: OverloadResult
+  }
+  /** Wall time of each step, ms. */
+  durations: Record<string, number>
+  rss: [number, number][]
+  errors: string[]
+  figures: Figure[]
+}
+
+export const TARGETS = {
+  edge_ratio: { op: '>=', value: 0.8 },
+  e2e_ratio: { op: '>=', value: 0.5 },
+  freshness_p99_ms: { op: '<=', value: 2000 },
+  rss_max_mb: { op: '<=', value: 1024 },
+} as const satisfies Record<string, Target>
+
+const meets = (value: number | undefined, target: Target) =>
+  value !== undefined && Number.isFinite(value) && (target.op === '>=' ? value >= target.value : value <= target.value)
+
+/** The headline figures, from a run's results. Ratios take the lower of the plain and gzip bodies. */
+export function buildFigures(r: Omit<BenchResults, 'figures'>): Figure[] {
+  const figures: Figure[] = []
+  const edge: number[] = []
+  const e2e: number[] = []
+  for (const u of r.scenarios.uploads) {
+    const bare = r.baselines.bare.find((b) => b.kind === u.kind)
+    const chdb = r.baselines.chdb.find((b) => b.kind === u.kind)
+    if (bare && bare.bytesPerSecond > 0) edge.push(u.acceptedBytesPerSecond / bare.bytesPerSecond)
+    if (chdb && chdb.rowsPerSecond > 0) e2e.push(u.queryableEventsPerSecond / chdb.rowsPerSecond)
+  }
+  const ratio = (name: 'edge_ratio' | 'e2e_ratio', values: number[]) => {
+    const value = values.length > 0 ? Math.min(...values) : undefined
+    figures.push({
+      name,
+      unit: '',
+      target: TARGETS[name],
+      met: meets(value, TARGETS[name]),
+      ...(value === undefined ? { skipped: 'not measured' } : { value: round(value, 2) }),
+    })
+  }
+  ratio('edge_ratio', edge)
+  ratio('e2e_ratio', e2e)
+
+  const f = r.scenarios.freshness
+  const p50 = f?.freshnessMs.p50
+  const p99 = f?.freshnessMs.p99
+  figures.push(p50 === undefined ? { name: 'freshness_p50_ms', unit: 'ms', skipped: 'not measured' } : { name: 'freshness_p50_ms', unit: 'ms', value: Math.round(p50) })
+  figures.push({
+    name: 'freshness_p99_ms',
+    unit: 'ms',
+    target: TARGETS.freshness_p99_ms,
+    met: meets(p99, TARGETS.freshness_p99_ms),
+    ...(p99 === undefined ? { skipped: 'not measured' } : { value: Math.round(p99) }),
+  })
+
+  const p = r.scenarios.profiles
+  if (!p || p.skipped !== undefined) {
+    const why = p?.skipped ?? 'not measured'
+    figures.push({ name: 'profile_patch_per_s', unit: '/s', skipped: why })
+    figures.push({ name: 'profile_read_your_writes_p99_ms', unit: 'ms', skipped: why })
+  } else {
+    figures.push({ name: 'profile_patch_per_s', unit: '/s', value: Math.round(p.patchesPerSecond) })
+    const ryw = p.readYourWritesMs.p99
+    figures.push(
+      ryw === undefined
+        ? { name: 'profile_read_your_writes_p99_ms', unit: 'ms', skipped: 'no sample became visible' }
+        : { name: 'profile_read_your_writes_p99_ms', unit: 'ms', value: Math.round(ryw) },
+    )
+  }
+
+  const o = r.scenarios.overload
+  if (!o) figures.push({ name: 'rss_max_mb', unit: 'MB', skipped: 'not measured', target: TARGETS.rss_max_mb, met: false })
+  else {
+    const rss = o.rssMaxMb
+    const drain = o.drainComplete ? '' : `, drain incomplete after ${Math.round(o.drainMs / 1000)} s`
+    figures.push({
+      name: 'rss_max_mb',
+      unit: 'MB',
+      target: TARGETS.rss_max_mb,
+      met: meets(rss, TARGETS.rss_max_mb) && o.lost === 0 && o.storedTwice === 0,
+      detail: `429/503 ${(o.shedShare * 100).toFixed(1)}% of answers; lost ${o.lost} of ${o.acceptedEvents} accepted events${o.storedTwice > 0 ? `; ${o.storedTwice} stored twice` : ''}${drain}`,
+      ...(rss === undefined ? { skipped: 'RSS not readable (/proc)' } : { value: Math.round(rss) }),
+    })
+  }
+  return figures
+}
+
+/** `edge_ratio 0.91 (target >= 0.8: met)`. */
+export function formatFigure(f: Figure): string {
+  if (f.skipped !== undefined && f.value === undefined) return `${f.name} skipped: ${f.skipped}`
+  const value = f.value === undefined ? 'n/a' : String(f.value)
+  if (!f.target) return `${f.name} ${value} (no target)`
+  const extra = f.name === 'rss_max_mb' ? ' with 0 lost' : ''
+  const detail = f.detail ? `; ${f.detail}` : ''
+  return `${f.name} ${value} (target ${f.target.op} ${f.target.value}${extra}: ${f.met ? 'met' : 'not met'}${detail})`
+}
+
+// --- Files ---------------------------------------------------------------------------------------
+
+const fmtN = (v: number | undefined, digits = 0) =>
+  v === undefined || !Number.isFinite(v) ? 'n/a' : v.toLocaleString('en-US', { maximumFractionDigits: digits })
+const mb = (bytesPerSecond: number) => `${(bytesPerSecond / 1048576).toFixed(1)} MB/s`
+const lat = (s: LatencySummary | undefined) =>
+  s && s.count > 0 ? `${fmtN(s.p50, 1)} / ${fmtN(s.p90, 1)} / ${fmtN(s.p99, 1)} ms` : 'n/a'
+const statusText = (s: Record<string, number>) =>
+  Object.entries(s)
+    .map(([k, v]) => `${k}×${v}`)
+    .join(' ')
+const cpuText = (c: CpuUse | undefined) =>
+  c ? `sluice ${c.sluice.toFixed(2)}, bench ${c.bench.toFixed(2)}, other ${c.other.toFixed(2)}` : 'n/a'
+
+export function markdownReport(r: BenchResults): string {
+  const out: string[] = []
+  const m = r.run.machine
+  out.push(`# Sluice bench — ${r.run.id}`, '')
+  out.push(
+    `Mode **${r.run.mode}**, profile **${r.run.profile}**, seed ${r.run.seed}, commit \`${r.run.git.commit}\`${r.run.git.dirty ? ' (dirty tree)' : ''}; ` +
+      `${String(m.cores)} cores (${String(m.cpuModel)}), ${String(m.memoryGb)} GB, Node ${String(m.node)}; load average at start ${JSON.stringify(m.loadAverage)}; ` +
+      `wall time ${fmtN((r.run.wallMs ?? 0) / 1000, 1)} s.`,
+    '',
+  )
+  if (r.run.cpu)
+    out.push(
+      `CPU over the run (average cores): ${cpuText(r.run.cpu)}; the machine was busy ${(r.run.cpu.busyShare * 100).toFixed(0)}% of the time. ` +
+        '"other" is noise from outside the bench.',
+      '',
+    )
+  out.push('## Figures', '', '| figure | value | target | met |', '|---|---|---|---|')
+  for (const f of r.figures) {
+    const value = f.value === undefined ? `skipped: ${f.skipped ?? ''}` : `${f.value}${f.unit && f.unit !== '/s' ? ` ${f.unit}` : ''}`
+    const target = f.target ? `${f.target.op} ${f.target.value}` : '—'
+    out.push(`| \`${f.name}\` | ${value}${f.detail ? ` (${f.detail})` : ''} | ${target} | ${f.target ? (f.met ? 'met' : 'not met') : '—'} |`)
+  }
+  out.push('', '## Baselines (same bodies, same machine, same run)', '')
+  out.push('| baseline | bodies | rate | events/s | latency p50/p90/p99 |', '|---|---|---|---|---|')
+  for (const b of r.baselines.bare)
+    out.push(`| bare Node HTTP server, ${b.kind} | ${b.requests} | ${mb(b.bytesPerSecond)} (${fmtN(b.requestsPerSecond)} req/s) | ${fmtN(b.eventsPerSecond)} | ${lat(b.latencyMs)} |`)
+  for (const b of r.baselines.chdb)
+    out.push(`| chdb INSERT JSONEachRow, ${b.kind} | ${b.inserts} inserts | ${fmtN(b.rowsPerSecond)} rows/s | ${fmtN(b.rowsPerSecond)} | insert ${lat(b.insertMs)} |`)
+  out.push('', '## Scenarios', '')
+  const s = r.scenarios
+  if (s.sdk)
+    out.push(
+      `- **sdk-sessions**: ${s.sdk.bodies} bodies, ${fmtN(s.sdk.rows)} rows, ${fmtN(s.sdk.rowsPerSecond)} rows/s to receipts done (${statusText(s.sdk.statuses)})${s.sdk.complete ? '' : ' — incomplete'}.`,
+    )
+  out.push(
+    '',
+    '| upload scenario | accepted | edge rate | vs bare | queryable ev/s | vs chdb | stored / expected | 202 latency p50/p90/p99 | answers | CPU (cores) |',
+    '|---|---|---|---|---|---|---|---|---|---|',
+  )
+  for (const u of s.uploads) {
+    const bare = r.baselines.bare.find((b) => b.kind === u.kind)
+    const chdb = r.baselines.chdb.find((b) => b.kind === u.kind)
+    out.push(
+      `| ${u.name} (${u.kind}, ${u.concurrency} senders, ${fmtN(u.sendMs / 1000, 1)} s${u.exhausted ? ', supply used up' : ''}) | ${u.acceptedBodies} bodies, ${fmtN(u.acceptedLines)} lines | ${mb(u.acceptedBytesPerSecond)}, ${fmtN(u.acceptedEventsPerSecond)} ev/s | ${bare ? (u.acceptedBytesPerSecond / bare.bytesPerSecond).toFixed(2) : 'n/a'} | ${fmtN(u.queryableEventsPerSecond)} (all queryable after ${fmtN(u.queryableAfterS, 1)} s) | ${chdb ? (u.queryableEventsPerSecond / chdb.rowsPerSecond).toFixed(2) : 'n/a'} | ${fmtN(u.stored)} / ${fmtN(u.expectedStored)}${u.drainComplete ? '' : ' (drain incomplete)'} | ${lat(u.acceptedLatencyMs)} | ${statusText(u.statuses)} | ${cpuText(u.cpu)} |`,
+    )
+  }
+  if (s.freshness) {
+    const f = s.freshness
+    out.push(
+      '',
+      `- **freshness**: ${f.targetBodiesPerSecond.toFixed(1)} bodies/s (${fmtN(f.targetEventsPerSecond)} ev/s asked, half the max sustained rate; ${fmtN(f.acceptedEventsPerSecond)} ev/s accepted) for ${fmtN(f.sendMs / 1000, 1)} s; ` +
+        `${f.samples} sampled uploads, 202 → receipt done p50/p90/p99 ${lat(f.freshnessMs)}, max ${fmtN(f.freshnessMs.max)} ms${f.timedOut ? `, ${f.timedOut} timed out` : ''}; answers ${statusText(f.statuses)}${f.skipped ? `, ${f.skipped} sends skipped (client saturated)` : ''}; CPU ${cpuText(f.cpu)}.`,
+    )
+  }
+  if (s.profiles) {
+    const p = s.profiles
+    if (p.skipped !== undefined) out.push('', `- **profiles**: skipped: ${p.skipped}.`)
+    else
+      out.push(
+        '',
+        `- **profiles**: ${fmtN(p.patchesPerSecond)} PATCH/s accepted (${JSON.stringify(p.bySyntax)}) over ${fmtN(p.customers)} customers, ${p.concurrency} senders, ${fmtN(p.sendMs / 1000, 1)} s; ` +
+          `PATCH latency ${lat(p.patchLatencyMs)}; read-your-writes (202 → GET shows it) ${lat(p.readYourWritesMs)} over ${p.readYourWritesMs.count} samples${p.rywTimedOut ? `, ${p.rywTimedOut} timed out` : ''}; answers ${statusText(p.statuses)}; CPU ${cpuText(p.cpu)}.`,
+      )
+  }
+  if (s.overload) {
+    const o = s.overload
+    out.push(
+      '',
+      `- **overload**: ${o.targetBodiesPerSecond.toFixed(1)} bodies/s asked (${fmtN(o.targetEventsPerSecond)} ev/s, 2× the max sustained rate) for ${fmtN(o.sendMs / 1000, 1)} s; answers ${statusText(o.statuses)} (429/503: ${(o.shedShare * 100).toFixed(1)}%)${o.skipped ? `, ${o.skipped} sends skipped (client saturated)` : ''}; ` +
+        `${fmtN(o.acceptedEventsPerSecond)} ev/s accepted; RSS max ${fmtN(o.rssMaxMb)} MB (VmHWM ${fmtN(o.rssHwmMb)} MB); drain ${o.drainComplete ? 'complete' : 'INCOMPLETE'} after ${fmtN(o.drainMs / 1000, 1)} s; ` +
+        `${fmtN(o.acceptedEvents)} accepted events: ${o.lost} lost, ${o.storedTwice} stored twice, ${o.storedNotAcknowledged} stored without a 202; CPU ${cpuText(o.cpu)}.`,
+    )
+  }
+  out.push('', '## Step durations', '', '| step | seconds |', '|---|---|')
+  for (const [k, v] of Object.entries(r.durations)) out.push(`| ${k} | ${(v / 1000).toFixed(1)} |`)
+  if (r.run.notes.length > 0) out.push('', '## Notes', '', ...r.run.notes.map((n) => `- ${n}`))
+  if (r.errors.length > 0) out.push('', '## Errors', '', ...r.errors.map((e) => `- ${e}`))
+  out.push(
+    '',
+    '## Charts',
+    '',
+    '![upload rates](rate-uploads.svg)',
+    '![overload](rate-overload.svg)',
+    '![RSS](rss.svg)',
+    '![request latency](latency-requests.svg)',
+    '![freshness latency](latency-freshness.svg)',
+    '',
+  )
+  return out.join('\n')
+}
+
+export function charts(r: BenchResults): Record<string, string> {
+  const files: Record<string, string> = {}
+  const series = r.scenarios.uploads.flatMap((u) => [
+    { name: `${u.name} accepted ev/s`, points: u.timeline.accepted },
+    { name: `${u.name} queryable ev/s`, points: ratesOfCounter(u.timeline.queryable) },
+  ])
+  files['rate-uploads.svg'] = lineChart({
+    title: 'Upload scenarios: events accepted and made queryable per second',
+    xLabel: 'seconds since the scenario started',
+    yLabel: 'events/s',
+    series,
+  })
+  const o = r.scenarios.overload
+  files['rate-overload.svg'] = lineChart({
+    title: 'Overload (2× max sustained): accepted, queryable (events/s) and shed answers/s × 100',
+    xLabel: 'seconds since the scenario started',
+    yLabel: 'per second',
+    series: o
+      ? [
+          { name: 'accepted ev/s', points: o.timeline.accepted },
+          { name: 'queryable ev/s', points: ratesOfCounter(o.timeline.queryable) },
+          { name: '429/503 ×100 /s', points: o.timeline.shed.map(([t, v]): [number, number] => [t, v * 100]) },
+        ]
+      : [],
+  })
+  files['rss.svg'] = lineChart({
+    title: 'RSS of the Sluice process',
+    xLabel: 'seconds since the run started',
+    yLabel: 'MB',
+    series: [{ name: 'VmRSS MB', points: r.rss }],
+  })
+  const groups: BarGroup[] = []
+  const bar = (label: string, s: LatencySummary | undefined) => {
+    if (s && s.count > 0) groups.push({ label, values: { p50: s.p50, p90: s.p90, p99: s.p99 } })
+  }
+  for (const b of r.baselines.bare) bar(`bare ${b.kind}`, b.latencyMs)
+  for (const u of r.scenarios.uploads) bar(`sluice ${u.kind}`, u.acceptedLatencyMs)
+  if (r.scenarios.profiles && r.scenarios.profiles.skipped === undefined) bar('profile PATCH', r.scenarios.profiles.patchLatencyMs)
+  if (o) bar('overload (all)', o.latencyMs)
+  files['latency-requests.svg'] = barChart({
+    title: 'Request latency percentiles (ms)',
+    yLabel: 'ms',
+    groups,
+    series: ['p50', 'p90', 'p99'],
+  })
+  const fresh: BarGroup[] = []
+  const f = r.scenarios.freshness
+  if (f && f.freshnessMs.count > 0) fresh.push({ label: '202 → queryable', values: { p50: f.freshnessMs.p50, p90: f.freshnessMs.p90, p99: f.freshnessMs.p99 } })
+  const p = r.scenarios.profiles
+  if (p && p.skipped === undefined && p.readYourWritesMs.count > 0)
+    fresh.push({ label: 'profile read-your-writes', values: { p50: p.readYourWritesMs.p50, p90: p.readYourWritesMs.p90, p99: p.readYourWritesMs.p99 } })
+  files['latency-freshness.svg'] = barChart({
+    title: 'Freshness percentiles (ms)',
+    yLabel: 'ms',
+    groups: fresh,
+    series: ['p50', 'p90', 'p99'],
+  })
+  return files
+}
+
+export function writeResults(dir: string, r: BenchResults): void {
+  mkdirSync(dir, { recursive: true })
+  writeFileSync(join(dir, 'results.json'), JSON.stringify(r, null, 2) + '\n')
+  writeFileSync(join(dir, 'report.md'), markdownReport(r))
+  for (const [name, svg] of Object.entries(charts(r))) writeFileSync(join(dir, name), svg)
+}
+
+// --- Compare -------------------------------------------------------------------------------------
+
+export function loadResults(dirOrFile: string): BenchResults {
+  const file = dirOrFile.endsWith('.json') ? dirOrFile : join(dirOrFile, 'results.json')
+  return JSON.parse(readFileSync(file, 'utf8')) as BenchResults
+}
+
+/** Rows of numbers worth comparing between two runs: [label, value]. */
+function comparable(r: BenchResults): [string, number | undefined][] {
+  const rows: [string, number | undefined][] = []
+  for (const f of r.figures) rows.push([f.name, f.value])
+  for (const b of r.baselines.bare) rows.push([`baseline bare ${b.kind} MB/s`, b.bytesPerSecond / 1048576])
+  for (const b of r.baselines.chdb) rows.push([`baseline chdb ${b.kind} rows/s`, b.rowsPerSecond])
+  for (const u of r.scenarios.uploads) {
+    rows.push([`${u.name} accepted MB/s`, u.acceptedBytesPerSecond / 1048576])
+    rows.push([`${u.name} queryable ev/s`, u.queryableEventsPerSecond])
+    rows.push([`${u.name} 202 p99 ms`, u.acceptedLatencyMs.p99])
+  }
+  if (r.scenarios.sdk) rows.push(['sdk rows/s', r.scenarios.sdk.rowsPerSecond])
+  if (r.scenarios.overload) rows.push(['overload shed share %', r.scenarios.overload.shedShare * 100])
+  if (r.run.cpu) rows.push(['noise: other CPU (cores)', r.run.cpu.other])
+  if (r.run.wallMs !== undefined) rows.push(['wall time s', r.run.wallMs / 1000])
+  return rows
+}
+
+/** A side-by-side table of two runs (A = before, B = after), with the change in %. */
+export function compareReport(a: BenchResults, b: BenchResults, labels: [string, string]): string {
+  const ra = new Map(comparable(a))
+  const rb = new Map(comparable(b))
+  const names = [...new Set([...ra.keys(), ...rb.keys()])]
+  const cell = (v: number | undefined) => (v === undefined ? 'n/a' : fmtN(v, Math.abs(v) < 10 ? 2 : 0))
+  const rows: string[][] = [['figure', `A ${labels[0]}`, `B ${labels[1]}`, 'change']]
+  for (const n of names) {
+    const va = ra.get(n)
+    const vb = rb.get(n)
+    const change = va !== undefined && vb !== undefined && va !== 0 ? `${vb >= va ? '+' : ''}${(((vb - va) / Math.abs(va)) * 100).toFixed(1)}%` : ''
+    rows.push([n, cell(va), cell(vb), change])
+  }
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)))
+  const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ')
+  const head = [
+    `A: ${labels[0]}  commit ${a.run.git.commit}${a.run.git.dirty ? '+dirty' : ''}, ${a.run.mode}/${a.run.profile}, ${a.run.startedAt}`,
+    `B: ${labels[1]}  commit ${b.run.git.commit}${b.run.git.dirty ? '+dirty' : ''}, ${b.run.mode}/${b.run.profile}, ${b.run.startedAt}`,
+    '',
+  ]
+  if (a.run.profile !== b.run.profile || a.run.mode !== b.run.mode || a.run.seed !== b.run.seed)
+    head.push('warning: the runs differ in profile, mode or seed; compare with care', '')
+  return [...head, line(rows[0]!), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.slice(1).map(line)].join('\n') + '\n'
+}

@@ -1,0 +1,192 @@
+import type { Customer, UuidSpace } from '../generate.ts'
+import type { Progress } from '../progress.ts'
+import type { RssSampler, SluiceUnderTest, Tenant } from '../sluice.ts'
+import { cpuSnapshot, cpuUse, type CpuUse } from '../machine.ts'
+import { sleep } from '../http.ts'
+
+/** How long and how hard each scenario runs: `--quick` (under 3 minutes on 2 cores) or the full run. */
+export interface BenchProfile {
+  name: 'quick' | 'full'
+  customers: number
+  plainTemplates: number
+  eventsPerPlainBody: number
+  gzipBodies: number
+  concurrency: number
+  baselineMs: number
+  uploadMs: number
+  drainMs: number
+  freshnessMs: number
+  profilesMs: number
+  profileCustomers: number
+  overloadMs: number
+  overloadDrainMs: number
+}
+
+export const PROFILES: Record<'quick' | 'full', BenchProfile> = {
+  quick: {
+    name: 'quick',
+    customers: 2000,
+    plainTemplates: 16,
+    eventsPerPlainBody: 250,
+    gzipBodies: 24,
+    concurrency: 16,
+    baselineMs: 2500,
+    uploadMs: 8000,
+    drainMs: 25_000,
+    freshnessMs: 8000,
+    profilesMs: 6000,
+    profileCustomers: 5000,
+    overloadMs: 8000,
+    overloadDrainMs: 40_000,
+  },
+  full: {
+    name: 'full',
+    customers: 20_000,
+    plainTemplates: 64,
+    eventsPerPlainBody: 250,
+    gzipBodies: 160,
+    concurrency: 16,
+    baselineMs: 10_000,
+    uploadMs: 45_000,
+    drainMs: 180_000,
+    freshnessMs: 45_000,
+    profilesMs: 30_000,
+    profileCustomers: 40_000,
+    overloadMs: 60_000,
+    overloadDrainMs: 300_000,
+  },
+}
+
+export interface BenchContext {
+  sut: SluiceUnderTest
+  tenant: Tenant
+  progress: Progress
+  profile: BenchProfile
+  customers: readonly Customer[]
+  /** performance.now() at the start of the run: every time series is in seconds since then. */
+  t0: number
+  rss: RssSampler
+  log: (line: string) => void
+  uuidSpace: (scenario: string) => UuidSpace
+}
+
+/** Statuses of answers, by code ('error' for a failed socket). */
+export type StatusCounts = Record<string, number>
+
+export const countStatus = (counts: StatusCounts, status: number | 'error') => {
+  const key = String(status)
+  counts[key] = (counts[key] ?? 0) + 1
+}
+
+export const sinceRun = (ctx: BenchContext, at = performance.now()) => (at - ctx.t0) / 1000
+
+/** A set of dense non-negative integers (event uuid counters), as a growable bitmap. */
+export class CounterSet {
+  private bits = new Uint8Array(1024)
+  size = 0
+
+  add(n: number): void {
+    const byte = n >>> 3
+    if (byte >= this.bits.length) {
+      const grown = new Uint8Array(Math.max(byte + 1, this.bits.length * 2))
+      grown.set(this.bits)
+      this.bits = grown
+    }
+    const mask = 1 << (n & 7)
+    if ((this.bits[byte]! & mask) === 0) {
+      this.bits[byte]! |= mask
+      this.size++
+    }
+  }
+
+  has(n: number): boolean {
+    const byte = n >>> 3
+    return byte < this.bits.length && (this.bits[byte]! & (1 << (n & 7))) !== 0
+  }
+
+  *values(): Generator<number> {
+    for (let byte = 0; byte < this.bits.length; byte++) {
+      const b = this.bits[byte]!
+      if (b === 0) continue
+      for (let bit = 0; bit < 8; bit++) if (b & (1 << bit)) yield byte * 8 + bit
+    }
+  }
+}
+
+/** Runs `work` and reports where the CPU went meanwhile. */
+export async function measureCpu<T>(ctx: BenchContext, work: () => Promise<T>): Promise<{ value: T; cpu: CpuUse }> {
+  const before = cpuSnapshot(ctx.sut.pid)
+  const value = await work()
+  return { value, cpu: cpuUse(before, cpuSnapshot(ctx.sut.pid)) }
+}
+
+/**
+ * Polls the number of queryable server-side events of an app every `everyMs` in the background:
+ * the "made queryable" series of a scenario.
+ */
+export class QueryablePoller {
+  readonly samples: [number, number][] = []
+  private stopped = false
+  private readonly loop: Promise<void>
+  last = 0
+  errors = 0
+
+  constructor(ctx: BenchContext, app: string, everyMs = 500) {
+    this.loop = (async () => {
+      while (!this.stopped) {
+        const t = performance.now()
+        try {
+          this.last = await ctx.sut.countEvents(app)
+          this.samples.push([sinceRun(ctx), this.last])
+        } catch {
+          this.errors++
+        }
+        await sleep(Math.max(0, everyMs - (performance.now() - t)))
+      }
+    })()
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true
+    await this.loop
+  }
+}
+
+/**
+ * Waits until `expected` events of the app are queryable, or until nothing moves for `stallMs`
+ * with an empty bus, or `maxMs`. Returns when the count reached its final value (run seconds).
+ */
+export async function waitQueryable(
+  ctx: BenchContext,
+  app: string,
+  expected: number,
+  options: { maxMs: number; stallMs?: number; everyMs?: number },
+): Promise<{ count: number; complete: boolean; reachedAt: number; waitedMs: number }> {
+  const started = performance.now()
+  let count = -1
+  let changedAt = performance.now()
+  let reachedAt = sinceRun(ctx)
+  for (;;) {
+    let now: number
+    try {
+      now = await ctx.sut.countEvents(app)
+    } catch {
+      now = count
+    }
+    if (now !== count) {
+      count = now
+      changedAt = performance.now()
+      reachedAt = sinceRun(ctx)
+    }
+    if (count >= expected) return { count, complete: true, reachedAt, waitedMs: performance.now() - started }
+    if (performance.now() - started > options.maxMs)
+      return { count, complete: false, reachedAt, waitedMs: performance.now() - started }
+    if (performance.now() - changedAt > (options.stallMs ?? 15_000)) {
+      const lag = await ctx.sut.busLag().catch(() => ({}) as Record<string, number>)
+      if (Object.values(lag).every((v) => v === 0))
+        return { count, complete: false, reachedAt, waitedMs: performance.now() - started }
+    }
+    if (!ctx.sut.alive) return { count, complete: false, reachedAt, waitedMs: performance.now() - started }
+    await sleep(options.everyMs ?? 200)
+  }
+}

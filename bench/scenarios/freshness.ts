@@ -1,0 +1,122 @@
+import type { BodyInstance } from '../generate.ts'
+import { HttpClient, openLoop, sleep } from '../http.ts'
+import type { CpuUse } from '../machine.ts'
+import { perSecond, summarize, type LatencySummary } from '../stats.ts'
+import { countStatus, measureCpu, sinceRun, type BenchContext, type StatusCounts } from './context.ts'
+import type { BodySource } from './uploads.ts'
+
+export interface FreshnessResult {
+  name: 'freshness'
+  app: string
+  /** Bodies per second asked for: half the max sustained rate. */
+  targetBodiesPerSecond: number
+  targetEventsPerSecond: number
+  sendMs: number
+  sent: number
+  skipped: number
+  statuses: StatusCounts
+  acceptedEventsPerSecond: number
+  samples: number
+  timedOut: number
+  /** 202 to receipt `done` (every event queryable), per sampled upload. */
+  freshnessMs: LatencySummary
+  freshnessPoints: [number, number][]
+  cpu: CpuUse
+}
+
+/**
+ * Freshness at a fixed rate (half the max sustained rate measured earlier in the run): uploads are
+ * sent open-loop; a sample of them (at most `maxSampling` at a time, so the polling itself stays a
+ * small load) have their receipt polled every `pollMs` until `done`; the time from the 202 to
+ * `done` is the freshness of that upload.
+ */
+export async function freshness(
+  ctx: BenchContext,
+  options: {
+    app: string
+    source: BodySource
+    eventsPerBody: number
+    maxSustainedEventsPerSecond: number
+    durationMs: number
+    pollMs?: number
+    maxSampling?: number
+  },
+): Promise<FreshnessResult> {
+  const targetEventsPerSecond = options.maxSustainedEventsPerSecond / 2
+  const rate = Math.max(0.5, targetEventsPerSecond / options.eventsPerBody)
+  const pollMs = options.pollMs ?? 25
+  const maxSampling = options.maxSampling ?? 3
+  const statuses: StatusCounts = {}
+  const latencies: number[] = []
+  const points: [number, number][] = []
+  const pollers = new Set<Promise<void>>()
+  const poll = new HttpClient(ctx.sut.url, maxSampling + 1)
+  let acceptedEvents = 0
+  let timedOut = 0
+  const startedAtS = sinceRun(ctx)
+
+  const follow = async (tx: string, acceptedAt: number) => {
+    const deadline = acceptedAt + 60_000
+    while (performance.now() < deadline) {
+      const res = await poll.request('GET', `/v0/uploads/${tx}`, { Authorization: ctx.tenant.auth })
+      if (res.status === 200 && (JSON.parse(res.body) as { state: string }).state === 'done') {
+        latencies.push(res.at - acceptedAt)
+        points.push([sinceRun(ctx, acceptedAt) - startedAtS, res.at - acceptedAt])
+        return
+      }
+      await sleep(pollMs)
+    }
+    timedOut++
+  }
+
+  ctx.progress.start('freshness', () => {
+    const s = summarize(latencies)
+    return `${rate.toFixed(1)} bodies/s (${Math.round(rate * options.eventsPerBody)} ev/s), ${s.count} samples, p50 ${Math.round(s.p50 ?? 0)} ms`
+  })
+  const { value: loop, cpu } = await measureCpu(ctx, async () => {
+    const result = await openLoop({
+      ratePerSecond: rate,
+      durationMs: options.durationMs,
+      maxInFlight: 64,
+      send: async () => {
+        const body: BodyInstance | undefined = options.source.next()
+        if (!body) return
+        const res = await ctx.sut.http.request(
+          'POST',
+          '/v0/uploads',
+          { Authorization: ctx.tenant.auth, ...options.source.headers },
+          body.body,
+        )
+        countStatus(statuses, res.status)
+        if (res.status !== 202) return
+        acceptedEvents += body.events
+        if (pollers.size < maxSampling) {
+          const tx = (JSON.parse(res.body) as { transaction_id: string }).transaction_id
+          const p: Promise<void> = follow(tx, res.at).finally(() => pollers.delete(p))
+          pollers.add(p)
+        }
+      },
+    })
+    ctx.progress.update(() => `waiting for ${pollers.size} sampled receipts`)
+    await Promise.all([...pollers])
+    return result
+  })
+  poll.close()
+  ctx.progress.stop()
+  return {
+    name: 'freshness',
+    app: options.app,
+    targetBodiesPerSecond: rate,
+    targetEventsPerSecond: rate * options.eventsPerBody,
+    sendMs: loop.elapsedMs,
+    sent: loop.sent,
+    skipped: loop.skipped,
+    statuses,
+    acceptedEventsPerSecond: perSecond(acceptedEvents, loop.elapsedMs),
+    samples: latencies.length,
+    timedOut,
+    freshnessMs: summarize(latencies),
+    freshnessPoints: points,
+    cpu,
+  }
+}

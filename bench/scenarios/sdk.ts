@@ -1,0 +1,76 @@
+import { closedLoop, sleep } from '../http.ts'
+import { perSecond } from '../stats.ts'
+import { countStatus, type BenchContext, type StatusCounts } from './context.ts'
+
+export interface SdkResult {
+  name: 'sdk-sessions'
+  bodies: number
+  rows: number
+  statuses: StatusCounts
+  /** From the first send until every receipt is done. */
+  elapsedMs: number
+  rowsPerSecond: number
+  complete: boolean
+}
+
+/**
+ * SDK sessions first, so the customers have devices in every app: one session start, a few
+ * events and a close per customer, posted to `/v1/sdk/apps/:app/uploads`; done when every
+ * receipt is `done`.
+ */
+export async function sdkSessions(
+  ctx: BenchContext,
+  bodies: readonly { app: string; body: Buffer; rows: number }[],
+): Promise<SdkResult> {
+  const statuses: StatusCounts = {}
+  const receipts: { app: string; tx: string }[] = []
+  let rows = 0
+  let i = 0
+  const started = performance.now()
+  ctx.progress.start('sdk-sessions', () => `${receipts.length}/${bodies.length} bodies accepted, ${rows} rows`)
+  await closedLoop({
+    concurrency: 4,
+    durationMs: 60_000,
+    next: () => bodies[i++],
+    send: async (b) => {
+      for (let attempt = 0; attempt < 50; attempt++) {
+        const res = await ctx.sut.http.request(
+          'POST',
+          `/v1/sdk/apps/${b.app}/uploads`,
+          { 'Content-Type': 'application/json' },
+          b.body,
+        )
+        countStatus(statuses, res.status)
+        if (res.status === 202) {
+          receipts.push({ app: b.app, tx: (JSON.parse(res.body) as { transaction_id: string }).transaction_id })
+          rows += b.rows
+          return
+        }
+        await sleep(200)
+      }
+    },
+  })
+  let pending = [...receipts]
+  const deadline = performance.now() + 60_000
+  ctx.progress.update(() => `waiting for ${pending.length} SDK receipts`)
+  while (pending.length > 0 && performance.now() < deadline) {
+    const still: typeof pending = []
+    for (const r of pending) {
+      const res = await ctx.sut.http.request('GET', `/v1/sdk/apps/${r.app}/uploads/${r.tx}`)
+      if (res.status !== 200 || (JSON.parse(res.body) as { state: string }).state !== 'done') still.push(r)
+    }
+    pending = still
+    if (pending.length > 0) await sleep(100)
+  }
+  ctx.progress.stop()
+  const elapsedMs = performance.now() - started
+  return {
+    name: 'sdk-sessions',
+    bodies: bodies.length,
+    rows,
+    statuses,
+    elapsedMs,
+    rowsPerSecond: perSecond(rows, elapsedMs),
+    complete: pending.length === 0 && receipts.length === bodies.length,
+  }
+}

@@ -1,0 +1,178 @@
+import { expectedCounters, instantiate, type BodyInstance, type PlainTemplate, type UuidSpace } from '../generate.ts'
+import { closedLoop, sleep, type HttpResult } from '../http.ts'
+import type { CpuUse } from '../machine.ts'
+import { perSecond, summarize, Timeline, type LatencySummary } from '../stats.ts'
+import {
+  CounterSet,
+  countStatus,
+  measureCpu,
+  QueryablePoller,
+  sinceRun,
+  waitQueryable,
+  type BenchContext,
+  type StatusCounts,
+} from './context.ts'
+
+export interface BodySource {
+  kind: 'plain' | 'gzip'
+  headers: Record<string, string>
+  /** A body with fresh uuids, or undefined when the pre-generated supply is used up. */
+  next(): BodyInstance | undefined
+}
+
+export const PLAIN_HEADERS = { 'Content-Type': 'application/json' }
+export const GZIP_HEADERS = { 'Content-Type': 'application/x-gzip' }
+
+/** Plain bodies: templates in turn, uuids patched per body (cheap), duplicates of the previous body. */
+export function plainSource(templates: readonly PlainTemplate[], space: UuidSpace): BodySource {
+  let i = 0
+  let previous: BodyInstance | undefined
+  return {
+    kind: 'plain',
+    headers: PLAIN_HEADERS,
+    next() {
+      const template = templates[i++ % templates.length]!
+      previous = instantiate(template, space.take(template.freshCount), previous)
+      return previous
+    },
+  }
+}
+
+/** Gzip bodies generated before timing, each used once. */
+export function gzipSource(instances: readonly BodyInstance[]): BodySource {
+  let i = 0
+  return { kind: 'gzip', headers: GZIP_HEADERS, next: () => instances[i++] }
+}
+
+/** Sends one upload; on 429/503 waits (at most 200 ms, so the pipeline stays saturated) and retries. */
+export async function sendUntilAccepted(
+  ctx: BenchContext,
+  source: BodySource,
+  body: BodyInstance,
+  deadline: number,
+  onAnswer: (res: HttpResult) => void,
+): Promise<HttpResult | undefined> {
+  const headers = { Authorization: ctx.tenant.auth, ...source.headers }
+  for (;;) {
+    const res = await ctx.sut.http.request('POST', '/v0/uploads', headers, body.body)
+    onAnswer(res)
+    if (res.status === 202) return res
+    if (performance.now() >= deadline) return undefined
+    await sleep(Math.min(200, (res.retryAfterS ?? 0.2) * 1000))
+  }
+}
+
+export interface UploadResult {
+  name: string
+  kind: 'plain' | 'gzip'
+  app: string
+  concurrency: number
+  startedAtS: number
+  sendMs: number
+  exhausted: boolean
+  requests: number
+  statuses: StatusCounts
+  acceptedBodies: number
+  acceptedBytes: number
+  acceptedLines: number
+  /** Distinct event uuids the accepted bodies ask to store. */
+  expectedStored: number
+  acceptedBytesPerSecond: number
+  acceptedEventsPerSecond: number
+  acceptedLatencyMs: LatencySummary
+  stored: number
+  drainComplete: boolean
+  /** Seconds from the first send until the last event was queryable. */
+  queryableAfterS: number
+  queryableEventsPerSecond: number
+  timeline: { accepted: [number, number][]; refused: [number, number][]; queryable: [number, number][] }
+  cpu: CpuUse
+}
+
+/**
+ * Max-rate uploads: `concurrency` senders post bodies as fast as Sluice accepts them for the
+ * scenario's time (or until the pre-generated supply is used up), then the scenario waits until
+ * every accepted event is queryable. Measures accepted bytes/s at the edge (edge_ratio) and
+ * events/s made queryable end to end (e2e_ratio, and the max sustained rate later scenarios use).
+ */
+export async function uploadThroughput(
+  ctx: BenchContext,
+  options: { name: string; app: string; source: BodySource; durationMs: number; concurrency: number },
+): Promise<UploadResult> {
+  const statuses: StatusCounts = {}
+  const accepted = new CounterSet()
+  const latencies: number[] = []
+  const timeline = new Timeline()
+  let requests = 0
+  let acceptedBodies = 0
+  let acceptedBytes = 0
+  let acceptedLines = 0
+  let exhausted = false
+  const startedAtS = sinceRun(ctx)
+  const poller = new QueryablePoller(ctx, options.app, 1000)
+  ctx.progress.start(options.name, () => {
+    const r = timeline.rates('events')
+    const last = r[r.length - 2]?.[1] ?? r[r.length - 1]?.[1] ?? 0
+    return `accepting ${Math.round(last)} ev/s, ${acceptedBodies} bodies, 429/503: ${(statuses['429'] ?? 0) + (statuses['503'] ?? 0)}, queryable ${poller.last}`
+  })
+  const { value: drained, cpu } = await measureCpu(ctx, async () => {
+    const deadline = performance.now() + options.durationMs
+    const { elapsedMs } = await closedLoop({
+      concurrency: options.concurrency,
+      durationMs: options.durationMs,
+      next: () => {
+        const b = options.source.next()
+        if (!b) exhausted = true
+        return b
+      },
+      send: async (body) => {
+        const res = await sendUntilAccepted(ctx, options.source, body, deadline, (r) => {
+          requests++
+          countStatus(statuses, r.status)
+          if (r.status !== 202) timeline.add('refused', 1, r.at)
+        })
+        if (!res) return
+        acceptedBodies++
+        acceptedBytes += body.body.length
+        acceptedLines += body.events
+        latencies.push(res.ms)
+        timeline.add('events', body.events, res.at)
+        for (const c of expectedCounters(body)) accepted.add(c)
+      },
+    })
+    ctx.progress.update(() => `draining: ${poller.last}/${accepted.size} queryable`)
+    const drain = await waitQueryable(ctx, options.app, accepted.size, { maxMs: ctx.profile.drainMs })
+    return { elapsedMs, drain }
+  })
+  await poller.stop()
+  ctx.progress.stop()
+  const queryableAfterS = drained.drain.reachedAt - startedAtS
+  return {
+    name: options.name,
+    kind: options.source.kind,
+    app: options.app,
+    concurrency: options.concurrency,
+    startedAtS,
+    sendMs: drained.elapsedMs,
+    exhausted,
+    requests,
+    statuses,
+    acceptedBodies,
+    acceptedBytes,
+    acceptedLines,
+    expectedStored: accepted.size,
+    acceptedBytesPerSecond: perSecond(acceptedBytes, drained.elapsedMs),
+    acceptedEventsPerSecond: perSecond(acceptedLines, drained.elapsedMs),
+    acceptedLatencyMs: summarize(latencies),
+    stored: drained.drain.count,
+    drainComplete: drained.drain.complete,
+    queryableAfterS,
+    queryableEventsPerSecond: queryableAfterS > 0 ? drained.drain.count / queryableAfterS : 0,
+    timeline: {
+      accepted: timeline.rates('events'),
+      refused: timeline.rates('refused'),
+      queryable: poller.samples.map(([t, n]): [number, number] => [t - startedAtS, n]),
+    },
+    cpu,
+  }
+}
