@@ -442,8 +442,10 @@ export function expectedCounters(instance: BodyInstance): number[] {
 }
 
 /**
- * Gzip bodies holding as many events as fit under the limit compressed (~7,000 of ~300 bytes),
- * each with fresh uuids from `space`; DupPrevious lines repeat uuids of the body before.
+ * Gzip bodies holding as many events as fit under the limit compressed (~9,000 of ~280 bytes),
+ * each with fresh uuids from `space`. Lines come from a pool of pre-serialised events (split at
+ * the uuid), so a body is string concatenation plus one compression; duplicates and bad lines are
+ * drawn per body, DupPrevious lines repeat uuids of the body before.
  */
 export function gzipBodies(options: {
   seed: number
@@ -456,34 +458,78 @@ export function gzipBodies(options: {
   level?: number
 }): { instance: BodyInstance; rows: Buffer; inflatedBytes: number }[] {
   const random = mulberry32(deriveSeed(options.seed, `gzip:${options.app}`))
+  const mix = options.mix ?? DEFAULT_MIX
+  const placeholder = options.space.format(0)
+  const none: LoadMix = { dupInBody: 0, dupPrevious: 0, invalid: 0 }
+  const split = (text: string): [string, string] => {
+    const at = text.indexOf(placeholder)
+    return [text.slice(0, at), text.slice(at + placeholder.length)]
+  }
+  const poolLines = makeLines(random, options.app, options.customers, 20_000, options.now, none)
+  const rowTexts = eventRows(poolLines, () => placeholder).toString().split('\n')
+  const pool = poolLines.map((line, i) => ({
+    text: split(JSON.stringify({ ...line.event, uuid: placeholder }) + '\n'),
+    row: split(rowTexts[i]! + '\n'),
+  }))
+  const invalid = makeLines(random, options.app, options.customers, 200, options.now, { ...none, invalid: 1 }).map((l) =>
+    split(JSON.stringify({ ...l.event, uuid: placeholder }) + '\n'),
+  )
   const out: { instance: BodyInstance; rows: Buffer; inflatedBytes: number }[] = []
-  let guess = 7000
+  let guess = 12_000
   let previous: BodyInstance | undefined
   for (let b = 0; b < options.count; b++) {
-    const lines = makeLines(random, options.app, options.customers, Math.ceil(guess * 1.02), options.now, options.mix ?? DEFAULT_MIX)
-    const counters = new Float64Array(lines.length)
+    const lines = Math.ceil(guess * 1.02)
+    const texts: string[] = []
+    const rows: string[] = []
+    /** Index in `rows` after each line: the rows of a prefix of the body. */
+    const rowsAfter: number[] = []
+    const kinds = new Uint8Array(lines)
+    const counters = new Float64Array(lines)
+    const freshLines: number[] = []
     const previousFresh = previous ? freshCounters(previous) : []
-    const texts = lines.map((line, i) => {
+    const start = int(random, 0, pool.length - 1)
+    for (let i = 0; i < lines; i++) {
+      const r = random()
+      const from = pool[(start + i) % pool.length]!
+      let kind: LineKind = LineKind.Fresh
       let counter: number
-      if (line.kind === LineKind.DupInBody) counter = counters[line.of]!
-      else if (line.kind === LineKind.DupPrevious)
-        counter = previousFresh.length > 0 ? previousFresh[line.of % previousFresh.length]! : options.space.take(1)
-      else counter = options.space.take(1)
+      let text = from.text
+      if (freshLines.length > 0 && r < mix.dupInBody) {
+        const j = pick(random, freshLines)
+        kind = LineKind.DupInBody
+        counter = counters[j]!
+        text = pool[(start + j) % pool.length]!.text
+      } else if (r < mix.dupInBody + mix.dupPrevious) {
+        kind = LineKind.DupPrevious
+        counter = previousFresh.length > 0 ? previousFresh[int(random, 0, previousFresh.length - 1)]! : options.space.take(1)
+      } else if (r < mix.dupInBody + mix.dupPrevious + mix.invalid) {
+        kind = LineKind.Invalid
+        counter = options.space.take(1)
+        text = pick(random, invalid)
+      } else {
+        counter = options.space.take(1)
+        freshLines.push(i)
+      }
+      const uuid = options.space.format(counter)
+      kinds[i] = kind
       counters[i] = counter
-      return JSON.stringify({ ...line.event, uuid: options.space.format(counter) }) + '\n'
-    })
-    // Find the longest prefix that compresses under the limit (usually one or two tries).
-    let n = texts.length
-    let compressed = gzipSync(texts.join(''), { level: options.level ?? 6 })
+      texts.push(text[0] + uuid + text[1])
+      if (kind === LineKind.Fresh) rows.push(from.row[0] + uuid + from.row[1])
+      rowsAfter.push(rows.length)
+    }
+    // The longest prefix that compresses under the limit: start from the last body's count (one
+    // compression, usually), shrink when over.
+    let n = b === 0 ? texts.length : Math.min(texts.length, Math.floor(guess * 0.995))
+    let compressed = gzipSync(texts.slice(0, n).join(''), { level: options.level ?? 6 })
     while (compressed.length > GZIP_FILL_BYTES) {
       n = Math.floor(n * (GZIP_FILL_BYTES / compressed.length) * 0.995)
       compressed = gzipSync(texts.slice(0, n).join(''), { level: options.level ?? 6 })
     }
     guess = Math.max(100, Math.floor(n * (GZIP_FILL_BYTES / compressed.length)))
-    const kinds = Uint8Array.from(lines.slice(0, n).map((l) => l.kind))
-    const instance: BodyInstance = { body: compressed, counters: counters.slice(0, n), kinds, events: n }
-    const rows = eventRows(lines.slice(0, n), (i) => options.space.format(counters[i]!))
-    out.push({ instance, rows, inflatedBytes: texts.slice(0, n).reduce((s, t) => s + Buffer.byteLength(t), 0) })
+    const instance: BodyInstance = { body: compressed, counters: counters.slice(0, n), kinds: kinds.slice(0, n), events: n }
+    let inflatedBytes = 0
+    for (let i = 0; i < n; i++) inflatedBytes += Buffer.byteLength(texts[i]!)
+    out.push({ instance, rows: Buffer.from(rows.slice(0, rowsAfter[n - 1] ?? 0).join('')), inflatedBytes })
     previous = instance
   }
   return out

@@ -157,14 +157,12 @@ export class SluiceUnderTest {
           username: process.env.CLICKHOUSE_USER ?? 'default',
           password: process.env.CLICKHOUSE_PASSWORD ?? '',
           database,
-          request_timeout: 120_000,
         })
       : createClient({
           url: sqlUrl ?? '',
           username: 'admin',
           password: options.adminToken,
           database,
-          request_timeout: 120_000,
         })
     return new SluiceUnderTest({
       child,

@@ -41,7 +41,7 @@ export function niceTicks(min: number, max: number, count = 5): number[] {
   if (max <= min) max = min + 1
   const raw = (max - min) / Math.max(1, count)
   const power = 10 ** Math.floor(Math.log10(raw))
-  const step = ([1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw) ?? 10 * power) as number
+  const step = [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw) ?? 10 * power
   const first = Math.floor(min / step) * step
   const ticks: number[] = []
   for (let v = first; v <= max + step * 1e-9; v += step) ticks.push(Number(v.toPrecision(12)))

@@ -8,9 +8,11 @@ import { perSecond, summarize, Timeline, type LatencySummary } from '../stats.ts
 
 const here = (file: string) => fileURLToPath(new URL(file, import.meta.url))
 
-/** A child process running a TypeScript file through tsx, as bin/sluice.js runs Sluice. */
+/** A child process running a TypeScript file through tsx (resolved from here, whatever the cwd). */
 function spawnTs(file: string, args: string[] = []) {
-  return spawn(process.execPath, ['--import', 'tsx', here(file), ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+  return spawn(process.execPath, ['--import', import.meta.resolve('tsx'), here(file), ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
 }
 
 export interface BareResult {

@@ -182,7 +182,7 @@ export async function waitQueryable(
     if (performance.now() - started > options.maxMs)
       return { count, complete: false, reachedAt, waitedMs: performance.now() - started }
     if (performance.now() - changedAt > (options.stallMs ?? 15_000)) {
-      const lag = await ctx.sut.busLag().catch(() => ({}) as Record<string, number>)
+      const lag: Record<string, number> = await ctx.sut.busLag().catch(() => ({}))
       if (Object.values(lag).every((v) => v === 0))
         return { count, complete: false, reachedAt, waitedMs: performance.now() - started }
     }

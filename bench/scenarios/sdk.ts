@@ -46,6 +46,8 @@ export async function sdkSessions(
           rows += b.rows
           return
         }
+        if (res.status !== 429 && res.status !== 503 && res.status !== 'error')
+          throw new Error(`SDK upload answered ${res.status}: ${res.body.slice(0, 200)}`)
         await sleep(200)
       }
     },

@@ -57,6 +57,7 @@ export async function sendUntilAccepted(
     const res = await ctx.sut.http.request('POST', '/v0/uploads', headers, body.body)
     onAnswer(res)
     if (res.status === 202) return res
+    if (res.status !== 429 && res.status !== 503 && res.status !== 'error') return undefined
     if (performance.now() >= deadline) return undefined
     await sleep(Math.min(200, (res.retryAfterS ?? 0.2) * 1000))
   }

@@ -11,7 +11,15 @@ export interface SentBody {
  * from the second on, a few uuids of the previous body again (duplicates across bodies).
  * Records which bodies were answered 202 and with which transaction.
  */
-export function streamUploads(options: { url: () => string; auth: string; appId: string; customers: string[]; concurrency?: number }) {
+export function streamUploads(options: {
+  url: () => string
+  auth: string
+  appId: string
+  customers: string[]
+  concurrency?: number
+  /** Stop sending after this many bodies (bounded load). */
+  maxBodies?: number
+}) {
   const sent: SentBody[] = []
   let stopped = false
   let previous: string[] = []
@@ -45,7 +53,7 @@ export function streamUploads(options: { url: () => string; auth: string; appId:
     }
   }
   const loops = Array.from({ length: options.concurrency ?? 4 }, async () => {
-    while (!stopped) await one()
+    while (!stopped && sent.length < (options.maxBodies ?? Infinity)) await one()
   })
   return {
     sent,

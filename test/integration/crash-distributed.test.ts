@@ -21,7 +21,7 @@ describe('kill -9 of a worker in distributed mode while uploads stream in', () =
     await dir.cleanup()
   })
 
-  it('stores every event answered 202 exactly once after the worker is replaced', async () => {
+  it('stores every event answered 202 exactly once after the worker is replaced', { timeout: 240_000 }, async () => {
     const env = {
       ...distributedEnv('crash'),
       SLUICE_DATA_DIR: dir.path,
@@ -64,7 +64,7 @@ describe('kill -9 of a worker in distributed mode while uploads stream in', () =
       timeoutMs: 60_000,
     })
 
-    const stream = streamUploads({ url: () => edge.url, auth, appId: 'crash-app', customers })
+    const stream = streamUploads({ url: () => edge.url, auth, appId: 'crash-app', customers, maxBodies: 80 })
     // Kill the worker once it has stored some events and while more are arriving.
     await waitFor(() => count("SELECT count() AS n FROM events WHERE app_id = 'crash-app'"), (n) => n > 100, {
       what: 'events stored before the crash',
@@ -85,7 +85,10 @@ describe('kill -9 of a worker in distributed mode while uploads stream in', () =
         ).json<{ uuid: string; n: string }>()
         return new Map(rows.map((r) => [r.uuid, Number(r.n)]))
       },
-      (m) => [...acceptedUuids].every((id) => m.has(id)),
+      (m) => {
+        if (process.env.SLUICE_TEST_LOG) console.error('stored', m.size, 'of', acceptedUuids.size, worker.output().slice(-2000))
+        return [...acceptedUuids].every((id) => m.has(id))
+      },
       { what: 'every accepted event stored', timeoutMs: 90_000, intervalMs: 500 },
     )
     expect(exactlyOnceViolations(stream.sent, counts)).toEqual([])
