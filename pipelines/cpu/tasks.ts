@@ -32,7 +32,8 @@ export default function runTask(task: CpuTask): CpuResult {
   try {
     body = task.encoding === 'gzip' ? gunzipBounded(task.body, task.maxInflatedBytes) : Buffer.from(task.body)
   } catch (err) {
-    const tooLarge = err instanceof RangeError || (err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE'
+    const tooLarge =
+      err instanceof RangeError || (err as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE'
     return {
       kind: 'unreadable',
       reason: tooLarge ? 'too_large' : 'invalid_gzip',

@@ -13,7 +13,14 @@ export interface AttributionContext {
 
 export type AttributionResult =
   | { kind: 'ok'; row: EventRow; line: number }
-  | { kind: 'reject'; line: number; uuid: string; app_id: string; reason: 'unknown_app' | 'unknown_customer'; detail: string }
+  | {
+      kind: 'reject'
+      line: number
+      uuid: string
+      app_id: string
+      reason: 'unknown_app' | 'unknown_customer'
+      detail: string
+    }
 
 /**
  * Pure: an event is applied to the customer's last active device in that app and tagged with

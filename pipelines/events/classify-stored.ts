@@ -18,7 +18,10 @@ export type WriterDecision =
  * duplicate (recorded as a rejected line). `alreadyStored` maps keys to the transaction that
  * stored them.
  */
-export function classifyBatch(items: readonly WriterItem[], alreadyStored: ReadonlyMap<string, { tx: string; line?: string }>) {
+export function classifyBatch(
+  items: readonly WriterItem[],
+  alreadyStored: ReadonlyMap<string, { tx: string; line?: string }>,
+) {
   const seen = new Map<string, { tx: string; line?: string }>(alreadyStored)
   const decisions: WriterDecision[] = []
   for (const item of items) {

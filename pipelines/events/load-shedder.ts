@@ -42,7 +42,8 @@ export class LoadShedder {
   /** The reason to refuse a request of `bytes` now, or undefined to accept it. */
   refusal(bytes: number): string | undefined {
     if (this.lagging) return `ingestion is behind (${this.lagging}); retry later`
-    if (this.inFlightBytes + bytes > this.options.maxInFlightBytes) return 'too many uploads in flight; retry later'
+    if (this.inFlightBytes + bytes > this.options.maxInFlightBytes)
+      return 'too many uploads in flight; retry later'
     return undefined
   }
 

@@ -37,7 +37,15 @@ export async function readReceipt(
   )
   const receipt = receipts[0]
   if (!receipt || (scope.appId !== undefined && receipt.app_id !== scope.appId)) {
-    return { transaction_id: transactionId, state: 'queued', received_at: receivedAt, lines: 0, accepted: 0, rejected: 0, rejected_lines: [] }
+    return {
+      transaction_id: transactionId,
+      state: 'queued',
+      received_at: receivedAt,
+      lines: 0,
+      accepted: 0,
+      rejected: 0,
+      rejected_lines: [],
+    }
   }
   const [stored] = await store.query<{ n: number | string }>(
     `SELECT count() AS n FROM events
@@ -60,6 +68,11 @@ export async function readReceipt(
     lines: Number(receipt.lines),
     accepted,
     rejected: rejectedRows.length,
-    rejected_lines: rejectedRows.map((r) => ({ line: Number(r.line), uuid: r.uuid, reason: r.reason, detail: r.detail })),
+    rejected_lines: rejectedRows.map((r) => ({
+      line: Number(r.line),
+      uuid: r.uuid,
+      reason: r.reason,
+      detail: r.detail,
+    })),
   }
 }

@@ -42,7 +42,10 @@ export function serverUploadSplitter(deps: SplitterDeps) {
   return async (batch: RecordBatch): Promise<void> => {
     const uploads = await Promise.all(batch.records.map((record) => parse(deps, record)))
 
-    const appOrg = await appOwners(deps.control, uploads.flatMap((u) => u.events.map((e) => e.app_uuid)))
+    const appOrg = await appOwners(
+      deps.control,
+      uploads.flatMap((u) => u.events.map((e) => e.app_uuid)),
+    )
     const devices = await attributionDevices(deps, uploads, appOrg)
 
     const messages: ProduceMessage[] = []
@@ -55,9 +58,17 @@ export function serverUploadSplitter(deps: SplitterDeps) {
       let forwarded = 0
       const uploadRejects = [...upload.rejects]
       for (const event of upload.events) {
-        const result = attributeEvent(event, { orgId, transactionId: upload.headers.tx, receivedAt, appOrg, devices })
+        const result = attributeEvent(event, {
+          orgId,
+          transactionId: upload.headers.tx,
+          receivedAt,
+          appOrg,
+          devices,
+        })
         if (result.kind === 'reject') {
-          uploadRejects.push(rejectRow(upload.headers, result.line, result.uuid, result.reason, result.detail, result.app_id))
+          uploadRejects.push(
+            rejectRow(upload.headers, result.line, result.uuid, result.reason, result.detail, result.app_id),
+          )
           continue
         }
         const headers: EventRecordHeaders = {

@@ -126,8 +126,10 @@ export function applyRowToCustomer(
   }
   const next: CustomerState = { ...base }
   if (row.type === 's') {
-    next.first_session_at = next.first_session_at === null ? row.at_millis : Math.min(next.first_session_at, row.at_millis)
-    next.last_session_at = next.last_session_at === null ? row.at_millis : Math.max(next.last_session_at, row.at_millis)
+    next.first_session_at =
+      next.first_session_at === null ? row.at_millis : Math.min(next.first_session_at, row.at_millis)
+    next.last_session_at =
+      next.last_session_at === null ? row.at_millis : Math.max(next.last_session_at, row.at_millis)
   }
   if (row.at_millis >= base.last_active_at) {
     next.last_active_at = row.at_millis

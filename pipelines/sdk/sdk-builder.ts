@@ -44,7 +44,10 @@ export function sdkBuilder(deps: SdkBuilderDeps) {
     const rows = uploads.flatMap((u) => u.rows.map((row) => ({ upload: u, row, app: u.headers.app ?? '' })))
     rows.sort((a, b) => a.row.at_millis - b.row.at_millis || a.row.line - b.row.line)
 
-    const devices = await loadDevices(deps.store, rows.map((r) => ({ app: r.app, install: r.row.install_uuid })))
+    const devices = await loadDevices(
+      deps.store,
+      rows.map((r) => ({ app: r.app, install: r.row.install_uuid })),
+    )
     const customerIds = new Set<string>()
     for (const { app, row } of rows) {
       if (row.customer_id) customerIds.add(customerStateKey(app, row.customer_id))
@@ -97,7 +100,10 @@ export function sdkBuilder(deps: SdkBuilderDeps) {
     ])
     // Written last among the state: server-side events are attributed from this table.
     await deps.store.insert('customer_devices', customerRows)
-    await recordRejects(deps.store, uploads.flatMap((u) => u.rejects))
+    await recordRejects(
+      deps.store,
+      uploads.flatMap((u) => u.rejects),
+    )
     await deps.store.insert(
       'upload_receipts',
       uploads.map((u) => {

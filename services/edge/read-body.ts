@@ -8,7 +8,7 @@ export async function readBoundedBody(request: Request, limit: number): Promise<
   const declared = Number(request.headers.get('content-length') ?? NaN)
   if (Number.isFinite(declared) && declared >= limit) throw tooLarge(limit)
   if (!request.body) return Buffer.alloc(0)
-  const reader = request.body.getReader()
+  const reader = (request.body as ReadableStream<Uint8Array>).getReader()
   const chunks: Uint8Array[] = []
   let total = 0
   for (;;) {
@@ -24,4 +24,5 @@ export async function readBoundedBody(request: Request, limit: number): Promise<
   return Buffer.concat(chunks, total)
 }
 
-const tooLarge = (limit: number) => payloadTooLarge(`body must be smaller than ${Math.round(limit / 1024)} KB`)
+const tooLarge = (limit: number) =>
+  payloadTooLarge(`body must be smaller than ${Math.round(limit / 1024)} KB`)

@@ -56,7 +56,11 @@ export async function startDistributedServices(): Promise<DistributedServices> {
   if (!process.env.CLICKHOUSE_URL && docker) {
     const container = await new GenericContainer('clickhouse/clickhouse-server:25.8')
       .withExposedPorts(8123)
-      .withEnvironment({ CLICKHOUSE_USER: 'sluice', CLICKHOUSE_PASSWORD: 'sluice', CLICKHOUSE_DEFAULT_ACCESS_MANAGEMENT: '1' })
+      .withEnvironment({
+        CLICKHOUSE_USER: 'sluice',
+        CLICKHOUSE_PASSWORD: 'sluice',
+        CLICKHOUSE_DEFAULT_ACCESS_MANAGEMENT: '1',
+      })
       .withWaitStrategy(Wait.forHttp('/ping', 8123))
       .start()
     containers.push(container)

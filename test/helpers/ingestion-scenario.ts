@@ -13,7 +13,8 @@ export function uuid(): string {
   return `${rand}-${Date.now().toString(16).padStart(12, '0')}-${counter.toString(16).padStart(12, '0')}`
 }
 
-export const lines = (objects: unknown[]) => objects.map((o) => (typeof o === 'string' ? o : JSON.stringify(o))).join('\n') + '\n'
+export const lines = (objects: unknown[]) =>
+  objects.map((o) => (typeof o === 'string' ? o : JSON.stringify(o))).join('\n') + '\n'
 
 export interface Receipt {
   transaction_id: string
@@ -30,10 +31,19 @@ export async function postUpload(
   body: string | Buffer,
   headers: Record<string, string> = { 'Content-Type': 'application/json' },
 ): Promise<Response> {
-  return fetch(`${sluice.url}/v0/uploads`, { method: 'POST', headers: { Authorization: auth, ...headers }, body })
+  return fetch(`${sluice.url}/v0/uploads`, {
+    method: 'POST',
+    headers: { Authorization: auth, ...headers },
+    body,
+  })
 }
 
-export async function postSdk(sluice: InProcessSluice, appKey: string, rows: unknown[], gzip = false): Promise<string> {
+export async function postSdk(
+  sluice: InProcessSluice,
+  appKey: string,
+  rows: unknown[],
+  gzip = false,
+): Promise<string> {
   return postSdkTo(sluice.url, appKey, rows, gzip)
 }
 
@@ -50,7 +60,10 @@ export async function postSdkTo(url: string, appKey: string, rows: unknown[], gz
 
 export async function receiptDone(sluice: InProcessSluice, auth: string, tx: string): Promise<Receipt> {
   return waitFor(
-    async () => (await (await fetch(`${sluice.url}/v0/uploads/${tx}`, { headers: { Authorization: auth } })).json()) as Receipt,
+    async () =>
+      (await (
+        await fetch(`${sluice.url}/v0/uploads/${tx}`, { headers: { Authorization: auth } })
+      ).json()) as Receipt,
     (r) => r.state === 'done',
     { what: `receipt of ${tx}`, timeoutMs: 30_000 },
   )

@@ -29,12 +29,10 @@ export async function startInProcess(env: Record<string, string> = {}): Promise<
     ...env,
   })
   // SLUICE_TEST_LOG=debug shows the process's logs (through console, which vitest relays).
-  const logger = createLogger(process.env.SLUICE_TEST_LOG ?? 'silent', { write: (line: string) => console.error(line.trimEnd()) })
-  const running = await startProcess(config, logger, [
-    'edge',
-    'worker',
-    'scheduler',
-  ])
+  const logger = createLogger(process.env.SLUICE_TEST_LOG ?? 'silent', {
+    write: (line: string) => console.error(line.trimEnd()),
+  })
+  const running = await startProcess(config, logger, ['edge', 'worker', 'scheduler'])
   const url = running.url!
   const admin = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
     const res = await fetch(`${url}/admin/v1${path}`, {

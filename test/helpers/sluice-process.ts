@@ -29,7 +29,10 @@ export async function startSluice(
   child.stderr.on('data', (d: Buffer) => (out += d.toString()))
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`sluice did not start in ${timeoutMs} ms:\n${out}`)), timeoutMs)
+    const timer = setTimeout(
+      () => reject(new Error(`sluice did not start in ${timeoutMs} ms:\n${out}`)),
+      timeoutMs,
+    )
     const check = () => {
       if (/API:\s+http:\/\/\S+/.test(out) || /running \(/.test(out)) {
         clearTimeout(timer)

@@ -27,8 +27,16 @@ export async function waitFor<T>(
     await new Promise((r) => setTimeout(r, intervalMs))
   }
   throw new Error(
-    `timed out after ${timeoutMs} ms waiting for ${what}; last value: ${JSON.stringify(last)}${
-      lastError ? `; last error: ${String(lastError)}` : ''
+    `timed out after ${timeoutMs} ms waiting for ${what}; last value: ${describe(last)}${
+      lastError
+        ? `; last error: ${lastError instanceof Error ? lastError.message : JSON.stringify(lastError)}`
+        : ''
     }`,
   )
+}
+
+function describe(value: unknown): string {
+  if (value instanceof Map) return `Map(${value.size})`
+  if (value instanceof Set) return `Set(${value.size})`
+  return JSON.stringify(value)
 }

@@ -47,7 +47,8 @@ export function streamUploads(options: {
         body,
       })
       record.status = res.status
-      if (res.status === 202) record.transactionId = ((await res.json()) as { transaction_id: string }).transaction_id
+      if (res.status === 202)
+        record.transactionId = ((await res.json()) as { transaction_id: string }).transaction_id
     } catch {
       record.status = 'error'
     }
@@ -68,7 +69,8 @@ export function streamUploads(options: {
 export function exactlyOnceViolations(sent: SentBody[], counts: Map<string, number>): string[] {
   const problems: string[] = []
   const accepted = new Set(sent.filter((b) => b.status === 202).flatMap((b) => b.uuids))
-  for (const id of accepted) if (counts.get(id) !== 1) problems.push(`${id} accepted, stored ${counts.get(id) ?? 0} times`)
+  for (const id of accepted)
+    if (counts.get(id) !== 1) problems.push(`${id} accepted, stored ${counts.get(id) ?? 0} times`)
   for (const [id, n] of counts) if (n > 1) problems.push(`${id} stored ${n} times`)
   return problems
 }

@@ -53,16 +53,51 @@ export async function runIngestionScenario(sluice: InProcessSluice, store: Store
 
   // SDK: alice on one iPhone; bob on an old iPad, then a newer iPhone (his last active device).
   const sdkTx = await postSdk(sluice, appId, [
-    sessionRow({ install: 'i-alice', customer: 'alice', at: now - 60_000, country: 'fr', model: 'iPhone15,2' }),
-    sessionRow({ install: 'i-bob-old', customer: 'bob', at: now - 50_000, country: 'de', model: 'iPad8,1', language: 'de' }),
-    { type: 'e', uuid: uuid(), install_uuid: 'i-bob-old', at_millis: now - 49_000, name: 'Opened', customer_ids: { customer_id: 'bob' } },
-    sessionRow({ install: 'i-bob-new', customer: 'bob', at: now - 40_000, country: 'us', model: 'iPhone16,1', app_ver: '3.0.0' }),
-    { type: 'c', uuid: uuid(), install_uuid: 'i-bob-new', at_millis: now - 39_000, customer_ids: { customer_id: 'bob' } },
+    sessionRow({
+      install: 'i-alice',
+      customer: 'alice',
+      at: now - 60_000,
+      country: 'fr',
+      model: 'iPhone15,2',
+    }),
+    sessionRow({
+      install: 'i-bob-old',
+      customer: 'bob',
+      at: now - 50_000,
+      country: 'de',
+      model: 'iPad8,1',
+      language: 'de',
+    }),
+    {
+      type: 'e',
+      uuid: uuid(),
+      install_uuid: 'i-bob-old',
+      at_millis: now - 49_000,
+      name: 'Opened',
+      customer_ids: { customer_id: 'bob' },
+    },
+    sessionRow({
+      install: 'i-bob-new',
+      customer: 'bob',
+      at: now - 40_000,
+      country: 'us',
+      model: 'iPhone16,1',
+      app_ver: '3.0.0',
+    }),
+    {
+      type: 'c',
+      uuid: uuid(),
+      install_uuid: 'i-bob-new',
+      at_millis: now - 39_000,
+      customer_ids: { customer_id: 'bob' },
+    },
     '{"type":"s"',
   ])
   const sdkReceipt = await sdkReceiptDone(sluice, appId, sdkTx)
   expect(sdkReceipt).toMatchObject({ state: 'done', lines: 6, accepted: 5, rejected: 1 })
-  expect(sdkReceipt.rejected_lines).toEqual([{ line: 6, uuid: null, reason: 'invalid_json', detail: expect.any(String) }])
+  expect(sdkReceipt.rejected_lines).toEqual([
+    { line: 6, uuid: null, reason: 'invalid_json', detail: expect.any(String) },
+  ])
 
   const ev = (o: Record<string, unknown>) => ({
     schema_url: SCHEMA_URL,
@@ -102,7 +137,18 @@ export async function runIngestionScenario(sluice: InProcessSluice, store: Store
 
   const rows = await eventsOf(store, appId)
   const server = rows.filter((r) => r.source === 'server')
-  expect(server.map((r) => [r.uuid, r.customer_id, r.event_name, r.install_uuid, r.country, r.model, r.app_version, r.language])).toEqual(
+  expect(
+    server.map((r) => [
+      r.uuid,
+      r.customer_id,
+      r.event_name,
+      r.install_uuid,
+      r.country,
+      r.model,
+      r.app_version,
+      r.language,
+    ]),
+  ).toEqual(
     [
       [u[0], 'alice', 'Purchase', 'i-alice', 'fr', 'iPhone15,2', '2.1.0', 'en'],
       [u[1], 'bob', 'Refund', 'i-bob-new', 'us', 'iPhone16,1', '3.0.0', 'en'],
@@ -123,7 +169,10 @@ export async function runIngestionScenario(sluice: InProcessSluice, store: Store
 
   // A gzip body: one event already stored (another body: duplicate) and one new event.
   const gz = gzipSync(
-    lines([ev({ uuid: u[1], customer_id: 'bob', event_name: 'Refund' }), ev({ uuid: u[7], customer_id: 'alice', event_name: 'Share' })]),
+    lines([
+      ev({ uuid: u[1], customer_id: 'bob', event_name: 'Refund' }),
+      ev({ uuid: u[7], customer_id: 'alice', event_name: 'Share' }),
+    ]),
   )
   const res2 = await postUpload(sluice, tenant.auth, gz, { 'Content-Type': 'application/x-gzip' })
   expect(res2.status).toBe(202)
@@ -133,13 +182,19 @@ export async function runIngestionScenario(sluice: InProcessSluice, store: Store
   expect(receipt2.rejected_lines.map((r) => [r.line, r.uuid, r.reason])).toEqual([[1, u[1], 'duplicate']])
   const after = await eventsOf(store, appId)
   expect(after.filter((r) => r.uuid === u[1])).toHaveLength(1)
-  expect(after.filter((r) => r.uuid === u[7]).map((r) => [r.event_name, r.install_uuid])).toEqual([['Share', 'i-alice']])
+  expect(after.filter((r) => r.uuid === u[7]).map((r) => [r.event_name, r.install_uuid])).toEqual([
+    ['Share', 'i-alice'],
+  ])
   expect(after).toHaveLength(rows.length + 1)
 
   // Receipts are private to the org; unknown ids are 404.
-  const foreign = await fetch(`${sluice.url}/v0/uploads/${transaction_id}`, { headers: { Authorization: other.auth } })
+  const foreign = await fetch(`${sluice.url}/v0/uploads/${transaction_id}`, {
+    headers: { Authorization: other.auth },
+  })
   expect(foreign.status).toBe(404)
-  const unknown = await fetch(`${sluice.url}/v0/uploads/${'A'.repeat(43)}`, { headers: { Authorization: tenant.auth } })
+  const unknown = await fetch(`${sluice.url}/v0/uploads/${'A'.repeat(43)}`, {
+    headers: { Authorization: tenant.auth },
+  })
   expect(unknown.status).toBe(404)
 
   return { tenant, appId }
@@ -151,11 +206,15 @@ export async function runEdgeRefusals(sluice: InProcessSluice, auth: string) {
   const tooBig = await postUpload(sluice, auth, big)
   expect(tooBig.status).toBe(413)
   expect(await tooBig.json()).toEqual({ error: 'body must be smaller than 256 KB' })
-  const corrupt = await postUpload(sluice, auth, Buffer.from('not gzip at all'), { 'Content-Type': 'application/x-gzip' })
+  const corrupt = await postUpload(sluice, auth, Buffer.from('not gzip at all'), {
+    'Content-Type': 'application/x-gzip',
+  })
   expect(corrupt.status).toBe(400)
   expect(await corrupt.json()).toEqual({ error: 'body is not valid gzip' })
   const truncated = gzipSync(Buffer.from('{"a":1}\n'.repeat(100))).subarray(0, 20)
-  expect((await postUpload(sluice, auth, truncated, { 'Content-Type': 'application/x-gzip' })).status).toBe(400)
+  expect((await postUpload(sluice, auth, truncated, { 'Content-Type': 'application/x-gzip' })).status).toBe(
+    400,
+  )
   const encoded = await postUpload(sluice, auth, gzipSync('{"a":1}\n'), {
     'Content-Type': 'application/json',
     'Content-Encoding': 'gzip',
@@ -173,6 +232,8 @@ export async function runEdgeRefusals(sluice: InProcessSluice, auth: string) {
   const schema = await fetch(`${sluice.url}/schemas/events/v0.json`)
   expect(schema.status).toBe(200)
   const json = (await schema.json()) as { required: string[] }
-  expect(json.required).toEqual(expect.arrayContaining(['schema_url', 'app_uuid', 'customer_id', 'event_name', 'event_time', 'uuid']))
+  expect(json.required).toEqual(
+    expect.arrayContaining(['schema_url', 'app_uuid', 'customer_id', 'event_name', 'event_time', 'uuid']),
+  )
   expect((await fetch(`${sluice.url}/healthz`)).status).toBe(200)
 }

@@ -109,7 +109,13 @@ function shed(deps: UploadRouteDeps, bytes: number): void {
   if (reason) throw unavailable(2, reason)
 }
 
-async function produce(deps: UploadRouteDeps, topic: string, key: string, body: Buffer, headers: UploadHeaders) {
+async function produce(
+  deps: UploadRouteDeps,
+  topic: string,
+  key: string,
+  body: Buffer,
+  headers: UploadHeaders,
+) {
   try {
     await deps.shedder.track(body.length, () =>
       deps.bus.produce(topic, [{ key, value: body, headers: headers as unknown as Record<string, string> }]),
