@@ -6,17 +6,40 @@ import { join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { bareServerBaseline, chdbInsertBaseline } from './baselines/run.ts'
-import { gzipBodies, makeCustomers, plainTemplates, profilePatchBodies, sdkBodies, UuidSpace } from './generate.ts'
+import {
+  gzipBodies,
+  makeCustomers,
+  plainTemplates,
+  profilePatchBodies,
+  sdkBodies,
+  UuidSpace,
+  type BodyInstance,
+} from './generate.ts'
 import { cpuSnapshot, cpuUse, gitInfo, machineInfo } from './machine.ts'
 import { deriveSeed, hex, mulberry32 } from './prng.ts'
 import { Progress } from './progress.ts'
-import { buildFigures, compareReport, formatFigure, loadResults, writeResults, type BenchResults } from './report.ts'
-import { PROFILES, type BenchContext } from './scenarios/context.ts'
+import {
+  buildFigures,
+  compareReport,
+  formatFigure,
+  loadResults,
+  writeResults,
+  type BenchResults,
+} from './report.ts'
+import { PROFILES, settle, type BenchContext } from './scenarios/context.ts'
 import { freshness } from './scenarios/freshness.ts'
 import { overload } from './scenarios/overload.ts'
 import { profiles } from './scenarios/profiles.ts'
 import { sdkSessions } from './scenarios/sdk.ts'
-import { GZIP_HEADERS, gzipSource, PLAIN_HEADERS, plainSource, uploadThroughput } from './scenarios/uploads.ts'
+import {
+  edgeBurst,
+  endToEnd,
+  GZIP_HEADERS,
+  gzipSource,
+  PLAIN_HEADERS,
+  plainSource,
+  type BodySource,
+} from './scenarios/uploads.ts'
 import { RssSampler, SluiceUnderTest } from './sluice.ts'
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url))
@@ -27,7 +50,7 @@ const USAGE = `usage: npm run bench [-- options]
   --distributed          against Kafka + ClickHouse (KAFKA_BROKERS, CLICKHOUSE_URL must answer)
   --seed N               seed of the generated load (default 1)
   --out DIR              results directory (default bench/results/<timestamp>)
-  --skip LIST            skip steps: baselines,sdk,plain,gzip,freshness,profiles,overload
+  --skip LIST            skip steps: baselines,edge,sdk,plain,gzip,freshness,profiles,overload
   --keep-data            keep the benched Sluice's data directory
   --compare A B          print a side-by-side table of two results directories and exit
 `
@@ -74,7 +97,12 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`--seed must be an integer\n`)
     return 2
   }
-  const skip = new Set(values.skip.split(',').map((s) => s.trim()).filter(Boolean))
+  const skip = new Set(
+    values.skip
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  )
   const profile = PROFILES[values.quick ? 'quick' : 'full']
   const progress = new Progress()
   const log = (line: string) => progress.log(line)
@@ -99,11 +127,14 @@ async function main(argv: string[]): Promise<number> {
   const cpuStart = cpuSnapshot()
   const machine = machineInfo()
   const settings: Record<string, string> = { ...SLUICE_SETTINGS, ...distributedEnv }
-  for (const [k, v] of Object.entries(process.env)) if (k.startsWith('SLUICE_') && v !== undefined) settings[k] = v
+  for (const [k, v] of Object.entries(process.env))
+    if (k.startsWith('SLUICE_') && v !== undefined) settings[k] = v
   const notes: string[] = [
     `Sluice started with ${Object.entries(SLUICE_SETTINGS)
       .map(([k, v]) => `${k}=${v}`)
-      .join(', ')} (the per-key limits would otherwise cap the throughput scenarios); every other setting at its default unless set in the environment.`,
+      .join(
+        ', ',
+      )} (the per-key limits would otherwise cap the throughput scenarios); every other setting at its default unless set in the environment.`,
     `Senders back off at most 200 ms after a 429/503 (not the full Retry-After) so the pipeline stays saturated in the max-rate scenarios.`,
   ]
   const results: Omit<BenchResults, 'figures'> & { figures?: BenchResults['figures'] } = {
@@ -120,7 +151,7 @@ async function main(argv: string[]): Promise<number> {
       notes,
     },
     baselines: { bare: [], chdb: [] },
-    scenarios: { uploads: [] },
+    scenarios: { edge: [], e2e: [] },
     durations: {},
     rss: [],
     errors: [],
@@ -147,17 +178,48 @@ async function main(argv: string[]): Promise<number> {
 
   // --- Load, generated before any timing ---------------------------------------------------------
   const run8 = hex(mulberry32(deriveSeed(seed, 'run')), 8)
-  const apps = { plain: `bench-plain-${run8}`, gzip: `bench-gzip-${run8}`, fresh: `bench-fresh-${run8}`, overload: `bench-overload-${run8}` }
-  const spaces = { plain: new UuidSpace(run8, '0001'), gzip: new UuidSpace(run8, '0002'), fresh: new UuidSpace(run8, '0003'), overload: new UuidSpace(run8, '0004') }
+  const apps = {
+    plain: `bench-plain-${run8}`,
+    gzip: `bench-gzip-${run8}`,
+    fresh: `bench-fresh-${run8}`,
+    overload: `bench-overload-${run8}`,
+  }
+  const spaces = {
+    plain: new UuidSpace(run8, '0001'),
+    gzip: new UuidSpace(run8, '0002'),
+    fresh: new UuidSpace(run8, '0003'),
+    overload: new UuidSpace(run8, '0004'),
+  }
   const now = Date.now()
   const generated = await step('generate', async () => {
     const customers = makeCustomers(seed, profile.customers)
-    const sdk = Object.values(apps).flatMap((app) => sdkBodies(seed, app, customers, 100, now).map((b) => ({ app, ...b })))
+    const sdk = Object.values(apps).flatMap((app) =>
+      sdkBodies(seed, app, customers, 100, now).map((b) => ({ app, ...b })),
+    )
     const templates = (app: string, space: UuidSpace) =>
-      plainTemplates({ seed, app, customers, space, count: profile.plainTemplates, eventsPerBody: profile.eventsPerPlainBody, now })
-    const plain = { plain: templates(apps.plain, spaces.plain), fresh: templates(apps.fresh, spaces.fresh), overload: templates(apps.overload, spaces.overload) }
+      plainTemplates({
+        seed,
+        app,
+        customers,
+        space,
+        count: profile.plainTemplates,
+        eventsPerBody: profile.eventsPerPlainBody,
+        now,
+      })
+    const plain = {
+      plain: templates(apps.plain, spaces.plain),
+      fresh: templates(apps.fresh, spaces.fresh),
+      overload: templates(apps.overload, spaces.overload),
+    }
     progress.start('generate', () => 'gzip bodies')
-    const gzip = gzipBodies({ seed, app: apps.gzip, customers, space: spaces.gzip, count: profile.gzipBodies, now })
+    const gzip = gzipBodies({
+      seed,
+      app: apps.gzip,
+      customers,
+      space: spaces.gzip,
+      count: profile.gzipBodies,
+      now,
+    })
     progress.stop()
     const avg = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length)
     return { customers, sdk, plain, gzip, profileBodies: profilePatchBodies(seed, 512), avg }
@@ -178,7 +240,9 @@ async function main(argv: string[]): Promise<number> {
   )
 
   // --- Baselines, measured first on the same bodies ------------------------------------------------
-  const auth = { Authorization: `Basic ${Buffer.from('bench-key:bench-secret-of-realistic-length').toString('base64')}` }
+  const auth = {
+    Authorization: `Basic ${Buffer.from('bench-key:bench-secret-of-realistic-length').toString('base64')}`,
+  }
   if (!skip.has('baselines')) {
     const ddlFile = join(ROOT, 'schemas', 'clickhouse', '002_events.sql')
     const bare = async (kind: 'plain' | 'gzip') => {
@@ -195,13 +259,24 @@ async function main(argv: string[]): Promise<number> {
         progress,
       })
       results.baselines.bare.push(r)
-      log(`    bare HTTP ${kind}: ${(r.bytesPerSecond / 1048576).toFixed(1)} MB/s, ${Math.round(r.requestsPerSecond)} req/s`)
+      log(
+        `    bare HTTP ${kind}: ${(r.bytesPerSecond / 1048576).toFixed(1)} MB/s, ${Math.round(r.requestsPerSecond)} req/s`,
+      )
     }
     const chdb = async (kind: 'plain' | 'gzip') => {
       const blocks = kind === 'plain' ? plain.plain.map((t) => t.rows) : gzip.map((x) => x.rows)
-      const r = await chdbInsertBaseline({ kind, blocks, workDir, ddlFile, minDurationMs: profile.baselineMs, progress })
+      const r = await chdbInsertBaseline({
+        kind,
+        blocks,
+        workDir,
+        ddlFile,
+        minDurationMs: profile.baselineMs,
+        progress,
+      })
       results.baselines.chdb.push(r)
-      log(`    chdb INSERT ${kind}: ${Math.round(r.rowsPerSecond).toLocaleString('en-US')} rows/s (${r.inserts} inserts)`)
+      log(
+        `    chdb INSERT ${kind}: ${Math.round(r.rowsPerSecond).toLocaleString('en-US')} rows/s (${r.inserts} inserts)`,
+      )
     }
     await step('baseline:bare-http:plain', () => bare('plain'))
     await step('baseline:bare-http:gzip', () => bare('gzip'))
@@ -211,91 +286,139 @@ async function main(argv: string[]): Promise<number> {
 
   // --- Sluice ------------------------------------------------------------------------------------
   const adminToken = randomBytes(24).toString('hex')
-  const sut = await step('start-sluice', () =>
+  const startSluice = (name: string) =>
     SluiceUnderTest.start({
       distributed: values.distributed,
       adminToken,
       env: {
-        SLUICE_DATA_DIR: join(workDir, 'sluice'),
+        SLUICE_DATA_DIR: join(workDir, name),
         ...SLUICE_SETTINGS,
-        ...(values.distributed ? distributedEnv : { KAFKA_BROKERS: '', CLICKHOUSE_URL: '' }),
+        ...(values.distributed
+          ? {
+              ...distributedEnv,
+              CLICKHOUSE_DATABASE: `${distributedEnv.CLICKHOUSE_DATABASE}_${name}`,
+              SLUICE_TOPIC_PREFIX: `${distributedEnv.SLUICE_TOPIC_PREFIX}${name}.`,
+            }
+          : { KAFKA_BROKERS: '', CLICKHOUSE_URL: '' }),
       },
-    }),
-  )
-  if (!sut) return finish(1)
-  const t0 = wallStart
-  const rss = new RssSampler(sut.pid, t0)
+    })
+  let current: SluiceUnderTest | undefined
   const onSignal = () => {
     progress.stop()
     process.stderr.write('\ninterrupted: stopping Sluice\n')
-    void sut.stop(5000).finally(() => process.exit(130))
+    void (current?.stop(5000) ?? Promise.resolve()).finally(() => process.exit(130))
   }
   process.once('SIGINT', onSignal)
   process.once('SIGTERM', onSignal)
-  const tenant = await step('tenant', () => sut.tenant(`bench-${run8}`, Object.values(apps)))
-  if (!tenant) {
+  const t0 = wallStart
+  const contextFor = async (
+    label: string,
+    sut: SluiceUnderTest,
+    rss: RssSampler,
+  ): Promise<BenchContext | undefined> => {
+    const tenant = await step(`tenant${label}`, () => sut.tenant(`bench-${run8}`, Object.values(apps)))
+    if (!tenant) return undefined
+    return {
+      sut,
+      tenant,
+      progress,
+      profile,
+      customers,
+      t0,
+      rss,
+      log,
+      uuidSpace: (x) => new UuidSpace(run8, x),
+    }
+  }
+  const alive = (sut: SluiceUnderTest) => {
+    if (!sut.alive)
+      throw new Error(`Sluice exited (${sut.child.exitCode ?? sut.child.signalCode}):\n${sut.output()}`)
+  }
+
+  // Edge bursts, on a Sluice of their own: the max-rate bodies pile up on its bus and are discarded
+  // with it, so they never hold up the end-to-end scenarios.
+  if (!skip.has('edge')) {
+    const edgeSut = await step('start-sluice (edge)', () => startSluice('edge'))
+    current = edgeSut
+    if (edgeSut) {
+      const rssEdge = new RssSampler(edgeSut.pid, t0)
+      const ctx = await contextFor(' (edge)', edgeSut, rssEdge)
+      if (ctx) {
+        const burst = async (name: string, source: BodySource) => {
+          alive(edgeSut)
+          const r = await edgeBurst(ctx, {
+            name,
+            source,
+            durationMs: profile.edgeMs,
+            concurrency: profile.concurrency,
+          })
+          results.scenarios.edge.push(r)
+          log(
+            `    accepted ${(r.acceptedBytesPerSecond / 1048576).toFixed(1)} MB/s (${Math.round(r.acceptedEventsPerSecond)} ev/s, ${r.acceptedBodies} bodies); ` +
+              `answers ${JSON.stringify(r.statuses)}; CPU sluice ${r.cpu.sluice.toFixed(2)} bench ${r.cpu.bench.toFixed(2)} other ${r.cpu.other.toFixed(2)}`,
+          )
+        }
+        await step('edge-plain', () =>
+          burst('edge-plain', plainSource(plain.plain, new UuidSpace(run8, '00e1'))),
+        )
+        await step('edge-gzip', () =>
+          burst(
+            'edge-gzip',
+            cycle(
+              GZIP_HEADERS,
+              gzip.map((x) => x.instance),
+            ),
+          ),
+        )
+      }
+      rssEdge.stop()
+      // Its backlog is of no interest: no graceful drain.
+      await step('kill-sluice (edge)', () => edgeSut.kill())
+    }
+  }
+
+  const sut = await step('start-sluice', () => startSluice('main'))
+  current = sut
+  if (!sut) return finish(1)
+  const rss = new RssSampler(sut.pid, t0)
+  const ctx = await contextFor('', sut, rss)
+  if (!ctx) {
     await sut.stop()
     return finish(1)
-  }
-  const ctx: BenchContext = {
-    sut,
-    tenant,
-    progress,
-    profile,
-    customers,
-    t0,
-    rss,
-    log,
-    uuidSpace: (s) => new UuidSpace(run8, s),
-  }
-  const alive = () => {
-    if (!sut.alive) throw new Error(`Sluice exited (${sut.child.exitCode ?? sut.child.signalCode}):\n${sut.output()}`)
   }
 
   if (!skip.has('sdk'))
     results.scenarios.sdk = await step('sdk-sessions', async () => {
       const r = await sdkSessions(ctx, sdk)
-      log(`    ${r.rows} SDK rows, ${Math.round(r.rowsPerSecond)} rows/s to receipts done${r.complete ? '' : ' (INCOMPLETE)'}`)
+      log(
+        `    ${r.rows} SDK rows, ${Math.round(r.rowsPerSecond)} rows/s to receipts done${r.complete ? '' : ' (INCOMPLETE)'}`,
+      )
       return r
     })
 
-  const upload = async (name: string, run: () => ReturnType<typeof uploadThroughput>) => {
-    alive()
-    const r = await run()
-    results.scenarios.uploads.push(r)
+  const e2e = async (name: string, app: string, source: BodySource) => {
+    alive(sut)
+    const r = await endToEnd(ctx, {
+      name,
+      app,
+      source,
+      durationMs: profile.e2eMs,
+      concurrency: profile.concurrency,
+      window: profile.window,
+    })
+    results.scenarios.e2e.push(r)
     log(
-      `    accepted ${(r.acceptedBytesPerSecond / 1048576).toFixed(1)} MB/s (${Math.round(r.acceptedEventsPerSecond)} ev/s), ` +
-        `${Math.round(r.queryableEventsPerSecond)} ev/s queryable; stored ${r.stored}/${r.expectedStored}${r.drainComplete ? '' : ' (drain incomplete)'}; ` +
+      `    ${Math.round(r.queryableEventsPerSecond)} ev/s queryable (accepted ${Math.round(r.acceptedEventsPerSecond)} ev/s); stored ${r.stored}/${r.expectedStored}${r.drainComplete ? '' : ' (drain incomplete)'}; ` +
         `answers ${JSON.stringify(r.statuses)}; CPU sluice ${r.cpu.sluice.toFixed(2)} bench ${r.cpu.bench.toFixed(2)} other ${r.cpu.other.toFixed(2)}`,
     )
     return r
   }
   const plainResult = skip.has('plain')
     ? undefined
-    : await step('upload-plain', () =>
-        upload('upload-plain', () =>
-          uploadThroughput(ctx, {
-            name: 'upload-plain',
-            app: apps.plain,
-            source: plainSource(plain.plain, spaces.plain),
-            durationMs: profile.uploadMs,
-            concurrency: profile.concurrency,
-          }),
-        ),
-      )
+    : await step('e2e-plain', () => e2e('e2e-plain', apps.plain, plainSource(plain.plain, spaces.plain)))
   const gzipResult = skip.has('gzip')
     ? undefined
-    : await step('upload-gzip', () =>
-        upload('upload-gzip', () =>
-          uploadThroughput(ctx, {
-            name: 'upload-gzip',
-            app: apps.gzip,
-            source: gzipSource(gzip.map((x) => x.instance)),
-            durationMs: profile.uploadMs,
-            concurrency: profile.concurrency,
-          }),
-        ),
-      )
+    : await step('e2e-gzip', () => e2e('e2e-gzip', apps.gzip, gzipSource(gzip.map((x) => x.instance))))
   // The max sustained rate: events/s made queryable with plain bodies (what freshness and overload use).
   const maxSustained = plainResult?.queryableEventsPerSecond || gzipResult?.queryableEventsPerSecond || 2000
   results.run.notes.push(
@@ -304,7 +427,10 @@ async function main(argv: string[]): Promise<number> {
 
   if (!skip.has('freshness'))
     results.scenarios.freshness = await step('freshness', async () => {
-      alive()
+      alive(sut)
+      const idle = await settle(ctx, 20_000)
+      if (!idle.idle)
+        results.run.notes.push('freshness started with a backlog still on the bus (not idle after 20 s)')
       const r = await freshness(ctx, {
         app: apps.fresh,
         source: plainSource(plain.fresh, spaces.fresh),
@@ -320,7 +446,7 @@ async function main(argv: string[]): Promise<number> {
 
   if (!skip.has('profiles'))
     results.scenarios.profiles = await step('profiles', async () => {
-      alive()
+      alive(sut)
       const r = await profiles(ctx, {
         bodies: profileBodies,
         durationMs: profile.profilesMs,
@@ -337,7 +463,8 @@ async function main(argv: string[]): Promise<number> {
 
   if (!skip.has('overload'))
     results.scenarios.overload = await step('overload', async () => {
-      alive()
+      alive(sut)
+      await settle(ctx, 10_000)
       const r = await overload(ctx, {
         app: apps.overload,
         source: plainSource(plain.overload, spaces.overload),
@@ -388,14 +515,28 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
+/** A body source cycling over fixed bodies (uuids repeat: for the edge bursts only). */
+function cycle(headers: Record<string, string>, bodies: readonly BodyInstance[]): BodySource {
+  let i = 0
+  return { kind: 'gzip', headers, next: () => bodies[i++ % bodies.length] }
+}
+
 /** KAFKA_BROKERS and CLICKHOUSE_URL set and answering. */
 async function distributedReachable(): Promise<{ ok: true } | { ok: false; reason: string }> {
-  const brokers = (process.env.KAFKA_BROKERS ?? '').split(',').map((s) => s.trim()).filter(Boolean)
+  const brokers = (process.env.KAFKA_BROKERS ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)
   const clickhouse = process.env.CLICKHOUSE_URL ?? ''
   if (brokers.length === 0 || !clickhouse)
-    return { ok: false, reason: 'KAFKA_BROKERS and CLICKHOUSE_URL must be set (Kafka and ClickHouse are not reachable)' }
+    return {
+      ok: false,
+      reason: 'KAFKA_BROKERS and CLICKHOUSE_URL must be set (Kafka and ClickHouse are not reachable)',
+    }
   const broker = brokers[0]!
-  const [host, port] = broker.includes(':') ? [broker.slice(0, broker.lastIndexOf(':')), Number(broker.slice(broker.lastIndexOf(':') + 1))] : [broker, 9092]
+  const [host, port] = broker.includes(':')
+    ? [broker.slice(0, broker.lastIndexOf(':')), Number(broker.slice(broker.lastIndexOf(':') + 1))]
+    : [broker, 9092]
   const kafkaOk = await new Promise<boolean>((resolve) => {
     const socket = connect({ host, port, timeout: 3000 })
     socket.once('connect', () => {
@@ -411,9 +552,16 @@ async function distributedReachable(): Promise<{ ok: true } | { ok: false; reaso
   if (!kafkaOk) return { ok: false, reason: `Kafka is not reachable at ${broker} (KAFKA_BROKERS)` }
   try {
     const res = await fetch(new URL('/ping', clickhouse), { signal: AbortSignal.timeout(3000) })
-    if (!res.ok) return { ok: false, reason: `ClickHouse at ${clickhouse} answered ${res.status} to /ping (CLICKHOUSE_URL)` }
+    if (!res.ok)
+      return {
+        ok: false,
+        reason: `ClickHouse at ${clickhouse} answered ${res.status} to /ping (CLICKHOUSE_URL)`,
+      }
   } catch (err) {
-    return { ok: false, reason: `ClickHouse is not reachable at ${clickhouse} (CLICKHOUSE_URL): ${String(err)}` }
+    return {
+      ok: false,
+      reason: `ClickHouse is not reachable at ${clickhouse} (CLICKHOUSE_URL): ${String(err)}`,
+    }
   }
   return { ok: true }
 }

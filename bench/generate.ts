@@ -90,7 +90,13 @@ export function uuidFrom(random: Random): string {
  * SDK uploads for one app: per customer a session start (with every dimension), a few events and a
  * close, `perBody` customers per body. What builds the devices server-side events are attributed to.
  */
-export function sdkBodies(seed: number, appKey: string, customers: readonly Customer[], perBody: number, now: number) {
+export function sdkBodies(
+  seed: number,
+  appKey: string,
+  customers: readonly Customer[],
+  perBody: number,
+  now: number,
+) {
   const random = mulberry32(deriveSeed(seed, `sdk:${appKey}`))
   const bodies: { body: Buffer; rows: number }[] = []
   for (let start = 0; start < customers.length; start += perBody) {
@@ -136,7 +142,14 @@ export function sdkBodies(seed: number, appKey: string, customers: readonly Cust
           }),
         )
       }
-      rows.push(JSON.stringify({ type: 'c', uuid: uuidFrom(random), ...base, at_millis: at + int(random, 60_000, 1_800_000) }))
+      rows.push(
+        JSON.stringify({
+          type: 'c',
+          uuid: uuidFrom(random),
+          ...base,
+          at_millis: at + int(random, 60_000, 1_800_000),
+        }),
+      )
     }
     bodies.push({ body: Buffer.from(rows.join('\n') + '\n'), rows: rows.length })
   }
@@ -147,12 +160,23 @@ export function sdkBodies(seed: number, appKey: string, customers: readonly Cust
 
 type AttributeMaker = (r: Random) => Record<string, string | number>
 const SKUS = Array.from({ length: 400 }, (_, i) => `SKU-${(10_000 + i * 37).toString(36).toUpperCase()}`)
-const EVENT_KINDS: readonly (readonly [{ name: string; attributes: AttributeMaker; ltv?: (r: Random) => number }, number])[] = [
+const EVENT_KINDS: readonly (readonly [
+  { name: string; attributes: AttributeMaker; ltv?: (r: Random) => number },
+  number,
+])[] = [
   [
     {
       name: 'Screen Viewed',
       attributes: (r) => ({
-        screen: pick(r, ['home', 'catalog', 'product_detail', 'cart', 'checkout', 'profile', 'search_results']),
+        screen: pick(r, [
+          'home',
+          'catalog',
+          'product_detail',
+          'cart',
+          'checkout',
+          'profile',
+          'search_results',
+        ]),
         referrer: pick(r, ['push', 'deeplink', 'organic', 'inapp', 'email']),
         duration_ms: int(r, 200, 120_000),
       }),
@@ -203,7 +227,14 @@ const EVENT_KINDS: readonly (readonly [{ name: string; attributes: AttributeMake
     {
       name: 'Search',
       attributes: (r) => ({
-        query: pick(r, ['running shoes', 'rain jacket', 'gift for mum', 'sneakers 42', 'winter sale', 'café table']),
+        query: pick(r, [
+          'running shoes',
+          'rain jacket',
+          'gift for mum',
+          'sneakers 42',
+          'winter sale',
+          'café table',
+        ]),
         results: int(r, 0, 480),
       }),
     },
@@ -216,7 +247,10 @@ const EVENT_KINDS: readonly (readonly [{ name: string; attributes: AttributeMake
     },
     8,
   ],
-  [{ name: 'Push Opened', attributes: (r) => ({ campaign_id: String(int(r, 1000, 1400)), action: 'open' }) }, 8],
+  [
+    { name: 'Push Opened', attributes: (r) => ({ campaign_id: String(int(r, 1000, 1400)), action: 'open' }) },
+    8,
+  ],
   [
     {
       name: 'Subscription Renewed',
@@ -297,7 +331,14 @@ interface GeneratedLine {
   customer: Customer
 }
 
-function makeLines(random: Random, app: string, customers: readonly Customer[], count: number, now: number, mix: LoadMix) {
+function makeLines(
+  random: Random,
+  app: string,
+  customers: readonly Customer[],
+  count: number,
+  now: number,
+  mix: LoadMix,
+) {
   const lines: GeneratedLine[] = []
   const fresh: number[] = []
   for (let i = 0; i < count; i++) {
@@ -375,7 +416,14 @@ export function plainTemplates(options: {
   const placeholder = options.space.format(0)
   const templates: PlainTemplate[] = []
   for (let t = 0; t < options.count; t++) {
-    const lines = makeLines(random, options.app, options.customers, options.eventsPerBody, options.now, options.mix ?? DEFAULT_MIX)
+    const lines = makeLines(
+      random,
+      options.app,
+      options.customers,
+      options.eventsPerBody,
+      options.now,
+      options.mix ?? DEFAULT_MIX,
+    )
     const parts: Buffer[] = []
     const offsets = new Uint32Array(lines.length)
     let offset = 0
@@ -390,7 +438,8 @@ export function plainTemplates(options: {
       offset += text.length
     })
     const buffer = Buffer.concat(parts)
-    if (buffer.length >= MAX_BODY_BYTES) throw new Error(`plain body of ${buffer.length} bytes is over the limit`)
+    if (buffer.length >= MAX_BODY_BYTES)
+      throw new Error(`plain body of ${buffer.length} bytes is over the limit`)
     const rows = eventRows(lines, (i) => options.space.format(i))
     templates.push({
       buffer,
@@ -420,7 +469,8 @@ export function instantiate(template: PlainTemplate, base: number, previous?: Bo
     const of = template.of[i]!
     let counter: number
     if (kind === LineKind.DupInBody) counter = counters[of]!
-    else if (kind === LineKind.DupPrevious && previousFresh.length > 0) counter = previousFresh[of % previousFresh.length]!
+    else if (kind === LineKind.DupPrevious && previousFresh.length > 0)
+      counter = previousFresh[of % previousFresh.length]!
     else counter = base + template.slots[i]!
     counters[i] = counter
     writeCounter(body, template.uuidOffsets[i]!, counter)
@@ -430,14 +480,16 @@ export function instantiate(template: PlainTemplate, base: number, previous?: Bo
 
 function freshCounters(instance: BodyInstance): number[] {
   const out: number[] = []
-  for (let i = 0; i < instance.kinds.length; i++) if (instance.kinds[i] === LineKind.Fresh) out.push(instance.counters[i]!)
+  for (let i = 0; i < instance.kinds.length; i++)
+    if (instance.kinds[i] === LineKind.Fresh) out.push(instance.counters[i]!)
   return out
 }
 
 /** The counters a body's lines ask Sluice to store (valid lines; duplicates included, they name stored uuids). */
 export function expectedCounters(instance: BodyInstance): number[] {
   const out: number[] = []
-  for (let i = 0; i < instance.kinds.length; i++) if (instance.kinds[i] !== LineKind.Invalid) out.push(instance.counters[i]!)
+  for (let i = 0; i < instance.kinds.length; i++)
+    if (instance.kinds[i] !== LineKind.Invalid) out.push(instance.counters[i]!)
   return out
 }
 
@@ -466,14 +518,17 @@ export function gzipBodies(options: {
     return [text.slice(0, at), text.slice(at + placeholder.length)]
   }
   const poolLines = makeLines(random, options.app, options.customers, 20_000, options.now, none)
-  const rowTexts = eventRows(poolLines, () => placeholder).toString().split('\n')
+  const rowTexts = eventRows(poolLines, () => placeholder)
+    .toString()
+    .split('\n')
   const pool = poolLines.map((line, i) => ({
     text: split(JSON.stringify({ ...line.event, uuid: placeholder }) + '\n'),
     row: split(rowTexts[i]! + '\n'),
   }))
-  const invalid = makeLines(random, options.app, options.customers, 200, options.now, { ...none, invalid: 1 }).map((l) =>
-    split(JSON.stringify({ ...l.event, uuid: placeholder }) + '\n'),
-  )
+  const invalid = makeLines(random, options.app, options.customers, 200, options.now, {
+    ...none,
+    invalid: 1,
+  }).map((l) => split(JSON.stringify({ ...l.event, uuid: placeholder }) + '\n'))
   const out: { instance: BodyInstance; rows: Buffer; inflatedBytes: number }[] = []
   let guess = 12_000
   let previous: BodyInstance | undefined
@@ -501,7 +556,10 @@ export function gzipBodies(options: {
         text = pool[(start + j) % pool.length]!.text
       } else if (r < mix.dupInBody + mix.dupPrevious) {
         kind = LineKind.DupPrevious
-        counter = previousFresh.length > 0 ? previousFresh[int(random, 0, previousFresh.length - 1)]! : options.space.take(1)
+        counter =
+          previousFresh.length > 0
+            ? previousFresh[int(random, 0, previousFresh.length - 1)]!
+            : options.space.take(1)
       } else if (r < mix.dupInBody + mix.dupPrevious + mix.invalid) {
         kind = LineKind.Invalid
         counter = options.space.take(1)
@@ -526,7 +584,12 @@ export function gzipBodies(options: {
       compressed = gzipSync(texts.slice(0, n).join(''), { level: options.level ?? 6 })
     }
     guess = Math.max(100, Math.floor(n * (GZIP_FILL_BYTES / compressed.length)))
-    const instance: BodyInstance = { body: compressed, counters: counters.slice(0, n), kinds: kinds.slice(0, n), events: n }
+    const instance: BodyInstance = {
+      body: compressed,
+      counters: counters.slice(0, n),
+      kinds: kinds.slice(0, n),
+      events: n,
+    }
     let inflatedBytes = 0
     for (let i = 0; i < n; i++) inflatedBytes += Buffer.byteLength(texts[i]!)
     out.push({ instance, rows: Buffer.from(rows.slice(0, rowsAfter[n - 1] ?? 0).join('')), inflatedBytes })
@@ -544,7 +607,8 @@ function eventRows(lines: readonly GeneratedLine[], uuidOf: (i: number) => strin
     const e = line.event
     const c = line.customer
     const attributes: Record<string, string> = {}
-    for (const [k, v] of Object.entries((e.attributes as Record<string, unknown> | undefined) ?? {})) attributes[k] = String(v)
+    for (const [k, v] of Object.entries((e.attributes as Record<string, unknown> | undefined) ?? {}))
+      attributes[k] = String(v)
     out.push(
       JSON.stringify({
         app_id: e.app_uuid,
@@ -576,7 +640,10 @@ function eventRows(lines: readonly GeneratedLine[], uuidOf: (i: number) => strin
 // --- Profiles ------------------------------------------------------------------------------------
 
 /** PATCH bodies of both syntaxes (`attributes` and `changes`), half each. */
-export function profilePatchBodies(seed: number, count: number): { body: string; syntax: 'attributes' | 'changes' }[] {
+export function profilePatchBodies(
+  seed: number,
+  count: number,
+): { body: string; syntax: 'attributes' | 'changes' }[] {
   const random = mulberry32(deriveSeed(seed, 'profiles'))
   const out: { body: string; syntax: 'attributes' | 'changes' }[] = []
   for (let i = 0; i < count; i++) {
@@ -586,13 +653,17 @@ export function profilePatchBodies(seed: number, count: number): { body: string;
         visits: int(random, 1, 500),
         last_purchase: `2025-${String(int(random, 1, 12)).padStart(2, '0')}-${String(int(random, 1, 28)).padStart(2, '0')}`,
       }
-      if (random() < 0.5) attributes.tags = [pick(random, ['vip', 'beta', 'churn-risk']), pick(random, ['ios', 'android'])]
+      if (random() < 0.5)
+        attributes.tags = [pick(random, ['vip', 'beta', 'churn-risk']), pick(random, ['ios', 'android'])]
       if (random() < 0.3) attributes.$email = `user${hex(random, 6)}@example.com`
       if (random() < 0.2) attributes.old_flag = null
       out.push({ body: JSON.stringify({ attributes }), syntax: 'attributes' })
     } else {
-      const changes: Record<string, unknown>[] = [{ op: 'increment', attr: 'visits', value: int(random, 1, 3) }]
-      if (random() < 0.6) changes.push({ op: 'set-add', attr: 'tags', value: [pick(random, ['vip', 'beta', 'promo'])] })
+      const changes: Record<string, unknown>[] = [
+        { op: 'increment', attr: 'visits', value: int(random, 1, 3) },
+      ]
+      if (random() < 0.6)
+        changes.push({ op: 'set-add', attr: 'tags', value: [pick(random, ['vip', 'beta', 'promo'])] })
       if (random() < 0.3) changes.push({ op: 'set-remove', attr: 'tags', value: 'beta' })
       changes.push({ op: 'assign', attr: 'last_screen', value: pick(random, ['home', 'cart', 'profile']) })
       if (random() < 0.2) changes.push({ op: 'delete', attr: 'old_flag' })

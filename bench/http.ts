@@ -22,7 +22,12 @@ export class HttpClient {
 
   constructor(base: string, maxSockets: number) {
     this.base = new URL(base)
-    this.agent = new http.Agent({ keepAlive: true, maxSockets, maxFreeSockets: maxSockets, keepAliveMsecs: 10_000 })
+    this.agent = new http.Agent({
+      keepAlive: true,
+      maxSockets,
+      maxFreeSockets: maxSockets,
+      keepAliveMsecs: 10_000,
+    })
   }
 
   request(

@@ -43,7 +43,10 @@ export function weighted<T>(random: Random, items: readonly (readonly [T, number
 /** `n` lowercase hex digits. */
 export function hex(random: Random, n: number): string {
   let out = ''
-  while (out.length < n) out += Math.floor(random() * 0x100000000).toString(16).padStart(8, '0')
+  while (out.length < n)
+    out += Math.floor(random() * 0x100000000)
+      .toString(16)
+      .padStart(8, '0')
   return out.slice(0, n)
 }
 

@@ -6,7 +6,7 @@ import type { FreshnessResult } from './scenarios/freshness.ts'
 import type { OverloadResult } from './scenarios/overload.ts'
 import type { ProfilesResult } from './scenarios/profiles.ts'
 import type { SdkResult } from './scenarios/sdk.ts'
-import type { UploadResult } from './scenarios/uploads.ts'
+import type { EdgeResult, EndToEndResult } from './scenarios/uploads.ts'
 import { ratesOfCounter, round, type LatencySummary } from './stats.ts'
 import { barChart, lineChart, type BarGroup } from './svg.ts'
 
@@ -43,11 +43,18 @@ export interface BenchResults {
     cpu?: CpuUse
     notes: string[]
   }
-  generation?: { ms: number; plainBodyBytes: number; gzipBodyBytes: number; gzipEvents: number; gzipInflatedBytes: number }
+  generation?: {
+    ms: number
+    plainBodyBytes: number
+    gzipBodyBytes: number
+    gzipEvents: number
+    gzipInflatedBytes: number
+  }
   baselines: { bare: BareResult[]; chdb: ChdbResult[] }
   scenarios: {
     sdk?: SdkResult
-    uploads: UploadResult[]
+    edge: EdgeResult[]
+    e2e: EndToEndResult[]
     freshness?: FreshnessResult
     profiles?: ProfilesResult
     overload?: OverloadResult
@@ -67,17 +74,21 @@ export const TARGETS = {
 } as const satisfies Record<string, Target>
 
 const meets = (value: number | undefined, target: Target) =>
-  value !== undefined && Number.isFinite(value) && (target.op === '>=' ? value >= target.value : value <= target.value)
+  value !== undefined &&
+  Number.isFinite(value) &&
+  (target.op === '>=' ? value >= target.value : value <= target.value)
 
 /** The headline figures, from a run's results. Ratios take the lower of the plain and gzip bodies. */
 export function buildFigures(r: Omit<BenchResults, 'figures'>): Figure[] {
   const figures: Figure[] = []
   const edge: number[] = []
   const e2e: number[] = []
-  for (const u of r.scenarios.uploads) {
+  for (const u of r.scenarios.edge) {
     const bare = r.baselines.bare.find((b) => b.kind === u.kind)
-    const chdb = r.baselines.chdb.find((b) => b.kind === u.kind)
     if (bare && bare.bytesPerSecond > 0) edge.push(u.acceptedBytesPerSecond / bare.bytesPerSecond)
+  }
+  for (const u of r.scenarios.e2e) {
+    const chdb = r.baselines.chdb.find((b) => b.kind === u.kind)
     if (chdb && chdb.rowsPerSecond > 0) e2e.push(u.queryableEventsPerSecond / chdb.rowsPerSecond)
   }
   const ratio = (name: 'edge_ratio' | 'e2e_ratio', values: number[]) => {
@@ -96,7 +107,11 @@ export function buildFigures(r: Omit<BenchResults, 'figures'>): Figure[] {
   const f = r.scenarios.freshness
   const p50 = f?.freshnessMs.p50
   const p99 = f?.freshnessMs.p99
-  figures.push(p50 === undefined ? { name: 'freshness_p50_ms', unit: 'ms', skipped: 'not measured' } : { name: 'freshness_p50_ms', unit: 'ms', value: Math.round(p50) })
+  figures.push(
+    p50 === undefined
+      ? { name: 'freshness_p50_ms', unit: 'ms', skipped: 'not measured' }
+      : { name: 'freshness_p50_ms', unit: 'ms', value: Math.round(p50) },
+  )
   figures.push({
     name: 'freshness_p99_ms',
     unit: 'ms',
@@ -121,7 +136,14 @@ export function buildFigures(r: Omit<BenchResults, 'figures'>): Figure[] {
   }
 
   const o = r.scenarios.overload
-  if (!o) figures.push({ name: 'rss_max_mb', unit: 'MB', skipped: 'not measured', target: TARGETS.rss_max_mb, met: false })
+  if (!o)
+    figures.push({
+      name: 'rss_max_mb',
+      unit: 'MB',
+      skipped: 'not measured',
+      target: TARGETS.rss_max_mb,
+      met: false,
+    })
   else {
     const rss = o.rssMaxMb
     const drain = o.drainComplete ? '' : `, drain incomplete after ${Math.round(o.drainMs / 1000)} s`
@@ -150,7 +172,9 @@ export function formatFigure(f: Figure): string {
 // --- Files ---------------------------------------------------------------------------------------
 
 const fmtN = (v: number | undefined, digits = 0) =>
-  v === undefined || !Number.isFinite(v) ? 'n/a' : v.toLocaleString('en-US', { maximumFractionDigits: digits })
+  v === undefined || !Number.isFinite(v)
+    ? 'n/a'
+    : v.toLocaleString('en-US', { maximumFractionDigits: digits })
 const mb = (bytesPerSecond: number) => `${(bytesPerSecond / 1048576).toFixed(1)} MB/s`
 const lat = (s: LatencySummary | undefined) =>
   s && s.count > 0 ? `${fmtN(s.p50, 1)} / ${fmtN(s.p90, 1)} / ${fmtN(s.p99, 1)} ms` : 'n/a'
@@ -173,22 +197,32 @@ export function markdownReport(r: BenchResults): string {
   )
   if (r.run.cpu)
     out.push(
-      `CPU over the run (average cores): ${cpuText(r.run.cpu)}; the machine was busy ${(r.run.cpu.busyShare * 100).toFixed(0)}% of the time. ` +
-        '"other" is noise from outside the bench.',
+      `CPU over the run (average cores): the bench and its children (Sluice, baselines) ${(r.run.cpu.bench + r.run.cpu.sluice).toFixed(2)}, ` +
+        `other processes ${r.run.cpu.other.toFixed(2)} (noise from outside the bench); the machine was busy ${(r.run.cpu.busyShare * 100).toFixed(0)}% of the time. ` +
+        'Per scenario, "sluice" is the benched process, "bench" the load generator, "other" the noise.',
       '',
     )
   out.push('## Figures', '', '| figure | value | target | met |', '|---|---|---|---|')
   for (const f of r.figures) {
-    const value = f.value === undefined ? `skipped: ${f.skipped ?? ''}` : `${f.value}${f.unit && f.unit !== '/s' ? ` ${f.unit}` : ''}`
+    const value =
+      f.value === undefined
+        ? `skipped: ${f.skipped ?? ''}`
+        : `${f.value}${f.unit && f.unit !== '/s' ? ` ${f.unit}` : ''}`
     const target = f.target ? `${f.target.op} ${f.target.value}` : '—'
-    out.push(`| \`${f.name}\` | ${value}${f.detail ? ` (${f.detail})` : ''} | ${target} | ${f.target ? (f.met ? 'met' : 'not met') : '—'} |`)
+    out.push(
+      `| \`${f.name}\` | ${value}${f.detail ? ` (${f.detail})` : ''} | ${target} | ${f.target ? (f.met ? 'met' : 'not met') : '—'} |`,
+    )
   }
   out.push('', '## Baselines (same bodies, same machine, same run)', '')
   out.push('| baseline | bodies | rate | events/s | latency p50/p90/p99 |', '|---|---|---|---|---|')
   for (const b of r.baselines.bare)
-    out.push(`| bare Node HTTP server, ${b.kind} | ${b.requests} | ${mb(b.bytesPerSecond)} (${fmtN(b.requestsPerSecond)} req/s) | ${fmtN(b.eventsPerSecond)} | ${lat(b.latencyMs)} |`)
+    out.push(
+      `| bare Node HTTP server, ${b.kind} | ${b.requests} | ${mb(b.bytesPerSecond)} (${fmtN(b.requestsPerSecond)} req/s) | ${fmtN(b.eventsPerSecond)} | ${lat(b.latencyMs)} |`,
+    )
   for (const b of r.baselines.chdb)
-    out.push(`| chdb INSERT JSONEachRow, ${b.kind} | ${b.inserts} inserts | ${fmtN(b.rowsPerSecond)} rows/s | ${fmtN(b.rowsPerSecond)} | insert ${lat(b.insertMs)} |`)
+    out.push(
+      `| chdb INSERT JSONEachRow, ${b.kind} | ${b.inserts} inserts | ${fmtN(b.rowsPerSecond)} rows/s | ${fmtN(b.rowsPerSecond)} | insert ${lat(b.insertMs)} |`,
+    )
   out.push('', '## Scenarios', '')
   const s = r.scenarios
   if (s.sdk)
@@ -197,14 +231,24 @@ export function markdownReport(r: BenchResults): string {
     )
   out.push(
     '',
-    '| upload scenario | accepted | edge rate | vs bare | queryable ev/s | vs chdb | stored / expected | 202 latency p50/p90/p99 | answers | CPU (cores) |',
-    '|---|---|---|---|---|---|---|---|---|---|',
+    '| edge scenario | accepted | rate | vs bare (edge_ratio) | 202 latency p50/p90/p99 | answers | CPU (cores) |',
+    '|---|---|---|---|---|---|---|',
   )
-  for (const u of s.uploads) {
+  for (const u of s.edge) {
     const bare = r.baselines.bare.find((b) => b.kind === u.kind)
+    out.push(
+      `| ${u.name} (${u.concurrency} senders, ${fmtN(u.sendMs / 1000, 1)} s) | ${u.acceptedBodies} bodies | ${mb(u.acceptedBytesPerSecond)}, ${fmtN(u.acceptedEventsPerSecond)} ev/s | ${bare ? (u.acceptedBytesPerSecond / bare.bytesPerSecond).toFixed(2) : 'n/a'} | ${lat(u.acceptedLatencyMs)} | ${statusText(u.statuses)} | ${cpuText(u.cpu)} |`,
+    )
+  }
+  out.push(
+    '',
+    '| end-to-end scenario | accepted | queryable ev/s | vs chdb (e2e_ratio) | stored / expected | 202 latency p50/p90/p99 | answers | CPU (cores) |',
+    '|---|---|---|---|---|---|---|---|',
+  )
+  for (const u of s.e2e) {
     const chdb = r.baselines.chdb.find((b) => b.kind === u.kind)
     out.push(
-      `| ${u.name} (${u.kind}, ${u.concurrency} senders, ${fmtN(u.sendMs / 1000, 1)} s${u.exhausted ? ', supply used up' : ''}) | ${u.acceptedBodies} bodies, ${fmtN(u.acceptedLines)} lines | ${mb(u.acceptedBytesPerSecond)}, ${fmtN(u.acceptedEventsPerSecond)} ev/s | ${bare ? (u.acceptedBytesPerSecond / bare.bytesPerSecond).toFixed(2) : 'n/a'} | ${fmtN(u.queryableEventsPerSecond)} (all queryable after ${fmtN(u.queryableAfterS, 1)} s) | ${chdb ? (u.queryableEventsPerSecond / chdb.rowsPerSecond).toFixed(2) : 'n/a'} | ${fmtN(u.stored)} / ${fmtN(u.expectedStored)}${u.drainComplete ? '' : ' (drain incomplete)'} | ${lat(u.acceptedLatencyMs)} | ${statusText(u.statuses)} | ${cpuText(u.cpu)} |`,
+      `| ${u.name} (${u.concurrency} senders, window ${fmtN(u.window)} events, ${fmtN(u.sendMs / 1000, 1)} s sending${u.exhausted ? ', supply used up' : ''}) | ${u.acceptedBodies} bodies, ${fmtN(u.acceptedLines)} lines, ${fmtN(u.acceptedEventsPerSecond)} ev/s | ${fmtN(u.queryableEventsPerSecond)} (all queryable after ${fmtN(u.queryableAfterS, 1)} s) | ${chdb ? (u.queryableEventsPerSecond / chdb.rowsPerSecond).toFixed(2) : 'n/a'} | ${fmtN(u.stored)} / ${fmtN(u.expectedStored)}${u.drainComplete ? '' : ' (drain incomplete)'} | ${lat(u.acceptedLatencyMs)} | ${statusText(u.statuses)} | ${cpuText(u.cpu)} |`,
     )
   }
   if (s.freshness) {
@@ -242,7 +286,8 @@ export function markdownReport(r: BenchResults): string {
     '',
     '## Charts',
     '',
-    '![upload rates](rate-uploads.svg)',
+    '![edge rates](rate-edge.svg)',
+    '![end-to-end rates](rate-e2e.svg)',
     '![overload](rate-overload.svg)',
     '![RSS](rss.svg)',
     '![request latency](latency-requests.svg)',
@@ -254,12 +299,18 @@ export function markdownReport(r: BenchResults): string {
 
 export function charts(r: BenchResults): Record<string, string> {
   const files: Record<string, string> = {}
-  const series = r.scenarios.uploads.flatMap((u) => [
+  files['rate-edge.svg'] = lineChart({
+    title: 'Edge scenarios: events accepted per second',
+    xLabel: 'seconds since the scenario started',
+    yLabel: 'events/s',
+    series: r.scenarios.edge.map((u) => ({ name: `${u.name} accepted ev/s`, points: u.timeline.accepted })),
+  })
+  const series = r.scenarios.e2e.flatMap((u) => [
     { name: `${u.name} accepted ev/s`, points: u.timeline.accepted },
     { name: `${u.name} queryable ev/s`, points: ratesOfCounter(u.timeline.queryable) },
   ])
-  files['rate-uploads.svg'] = lineChart({
-    title: 'Upload scenarios: events accepted and made queryable per second',
+  files['rate-e2e.svg'] = lineChart({
+    title: 'End-to-end scenarios: events accepted and made queryable per second',
     xLabel: 'seconds since the scenario started',
     yLabel: 'events/s',
     series,
@@ -273,7 +324,10 @@ export function charts(r: BenchResults): Record<string, string> {
       ? [
           { name: 'accepted ev/s', points: o.timeline.accepted },
           { name: 'queryable ev/s', points: ratesOfCounter(o.timeline.queryable) },
-          { name: '429/503 ×100 /s', points: o.timeline.shed.map(([t, v]): [number, number] => [t, v * 100]) },
+          {
+            name: '429/503 ×100 /s',
+            points: o.timeline.shed.map(([t, v]): [number, number] => [t, v * 100]),
+          },
         ]
       : [],
   })
@@ -288,8 +342,9 @@ export function charts(r: BenchResults): Record<string, string> {
     if (s && s.count > 0) groups.push({ label, values: { p50: s.p50, p90: s.p90, p99: s.p99 } })
   }
   for (const b of r.baselines.bare) bar(`bare ${b.kind}`, b.latencyMs)
-  for (const u of r.scenarios.uploads) bar(`sluice ${u.kind}`, u.acceptedLatencyMs)
-  if (r.scenarios.profiles && r.scenarios.profiles.skipped === undefined) bar('profile PATCH', r.scenarios.profiles.patchLatencyMs)
+  for (const u of r.scenarios.edge) bar(`sluice edge ${u.kind}`, u.acceptedLatencyMs)
+  if (r.scenarios.profiles && r.scenarios.profiles.skipped === undefined)
+    bar('profile PATCH', r.scenarios.profiles.patchLatencyMs)
   if (o) bar('overload (all)', o.latencyMs)
   files['latency-requests.svg'] = barChart({
     title: 'Request latency percentiles (ms)',
@@ -299,10 +354,17 @@ export function charts(r: BenchResults): Record<string, string> {
   })
   const fresh: BarGroup[] = []
   const f = r.scenarios.freshness
-  if (f && f.freshnessMs.count > 0) fresh.push({ label: '202 → queryable', values: { p50: f.freshnessMs.p50, p90: f.freshnessMs.p90, p99: f.freshnessMs.p99 } })
+  if (f && f.freshnessMs.count > 0)
+    fresh.push({
+      label: '202 → queryable',
+      values: { p50: f.freshnessMs.p50, p90: f.freshnessMs.p90, p99: f.freshnessMs.p99 },
+    })
   const p = r.scenarios.profiles
   if (p && p.skipped === undefined && p.readYourWritesMs.count > 0)
-    fresh.push({ label: 'profile read-your-writes', values: { p50: p.readYourWritesMs.p50, p90: p.readYourWritesMs.p90, p99: p.readYourWritesMs.p99 } })
+    fresh.push({
+      label: 'profile read-your-writes',
+      values: { p50: p.readYourWritesMs.p50, p90: p.readYourWritesMs.p90, p99: p.readYourWritesMs.p99 },
+    })
   files['latency-freshness.svg'] = barChart({
     title: 'Freshness percentiles (ms)',
     yLabel: 'ms',
@@ -332,11 +394,12 @@ function comparable(r: BenchResults): [string, number | undefined][] {
   for (const f of r.figures) rows.push([f.name, f.value])
   for (const b of r.baselines.bare) rows.push([`baseline bare ${b.kind} MB/s`, b.bytesPerSecond / 1048576])
   for (const b of r.baselines.chdb) rows.push([`baseline chdb ${b.kind} rows/s`, b.rowsPerSecond])
-  for (const u of r.scenarios.uploads) {
+  for (const u of r.scenarios.edge) {
     rows.push([`${u.name} accepted MB/s`, u.acceptedBytesPerSecond / 1048576])
-    rows.push([`${u.name} queryable ev/s`, u.queryableEventsPerSecond])
     rows.push([`${u.name} 202 p99 ms`, u.acceptedLatencyMs.p99])
   }
+  for (const u of r.scenarios.e2e) rows.push([`${u.name} queryable ev/s`, u.queryableEventsPerSecond])
+  if (r.scenarios.freshness) rows.push(['freshness p50 ms', r.scenarios.freshness.freshnessMs.p50])
   if (r.scenarios.sdk) rows.push(['sdk rows/s', r.scenarios.sdk.rowsPerSecond])
   if (r.scenarios.overload) rows.push(['overload shed share %', r.scenarios.overload.shedShare * 100])
   if (r.run.cpu) rows.push(['noise: other CPU (cores)', r.run.cpu.other])
@@ -354,11 +417,15 @@ export function compareReport(a: BenchResults, b: BenchResults, labels: [string,
   for (const n of names) {
     const va = ra.get(n)
     const vb = rb.get(n)
-    const change = va !== undefined && vb !== undefined && va !== 0 ? `${vb >= va ? '+' : ''}${(((vb - va) / Math.abs(va)) * 100).toFixed(1)}%` : ''
+    const change =
+      va !== undefined && vb !== undefined && va !== 0
+        ? `${vb >= va ? '+' : ''}${(((vb - va) / Math.abs(va)) * 100).toFixed(1)}%`
+        : ''
     rows.push([n, cell(va), cell(vb), change])
   }
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)))
-  const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ')
+  const line = (r: string[]) =>
+    r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ')
   const head = [
     `A: ${labels[0]}  commit ${a.run.git.commit}${a.run.git.dirty ? '+dirty' : ''}, ${a.run.mode}/${a.run.profile}, ${a.run.startedAt}`,
     `B: ${labels[1]}  commit ${b.run.git.commit}${b.run.git.dirty ? '+dirty' : ''}, ${b.run.mode}/${b.run.profile}, ${b.run.startedAt}`,
@@ -366,5 +433,9 @@ export function compareReport(a: BenchResults, b: BenchResults, labels: [string,
   ]
   if (a.run.profile !== b.run.profile || a.run.mode !== b.run.mode || a.run.seed !== b.run.seed)
     head.push('warning: the runs differ in profile, mode or seed; compare with care', '')
-  return [...head, line(rows[0]!), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.slice(1).map(line)].join('\n') + '\n'
+  return (
+    [...head, line(rows[0]!), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.slice(1).map(line)].join(
+      '\n',
+    ) + '\n'
+  )
 }

@@ -133,7 +133,8 @@ export class SluiceUnderTest {
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(
-        () => reject(new Error(`sluice did not start in ${options.timeoutMs ?? 90_000} ms:\n${tail.join('\n')}`)),
+        () =>
+          reject(new Error(`sluice did not start in ${options.timeoutMs ?? 90_000} ms:\n${tail.join('\n')}`)),
         options.timeoutMs ?? 90_000,
       )
       const check = () => {
@@ -232,6 +233,14 @@ export class SluiceUnderTest {
     for (const m of res.body.matchAll(/^sluice_bus_lag_records\{topic="([^"]+)"\}\s+(\S+)/gm))
       lag[m[1]!] = Number(m[2])
     return lag
+  }
+
+  /** SIGKILL: for a Sluice whose backlog is of no interest. */
+  async kill(): Promise<void> {
+    this.http.close()
+    await this.sql.close().catch(() => undefined)
+    if (this.alive) this.child.kill('SIGKILL')
+    await this.exited
   }
 
   async stop(timeoutMs = 30_000): Promise<number | null> {

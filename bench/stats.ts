@@ -75,7 +75,8 @@ export class Timeline {
     const values = this.buckets.get(series) ?? []
     const n = upTo === undefined ? values.length : Math.max(values.length, upTo)
     const out: [number, number][] = []
-    for (let i = 0; i < n; i++) out.push([((i + 1) * this.bucketMs) / 1000, perSecond(values[i] ?? 0, this.bucketMs)])
+    for (let i = 0; i < n; i++)
+      out.push([((i + 1) * this.bucketMs) / 1000, perSecond(values[i] ?? 0, this.bucketMs)])
     return out
   }
 

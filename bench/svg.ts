@@ -76,7 +76,9 @@ function yAxis(frame: Frame, ticks: number[], scaleY: (v: number) => number, lab
   for (const t of ticks) {
     const y = fmt(scaleY(t))
     out.push(`<line x1="${x0}" y1="${y}" x2="${x1}" y2="${y}" stroke="#e5e7eb"/>`)
-    out.push(`<text x="${x0 - 6}" y="${y}" text-anchor="end" dominant-baseline="middle">${escapeXml(formatTick(t))}</text>`)
+    out.push(
+      `<text x="${x0 - 6}" y="${y}" text-anchor="end" dominant-baseline="middle">${escapeXml(formatTick(t))}</text>`,
+    )
   }
   const midY = (frame.top + frame.height - frame.bottom) / 2
   out.push(
@@ -145,10 +147,17 @@ export function lineChart(options: {
   options.series.forEach((s, i) => {
     if (s.points.length === 0) return
     const color = PALETTE[i % PALETTE.length]!
-    const d = s.points.map((p, j) => `${j === 0 ? 'M' : 'L'}${fmt(scaleX(p[0]))},${fmt(scaleY(p[1]))}`).join(' ')
+    const d = s.points
+      .map((p, j) => `${j === 0 ? 'M' : 'L'}${fmt(scaleX(p[0]))},${fmt(scaleY(p[1]))}`)
+      .join(' ')
     out.push(`<path d="${d}" fill="none" stroke="${color}" stroke-width="2"/>`)
   })
-  out.push(...legend(frame, options.series.map((s) => s.name)))
+  out.push(
+    ...legend(
+      frame,
+      options.series.map((s) => s.name),
+    ),
+  )
   out.push('</svg>')
   return out.join('\n') + '\n'
 }

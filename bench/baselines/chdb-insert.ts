@@ -49,12 +49,21 @@ try {
     }
   } while (performance.now() - started < minMs && blocks.length > 0)
   const ms = performance.now() - started
-  const [count] = (await session.queryAsync('SELECT count() AS n FROM bench.events', { format: 'JSONEachRow' }))
+  const [count] = (
+    await session.queryAsync('SELECT count() AS n FROM bench.events', { format: 'JSONEachRow' })
+  )
     .text()
     .split('\n')
   process.stdout.write(
-    JSON.stringify({ rows, bytes, inserts, ms, rowsPerSecond: (rows * 1000) / ms, insertMs, stored: JSON.parse(count ?? '{}') as unknown }) +
-      '\n',
+    JSON.stringify({
+      rows,
+      bytes,
+      inserts,
+      ms,
+      rowsPerSecond: (rows * 1000) / ms,
+      insertMs,
+      stored: JSON.parse(count ?? '{}') as unknown,
+    }) + '\n',
   )
 } finally {
   session.close()

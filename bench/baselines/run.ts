@@ -130,7 +130,12 @@ export async function chdbInsertBaseline(options: {
   mkdirSync(blocksDir, { recursive: true })
   options.blocks.forEach((b, i) => writeFileSync(join(blocksDir, `${String(i).padStart(6, '0')}.jsonl`), b))
   const dataDir = join(options.workDir, `chdb-${options.kind}`)
-  const child = spawnTs('./chdb-insert.ts', [dataDir, options.ddlFile, blocksDir, String(options.minDurationMs)])
+  const child = spawnTs('./chdb-insert.ts', [
+    dataDir,
+    options.ddlFile,
+    blocksDir,
+    String(options.minDurationMs),
+  ])
   options.progress.start(`baseline:chdb-insert:${options.kind}`, () => `${options.blocks.length} blocks`)
   try {
     let out = ''
@@ -140,7 +145,13 @@ export async function chdbInsertBaseline(options: {
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
     const line = out.trim().split('\n').pop() ?? ''
     if (code !== 0 || !line.startsWith('{')) throw new Error(`chdb baseline failed (${code}): ${err || out}`)
-    const r = JSON.parse(line) as { rows: number; bytes: number; inserts: number; ms: number; insertMs: number[] }
+    const r = JSON.parse(line) as {
+      rows: number
+      bytes: number
+      inserts: number
+      ms: number
+      insertMs: number[]
+    }
     return {
       kind: options.kind,
       rows: r.rows,

@@ -13,7 +13,11 @@ export interface BenchProfile {
   gzipBodies: number
   concurrency: number
   baselineMs: number
-  uploadMs: number
+  /** Edge bursts (per body kind). */
+  edgeMs: number
+  /** End-to-end sending time (per body kind), and the most events accepted but not yet queryable. */
+  e2eMs: number
+  window: number
   drainMs: number
   freshnessMs: number
   profilesMs: number
@@ -31,8 +35,10 @@ export const PROFILES: Record<'quick' | 'full', BenchProfile> = {
     gzipBodies: 24,
     concurrency: 16,
     baselineMs: 2500,
-    uploadMs: 8000,
-    drainMs: 25_000,
+    edgeMs: 3000,
+    e2eMs: 10_000,
+    window: 30_000,
+    drainMs: 30_000,
     freshnessMs: 8000,
     profilesMs: 6000,
     profileCustomers: 5000,
@@ -47,7 +53,9 @@ export const PROFILES: Record<'quick' | 'full', BenchProfile> = {
     gzipBodies: 160,
     concurrency: 16,
     baselineMs: 10_000,
-    uploadMs: 45_000,
+    edgeMs: 20_000,
+    e2eMs: 60_000,
+    window: 100_000,
     drainMs: 180_000,
     freshnessMs: 45_000,
     profilesMs: 30_000,
@@ -114,7 +122,10 @@ export class CounterSet {
 }
 
 /** Runs `work` and reports where the CPU went meanwhile. */
-export async function measureCpu<T>(ctx: BenchContext, work: () => Promise<T>): Promise<{ value: T; cpu: CpuUse }> {
+export async function measureCpu<T>(
+  ctx: BenchContext,
+  work: () => Promise<T>,
+): Promise<{ value: T; cpu: CpuUse }> {
   const before = cpuSnapshot(ctx.sut.pid)
   const value = await work()
   return { value, cpu: cpuUse(before, cpuSnapshot(ctx.sut.pid)) }
@@ -189,4 +200,18 @@ export async function waitQueryable(
     if (!ctx.sut.alive) return { count, complete: false, reachedAt, waitedMs: performance.now() - started }
     await sleep(options.everyMs ?? 200)
   }
+}
+
+/** Waits until every watched bus topic has no lag (the pipeline is idle), at most `maxMs`. */
+export async function settle(ctx: BenchContext, maxMs: number): Promise<{ idle: boolean; waitedMs: number }> {
+  const started = performance.now()
+  // The edge samples the lag every 500 ms: two idle samples in a row.
+  let idleSamples = 0
+  while (performance.now() - started < maxMs) {
+    const lag: Record<string, number> = await ctx.sut.busLag().catch(() => ({}))
+    idleSamples = Object.values(lag).every((v) => v === 0) ? idleSamples + 1 : 0
+    if (idleSamples >= 2) return { idle: true, waitedMs: performance.now() - started }
+    await sleep(300)
+  }
+  return { idle: false, waitedMs: performance.now() - started }
 }

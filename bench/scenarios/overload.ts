@@ -98,7 +98,10 @@ export async function overload(
     })
     const sendEndS = sinceRun(ctx)
     ctx.progress.update(() => `draining: ${poller.last}/${accepted.size} queryable`)
-    const drain = await waitQueryable(ctx, options.app, accepted.size, { maxMs: options.drainMs, stallMs: 20_000 })
+    const drain = await waitQueryable(ctx, options.app, accepted.size, {
+      maxMs: options.drainMs,
+      stallMs: 20_000,
+    })
     return { loop, drain, sendEndS }
   })
   await poller.stop()

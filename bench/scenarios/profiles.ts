@@ -48,7 +48,10 @@ export async function profiles(
   )
   if (probe.status === 404) return { name: 'profiles', skipped: 'profile API not available (404)' }
   if (probe.status !== 202)
-    return { name: 'profiles', skipped: `profile API answered ${probe.status} to a valid PATCH: ${probe.body.slice(0, 200)}` }
+    return {
+      name: 'profiles',
+      skipped: `profile API answered ${probe.status} to a valid PATCH: ${probe.body.slice(0, 200)}`,
+    }
 
   const statuses: StatusCounts = {}
   const bySyntax: Record<string, number> = {}
@@ -79,7 +82,9 @@ export async function profiles(
         const until = res.at + 30_000
         let seen = false
         while (performance.now() < until) {
-          const got = await reader.request('GET', `/v1/profiles/${customer}`, { Authorization: ctx.tenant.auth })
+          const got = await reader.request('GET', `/v1/profiles/${customer}`, {
+            Authorization: ctx.tenant.auth,
+          })
           if (got.status === 200) {
             const profile = JSON.parse(got.body) as { attributes?: Record<string, unknown> }
             if (profile.attributes?.ryw === value) {

@@ -27,7 +27,10 @@ export async function sdkSessions(
   let rows = 0
   let i = 0
   const started = performance.now()
-  ctx.progress.start('sdk-sessions', () => `${receipts.length}/${bodies.length} bodies accepted, ${rows} rows`)
+  ctx.progress.start(
+    'sdk-sessions',
+    () => `${receipts.length}/${bodies.length} bodies accepted, ${rows} rows`,
+  )
   await closedLoop({
     concurrency: 4,
     durationMs: 60_000,
@@ -42,7 +45,10 @@ export async function sdkSessions(
         )
         countStatus(statuses, res.status)
         if (res.status === 202) {
-          receipts.push({ app: b.app, tx: (JSON.parse(res.body) as { transaction_id: string }).transaction_id })
+          receipts.push({
+            app: b.app,
+            tx: (JSON.parse(res.body) as { transaction_id: string }).transaction_id,
+          })
           rows += b.rows
           return
         }

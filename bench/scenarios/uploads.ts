@@ -1,7 +1,13 @@
-import { expectedCounters, instantiate, type BodyInstance, type PlainTemplate, type UuidSpace } from '../generate.ts'
+import {
+  expectedCounters,
+  instantiate,
+  type BodyInstance,
+  type PlainTemplate,
+  type UuidSpace,
+} from '../generate.ts'
 import { closedLoop, sleep, type HttpResult } from '../http.ts'
 import type { CpuUse } from '../machine.ts'
-import { perSecond, summarize, Timeline, type LatencySummary } from '../stats.ts'
+import { perSecond, ratesOfCounter, summarize, Timeline, type LatencySummary } from '../stats.ts'
 import {
   CounterSet,
   countStatus,
@@ -63,11 +69,91 @@ export async function sendUntilAccepted(
   }
 }
 
-export interface UploadResult {
+export interface EdgeResult {
+  name: string
+  kind: 'plain' | 'gzip'
+  concurrency: number
+  sendMs: number
+  requests: number
+  statuses: StatusCounts
+  acceptedBodies: number
+  acceptedBytes: number
+  acceptedBytesPerSecond: number
+  acceptedEventsPerSecond: number
+  acceptedLatencyMs: LatencySummary
+  timeline: { accepted: [number, number][]; refused: [number, number][] }
+  cpu: CpuUse
+}
+
+/**
+ * The edge at its max rate: `concurrency` senders post bodies back to back for the scenario's
+ * time; accepted bytes/s against the bare Node server on the same bodies is edge_ratio. Runs on a
+ * Sluice of its own whose backlog is discarded afterwards (see bench/README.md).
+ */
+export async function edgeBurst(
+  ctx: BenchContext,
+  options: { name: string; source: BodySource; durationMs: number; concurrency: number },
+): Promise<EdgeResult> {
+  const statuses: StatusCounts = {}
+  const latencies: number[] = []
+  const timeline = new Timeline()
+  let requests = 0
+  let acceptedBodies = 0
+  let acceptedBytes = 0
+  let acceptedLines = 0
+  ctx.progress.start(options.name, () => {
+    const r = timeline.rates('bytes')
+    const last = r[r.length - 2]?.[1] ?? r[r.length - 1]?.[1] ?? 0
+    return `accepting ${(last / 1048576).toFixed(1)} MB/s, ${acceptedBodies} bodies, 429/503: ${(statuses['429'] ?? 0) + (statuses['503'] ?? 0)}`
+  })
+  const { value: elapsedMs, cpu } = await measureCpu(ctx, async () => {
+    const deadline = performance.now() + options.durationMs
+    const { elapsedMs } = await closedLoop({
+      concurrency: options.concurrency,
+      durationMs: options.durationMs,
+      next: () => options.source.next(),
+      send: async (body) => {
+        const res = await sendUntilAccepted(ctx, options.source, body, deadline, (r) => {
+          requests++
+          countStatus(statuses, r.status)
+          if (r.status !== 202) timeline.add('refused', 1, r.at)
+        })
+        if (!res) return
+        acceptedBodies++
+        acceptedBytes += body.body.length
+        acceptedLines += body.events
+        latencies.push(res.ms)
+        timeline.add('bytes', body.body.length, res.at)
+        timeline.add('events', body.events, res.at)
+      },
+    })
+    return elapsedMs
+  })
+  ctx.progress.stop()
+  return {
+    name: options.name,
+    kind: options.source.kind,
+    concurrency: options.concurrency,
+    sendMs: elapsedMs,
+    requests,
+    statuses,
+    acceptedBodies,
+    acceptedBytes,
+    acceptedBytesPerSecond: perSecond(acceptedBytes, elapsedMs),
+    acceptedEventsPerSecond: perSecond(acceptedLines, elapsedMs),
+    acceptedLatencyMs: summarize(latencies),
+    timeline: { accepted: timeline.rates('events'), refused: timeline.rates('refused') },
+    cpu,
+  }
+}
+
+export interface EndToEndResult {
   name: string
   kind: 'plain' | 'gzip'
   app: string
   concurrency: number
+  /** Most events accepted but not yet queryable at any time (the senders wait above it). */
+  window: number
   startedAtS: number
   sendMs: number
   exhausted: boolean
@@ -78,7 +164,6 @@ export interface UploadResult {
   acceptedLines: number
   /** Distinct event uuids the accepted bodies ask to store. */
   expectedStored: number
-  acceptedBytesPerSecond: number
   acceptedEventsPerSecond: number
   acceptedLatencyMs: LatencySummary
   stored: number
@@ -91,15 +176,24 @@ export interface UploadResult {
 }
 
 /**
- * Max-rate uploads: `concurrency` senders post bodies as fast as Sluice accepts them for the
- * scenario's time (or until the pre-generated supply is used up), then the scenario waits until
- * every accepted event is queryable. Measures accepted bytes/s at the edge (edge_ratio) and
- * events/s made queryable end to end (e2e_ratio, and the max sustained rate later scenarios use).
+ * End to end at the max sustained rate: senders post bodies as fast as Sluice accepts them, but
+ * keep at most `window` events accepted and not yet queryable (so the backlog, and the drain at
+ * the end, stay bounded: the rate settles at what the whole pipeline sustains). After the
+ * scenario's time the senders stop and the scenario waits until every accepted event is
+ * queryable. Events/s made queryable against chdb's own INSERT of the same events is e2e_ratio;
+ * with plain bodies it is also the max sustained rate that freshness and overload are run at.
  */
-export async function uploadThroughput(
+export async function endToEnd(
   ctx: BenchContext,
-  options: { name: string; app: string; source: BodySource; durationMs: number; concurrency: number },
-): Promise<UploadResult> {
+  options: {
+    name: string
+    app: string
+    source: BodySource
+    durationMs: number
+    concurrency: number
+    window: number
+  },
+): Promise<EndToEndResult> {
   const statuses: StatusCounts = {}
   const accepted = new CounterSet()
   const latencies: number[] = []
@@ -110,11 +204,11 @@ export async function uploadThroughput(
   let acceptedLines = 0
   let exhausted = false
   const startedAtS = sinceRun(ctx)
-  const poller = new QueryablePoller(ctx, options.app, 1000)
+  const poller = new QueryablePoller(ctx, options.app, 250)
   ctx.progress.start(options.name, () => {
-    const r = timeline.rates('events')
-    const last = r[r.length - 2]?.[1] ?? r[r.length - 1]?.[1] ?? 0
-    return `accepting ${Math.round(last)} ev/s, ${acceptedBodies} bodies, 429/503: ${(statuses['429'] ?? 0) + (statuses['503'] ?? 0)}, queryable ${poller.last}`
+    const q = ratesOfCounter(poller.samples.slice(-5))
+    const rate = q.length > 0 ? q.reduce((a, [, v]) => a + v, 0) / q.length : 0
+    return `${Math.round(rate)} ev/s queryable, ${poller.last}/${accepted.size} queryable, ${acceptedBodies} bodies, 429/503: ${(statuses['429'] ?? 0) + (statuses['503'] ?? 0)}`
   })
   const { value: drained, cpu } = await measureCpu(ctx, async () => {
     const deadline = performance.now() + options.durationMs
@@ -127,6 +221,8 @@ export async function uploadThroughput(
         return b
       },
       send: async (body) => {
+        while (accepted.size - poller.last > options.window && performance.now() < deadline) await sleep(20)
+        if (performance.now() >= deadline) return
         const res = await sendUntilAccepted(ctx, options.source, body, deadline, (r) => {
           requests++
           countStatus(statuses, r.status)
@@ -153,6 +249,7 @@ export async function uploadThroughput(
     kind: options.source.kind,
     app: options.app,
     concurrency: options.concurrency,
+    window: options.window,
     startedAtS,
     sendMs: drained.elapsedMs,
     exhausted,
@@ -162,7 +259,6 @@ export async function uploadThroughput(
     acceptedBytes,
     acceptedLines,
     expectedStored: accepted.size,
-    acceptedBytesPerSecond: perSecond(acceptedBytes, drained.elapsedMs),
     acceptedEventsPerSecond: perSecond(acceptedLines, drained.elapsedMs),
     acceptedLatencyMs: summarize(latencies),
     stored: drained.drain.count,

@@ -37,7 +37,7 @@ export async function readUploadBody(
     const check = await checkGzip(body, limits.maxInflatedBytes)
     if (check.kind === 'invalid') throw badRequest('body is not valid gzip')
     if (check.kind === 'too_large')
-      throw payloadTooLarge(`body inflates to ${Math.round(limits.maxInflatedBytes / 1048576)} MB or more`)
+      throw payloadTooLarge(`body inflates to ${humanBytes(limits.maxInflatedBytes)} or more`)
     if (check.inflatedBytes === 0) throw badRequest('empty body: send one JSON object per line')
   } else if (isBlank(body)) {
     throw badRequest('empty body: send one JSON object per line')
@@ -48,4 +48,8 @@ export async function readUploadBody(
 function isBlank(body: Buffer): boolean {
   for (const byte of body) if (byte !== 0x20 && byte !== 0x0a && byte !== 0x0d && byte !== 0x09) return false
   return true
+}
+
+function humanBytes(n: number): string {
+  return n >= 1048576 ? `${Math.round(n / 1048576)} MB` : `${Math.round(n / 1024)} KB`
 }

@@ -1,0 +1,107 @@
+import { gzipSync } from 'node:zlib'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { loadConfig } from '../../services/config.ts'
+import { startProcess, type RunningProcess } from '../../services/processes.ts'
+import { createLogger } from '../../services/shared/logger.ts'
+import { ADMIN_TOKEN } from '../helpers/edge.ts'
+import { SCHEMA_URL, lines, uuid } from '../helpers/ingestion-scenario.ts'
+import { tempDir, waitFor } from '../helpers/temp.ts'
+
+// An edge with no worker behind it, tight limits: what a client sees when it sends too fast, when
+// a body inflates too far, and when ingestion falls behind.
+describe('upload limits and load shedding at the edge', () => {
+  let running: RunningProcess
+  let cleanup: () => Promise<void>
+  let auth: string
+  const post = (
+    body: string | Buffer,
+    headers: Record<string, string> = { 'Content-Type': 'application/json' },
+  ) =>
+    fetch(`${running.url}/v0/uploads`, { method: 'POST', headers: { Authorization: auth, ...headers }, body })
+
+  beforeAll(async () => {
+    const dir = await tempDir('limits')
+    cleanup = dir.cleanup
+    const config = loadConfig({
+      SLUICE_DATA_DIR: dir.path,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      SLUICE_SQL_PORT: '0',
+      SLUICE_ADMIN_TOKEN: ADMIN_TOKEN,
+      SLUICE_UPLOAD_RATE_PER_KEY: '3',
+      SLUICE_UPLOAD_MAX_DECOMPRESSED_BYTES: '4096',
+      SLUICE_MAX_BUS_LAG: '5',
+    })
+    running = await startProcess(config, createLogger('silent'), ['edge'])
+    const admin = async <T>(path: string, body: unknown) =>
+      (await (
+        await fetch(`${running.url}/admin/v1${path}`, {
+          method: 'POST',
+          headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
+          body: JSON.stringify(body),
+        })
+      ).json()) as T
+    const org = await admin<{ id: number }>('/orgs', { name: 'limits' })
+    const key = await admin<{ api_key: string; api_secret: string }>(`/orgs/${org.id}/keys`, {})
+    auth = `Basic ${Buffer.from(`${key.api_key}:${key.api_secret}`).toString('base64')}`
+  })
+  afterAll(async () => {
+    await running.shutdown()
+    await cleanup()
+  })
+
+  const body = () =>
+    lines([
+      {
+        schema_url: SCHEMA_URL,
+        app_uuid: 'a',
+        customer_id: 'c',
+        event_name: 'e',
+        event_time: Date.now(),
+        uuid: uuid(),
+      },
+    ])
+
+  it('answers 413 for gzip that inflates past the configured limit', async () => {
+    const bomb = gzipSync(Buffer.alloc(10_000, 0x20))
+    expect(bomb.length).toBeLessThan(200)
+    const res = await post(bomb, { 'Content-Type': 'application/x-gzip' })
+    expect(res.status).toBe(413)
+    expect(await res.json()).toEqual({ error: 'body inflates to 4 KB or more' })
+  })
+
+  it('answers 429 with Retry-After past the per-key rate', async () => {
+    await new Promise((r) => setTimeout(r, 1100))
+    const statuses: number[] = []
+    let limited: Response | undefined
+    for (let i = 0; i < 5; i++) {
+      const res = await post(body())
+      statuses.push(res.status)
+      if (res.status === 429) limited = res
+    }
+    expect(statuses.slice(0, 3)).toEqual([202, 202, 202])
+    expect(statuses.slice(3)).toEqual([429, 429])
+    expect(limited?.headers.get('Retry-After')).toBe('1')
+    expect(await limited?.json()).toEqual({ error: 'rate limit exceeded' })
+  })
+
+  it('sheds load with 503 and Retry-After once the backlog passes the limit, and keeps serving', async () => {
+    // No worker consumes: every accepted body stays in the backlog.
+    const statuses: number[] = []
+    const shed = await waitFor(
+      async () => {
+        await new Promise((r) => setTimeout(r, 350))
+        const res = await post(body())
+        statuses.push(res.status)
+        return res
+      },
+      (res) => res.status === 503,
+      { what: 'a 503', timeoutMs: 20_000, intervalMs: 0 },
+    )
+    expect(shed.headers.get('Retry-After')).toBe('2')
+    expect(((await shed.json()) as { error: string }).error).toMatch(/ingestion is behind .*uploads backlog/)
+    // Up to the 503 every upload was accepted (the earlier tests' bodies count in the backlog too).
+    expect(statuses.slice(0, -1).every((s) => s === 202)).toBe(true)
+    expect((await fetch(`${running.url}/healthz`)).status).toBe(200)
+  })
+})
