@@ -82,24 +82,21 @@ async function findStored(store: Store, items: readonly WriterItem[]) {
     if (r < minRecv) minRecv = r
     if (r > maxRecv) maxRecv = r
   }
-  const [indexed, recent] = await Promise.all([
-    store.query<{ app_id: string; uuid: string; tx: string }>(
-      `SELECT app_id, uuid, argMin(transaction_id, received_at) AS tx FROM event_uuids
-       WHERE app_id IN {apps:Array(String)} AND uuid IN {uuids:Array(String)}
-       GROUP BY app_id, uuid`,
-      { apps, uuids },
-    ),
-    store.query<{ app_id: string; uuid: string; tx: string }>(
-      `SELECT app_id, uuid, any(transaction_id) AS tx FROM events
-       WHERE received_at >= fromUnixTimestamp64Milli({min:Int64}, 'UTC')
-         AND received_at <= fromUnixTimestamp64Milli({max:Int64}, 'UTC')
-         AND app_id IN {apps:Array(String)} AND uuid IN {uuids:Array(String)}
-       GROUP BY app_id, uuid`,
-      { min: minRecv, max: maxRecv, apps, uuids },
-    ),
-  ])
+  // One round trip: the engine runs one query at a time, so two would queue behind each other.
+  const rows = await store.query<{ app_id: string; uuid: string; tx: string }>(
+    `SELECT app_id, uuid, argMin(transaction_id, received_at) AS tx FROM event_uuids
+     WHERE app_id IN {apps:Array(String)} AND uuid IN {uuids:Array(String)}
+     GROUP BY app_id, uuid
+     UNION ALL
+     SELECT app_id, uuid, any(transaction_id) AS tx FROM events
+     WHERE received_at >= fromUnixTimestamp64Milli({min:Int64}, 'UTC')
+       AND received_at <= fromUnixTimestamp64Milli({max:Int64}, 'UTC')
+       AND app_id IN {apps:Array(String)} AND uuid IN {uuids:Array(String)}
+     GROUP BY app_id, uuid`,
+    { min: minRecv, max: maxRecv, apps, uuids },
+  )
   const stored = new Map<string, { tx: string }>()
-  for (const row of [...indexed, ...recent]) {
+  for (const row of rows) {
     const key = eventKey(row.app_id, row.uuid)
     if (wanted.has(key) && !stored.has(key)) stored.set(key, { tx: row.tx })
   }

@@ -1,0 +1,228 @@
+import { describe, expect, it } from 'vitest'
+import { attributeEvent } from '../../pipelines/events/attribute.ts'
+import { customerKey } from '../../pipelines/events/attribution.ts'
+import { classifyBatch, type WriterItem } from '../../pipelines/events/classify-stored.ts'
+import { eventKey, type DeviceDims } from '../../pipelines/events/event-row.ts'
+import {
+  mintTransactionId,
+  parseTransactionId,
+  transactionKey,
+} from '../../pipelines/events/transaction-id.ts'
+import { applyRowToCustomer, applyRowToDevice, emptyDevice } from '../../pipelines/sdk/device-state.ts'
+import type { SdkRow } from '../../pipelines/sdk/validate-sdk-row.ts'
+
+const item = (app: string, uuid: string, tx: string, line: number): WriterItem => ({
+  headers: { a: app, u: uuid, t: tx, l: String(line), r: '0', o: '1', s: 'server' },
+  value: Buffer.from(`{"uuid":"${uuid}"}`),
+})
+
+describe('classifyBatch (exactly-once rule)', () => {
+  it.each([
+    {
+      name: 'new uuids are stored',
+      items: [item('a', 'u1', 't1', 1), item('a', 'u2', 't1', 2)],
+      stored: [],
+      expected: ['store', 'store'],
+    },
+    {
+      name: 'same uuid in another app is another event',
+      items: [item('a', 'u1', 't1', 1), item('b', 'u1', 't2', 1)],
+      stored: [],
+      expected: ['store', 'store'],
+    },
+    {
+      name: 'a later copy from another upload is a duplicate',
+      items: [item('a', 'u1', 't1', 1), item('a', 'u1', 't2', 4)],
+      stored: [],
+      expected: ['store', 'duplicate'],
+    },
+    {
+      name: 'a copy of the same upload and line is a replay',
+      items: [item('a', 'u1', 't1', 1), item('a', 'u1', 't1', 1)],
+      stored: [],
+      expected: ['store', 'replay'],
+    },
+    {
+      name: 'stored by an earlier upload: duplicate',
+      items: [item('a', 'u1', 't2', 1)],
+      stored: [['a', 'u1', 't1']],
+      expected: ['duplicate'],
+    },
+    {
+      name: 'stored by this same upload (crash before commit): replay',
+      items: [item('a', 'u1', 't1', 3)],
+      stored: [['a', 'u1', 't1']],
+      expected: ['replay'],
+    },
+  ])('$name', ({ items, stored, expected }) => {
+    const already = new Map(stored.map(([app, uuid, tx]) => [eventKey(app!, uuid!), { tx: tx! }]))
+    expect(classifyBatch(items, already).map((d) => d.kind)).toEqual(expected)
+  })
+
+  it('names the transaction that stored the first copy', () => {
+    const [decision] = classifyBatch(
+      [item('a', 'u1', 't2', 1)],
+      new Map([[eventKey('a', 'u1'), { tx: 't1' }]]),
+    )
+    expect(decision).toMatchObject({ kind: 'duplicate', firstTransaction: 't1' })
+  })
+})
+
+const dims: DeviceDims = {
+  install_uuid: 'i1',
+  device_uuid: 'd1',
+  session_uuid: 's1',
+  country: 'fr',
+  language: 'fr',
+  app_version: '1.0',
+  os_version: '17',
+  platform: 'iOS',
+  model: 'iPhone',
+  device_timezone: 'Europe/Paris',
+}
+const event = {
+  line: 2,
+  app_uuid: 'app',
+  customer_id: 'alice',
+  event_name: 'Buy',
+  event_time: 1000,
+  uuid: 'u'.repeat(32),
+  attributes: { a: '1' },
+  ltv_change: 5,
+}
+
+describe('attributeEvent', () => {
+  const ctx = {
+    orgId: 1,
+    transactionId: 'tx',
+    receivedAt: 2000,
+    appOrg: new Map([
+      ['app', 1],
+      ['foreign', 2],
+    ]),
+    devices: new Map([[customerKey('app', 'alice'), dims]]),
+  }
+
+  it("tags the event with its customer's last device", () => {
+    const result = attributeEvent(event, ctx)
+    expect(result).toEqual({
+      kind: 'ok',
+      line: 2,
+      row: {
+        app_id: 'app',
+        uuid: event.uuid,
+        customer_id: 'alice',
+        event_name: 'Buy',
+        event_time: 1000,
+        received_at: 2000,
+        attributes: { a: '1' },
+        ltv_change: 5,
+        ...dims,
+        source: 'server',
+        transaction_id: 'tx',
+      },
+    })
+  })
+
+  it.each([
+    ['an app of another org', { ...event, app_uuid: 'foreign' }, 'unknown_app'],
+    ['an app that does not exist', { ...event, app_uuid: 'nope' }, 'unknown_app'],
+    ['a customer with no device', { ...event, customer_id: 'bob' }, 'unknown_customer'],
+  ])('rejects %s', (_name, e, reason) => {
+    expect(attributeEvent(e, ctx)).toMatchObject({ kind: 'reject', line: 2, uuid: event.uuid, reason })
+  })
+})
+
+const row = (o: Partial<SdkRow>): SdkRow =>
+  ({
+    line: 1,
+    type: 's',
+    uuid: 'r',
+    install_uuid: 'i1',
+    at_millis: 1000,
+    customer_id: '',
+    name: '',
+    attributes: {},
+    device_uuid: '',
+    session_uuid: '',
+    app_ver: '',
+    os_ver: '',
+    platform: '',
+    model: '',
+    country: '',
+    language: '',
+    device_timezone: '',
+    push_token: '',
+    push_status: '',
+    ...o,
+  }) as SdkRow
+
+describe('device and customer state', () => {
+  it('moves only forward in time, and empty fields never erase known values', () => {
+    let device = emptyDevice('app', 'i1')
+    device = applyRowToDevice(
+      device,
+      row({ at_millis: 1000, country: 'fr', app_ver: '1.0', customer_id: 'alice' }),
+    )
+    device = applyRowToDevice(device, row({ at_millis: 3000, app_ver: '2.0' }))
+    device = applyRowToDevice(device, row({ at_millis: 2000, country: 'de' }))
+    expect(device).toMatchObject({
+      last_active_at: 3000,
+      country: 'fr',
+      app_version: '2.0',
+      customer_id: 'alice',
+    })
+  })
+
+  it("follows the customer's latest device and keeps first/last session dates", () => {
+    const old = applyRowToDevice(
+      emptyDevice('app', 'old'),
+      row({ install_uuid: 'old', at_millis: 1000, country: 'de' }),
+    )
+    const fresh = applyRowToDevice(
+      emptyDevice('app', 'new'),
+      row({ install_uuid: 'new', at_millis: 5000, country: 'us' }),
+    )
+    let customer = applyRowToCustomer(
+      undefined,
+      row({ install_uuid: 'old', at_millis: 1000 }),
+      old,
+      'app',
+      'bob',
+    )
+    customer = applyRowToCustomer(
+      customer,
+      row({ install_uuid: 'new', at_millis: 5000 }),
+      fresh,
+      'app',
+      'bob',
+    )
+    // A late upload from the old device does not take the customer back to it.
+    customer = applyRowToCustomer(customer, row({ install_uuid: 'old', at_millis: 500 }), old, 'app', 'bob')
+    expect(customer).toMatchObject({
+      install_uuid: 'new',
+      country: 'us',
+      last_active_at: 5000,
+      first_session_at: 500,
+      last_session_at: 5000,
+    })
+  })
+})
+
+describe('transaction ids', () => {
+  const key = transactionKey('a deployment secret')
+
+  it('carry their org and receipt time, and verify', () => {
+    const id = mintTransactionId(key, 42, 1_795_300_000_123)
+    expect(id).toMatch(/^[A-Za-z0-9_-]{43}$/)
+    expect(parseTransactionId(key, id)).toEqual({ orgId: 42, receivedAt: 1_795_300_000_123 })
+  })
+
+  it('refuse forged, altered or foreign ids', () => {
+    const id = mintTransactionId(key, 42, 1_795_300_000_123)
+    const altered = (id[0] === 'A' ? 'B' : 'A') + id.slice(1)
+    expect(parseTransactionId(key, altered)).toBeUndefined()
+    expect(parseTransactionId(transactionKey('another secret'), id)).toBeUndefined()
+    expect(parseTransactionId(key, 'short')).toBeUndefined()
+  })
+})
