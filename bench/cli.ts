@@ -52,6 +52,7 @@ const USAGE = `usage: npm run bench [-- options]
   --out DIR              results directory (default bench/results/<timestamp>)
   --skip LIST            skip steps: baselines,edge,sdk,plain,gzip,freshness,profiles,overload
   --keep-data            keep the benched Sluice's data directory
+  --cpu-prof             profile the Sluice processes (every thread) into <results>/profiles/{edge,main}
   --compare A B          print a side-by-side table of two results directories and exit
 `
 
@@ -75,6 +76,7 @@ async function main(argv: string[]): Promise<number> {
       out: { type: 'string' },
       skip: { type: 'string', default: '' },
       'keep-data': { type: 'boolean', default: false },
+      'cpu-prof': { type: 'boolean', default: false },
       compare: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -290,6 +292,7 @@ async function main(argv: string[]): Promise<number> {
     SluiceUnderTest.start({
       distributed: values.distributed,
       adminToken,
+      nodeArgs: values['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${join(outDir, 'profiles', name)}`] : [],
       env: {
         SLUICE_DATA_DIR: join(workDir, name),
         ...SLUICE_SETTINGS,
@@ -372,8 +375,9 @@ async function main(argv: string[]): Promise<number> {
         )
       }
       rssEdge.stop()
-      // Its backlog is of no interest: no graceful drain.
-      await step('kill-sluice (edge)', () => edgeSut.kill())
+      // Its backlog is of no interest: no graceful drain (unless profiling: the profile is written at exit).
+      if (values['cpu-prof']) await step('stop-sluice (edge)', () => edgeSut.stop(20_000))
+      else await step('kill-sluice (edge)', () => edgeSut.kill())
     }
   }
 

@@ -90,11 +90,15 @@ export async function closedLoop<J>(options: {
   durationMs: number
   next: () => J | undefined
   send: (job: J) => Promise<void>
+  /** Awaited before each job is taken (e.g. to hold the senders while a backlog is too long). */
+  before?: () => Promise<void>
 }): Promise<{ elapsedMs: number }> {
   const started = performance.now()
   const deadline = started + options.durationMs
   const sender = async () => {
     while (performance.now() < deadline) {
+      if (options.before) await options.before()
+      if (performance.now() >= deadline) return
       const job = options.next()
       if (job === undefined) return
       await options.send(job)

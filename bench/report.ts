@@ -274,7 +274,7 @@ export function markdownReport(r: BenchResults): string {
     out.push(
       '',
       `- **overload**: ${o.targetBodiesPerSecond.toFixed(1)} bodies/s asked (${fmtN(o.targetEventsPerSecond)} ev/s, 2× the max sustained rate) for ${fmtN(o.sendMs / 1000, 1)} s; answers ${statusText(o.statuses)} (429/503: ${(o.shedShare * 100).toFixed(1)}%)${o.skipped ? `, ${o.skipped} sends skipped (client saturated)` : ''}; ` +
-        `${fmtN(o.acceptedEventsPerSecond)} ev/s accepted; RSS max ${fmtN(o.rssMaxMb)} MB (VmHWM ${fmtN(o.rssHwmMb)} MB); drain ${o.drainComplete ? 'complete' : 'INCOMPLETE'} after ${fmtN(o.drainMs / 1000, 1)} s; ` +
+        `${fmtN(o.acceptedEventsPerSecond)} ev/s accepted; RSS max ${fmtN(o.rssMaxMb)} MB (anonymous up to ${fmtN(o.rssAnonMaxMb)} MB, file-backed up to ${fmtN(o.rssFileMaxMb)} MB; VmHWM ${fmtN(o.rssHwmMb)} MB); drain ${o.drainComplete ? 'complete' : 'INCOMPLETE'} after ${fmtN(o.drainMs / 1000, 1)} s; ` +
         `${fmtN(o.acceptedEvents)} accepted events: ${o.lost} lost, ${o.storedTwice} stored twice, ${o.storedNotAcknowledged} stored without a 202; CPU ${cpuText(o.cpu)}.`,
     )
   }

@@ -6,15 +6,29 @@ import { basic, HttpClient } from './http.ts'
 
 const BIN = fileURLToPath(new URL('../bin/sluice.js', import.meta.url))
 
+export interface RssReading {
+  rssMb: number
+  hwmMb: number
+  /** Anonymous memory (heaps, buffers) and file-backed pages (e.g. lmdb's memory map) of the RSS. */
+  anonMb: number
+  fileMb: number
+}
+
 /** Memory of a process from /proc/<pid>/status, in MB (Linux only; undefined elsewhere). */
-export function readRss(pid: number): { rssMb: number; hwmMb: number } | undefined {
+export function readRss(pid: number): RssReading | undefined {
   try {
     const status = readFileSync(`/proc/${pid}/status`, 'utf8')
-    const kb = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN)
-    const rss = kb('VmRSS')
-    const hwm = kb('VmHWM')
+    const mb = (name: string) =>
+      Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) / 1024
+    const rss = mb('VmRSS')
     if (!Number.isFinite(rss)) return undefined
-    return { rssMb: rss / 1024, hwmMb: Number.isFinite(hwm) ? hwm / 1024 : rss / 1024 }
+    const or = (v: number, d: number) => (Number.isFinite(v) ? v : d)
+    return {
+      rssMb: rss,
+      hwmMb: or(mb('VmHWM'), rss),
+      anonMb: or(mb('RssAnon'), rss),
+      fileMb: or(mb('RssFile'), 0),
+    }
   } catch {
     return undefined
   }
@@ -23,6 +37,8 @@ export function readRss(pid: number): { rssMb: number; hwmMb: number } | undefin
 /** Samples a process's RSS every `everyMs`: [seconds since the run started, MB]. */
 export class RssSampler {
   readonly samples: [number, number][] = []
+  /** [seconds, anon MB, file MB], alongside `samples`. */
+  readonly parts: [number, number, number][] = []
   private readonly timer: NodeJS.Timeout
   private readonly pid: number
   private readonly t0: number
@@ -37,7 +53,11 @@ export class RssSampler {
 
   sample(): number | undefined {
     const m = readRss(this.pid)
-    if (m) this.samples.push([(performance.now() - this.t0) / 1000, m.rssMb])
+    if (m) {
+      const t = (performance.now() - this.t0) / 1000
+      this.samples.push([t, m.rssMb])
+      this.parts.push([t, m.anonMb, m.fileMb])
+    }
     return m?.rssMb
   }
 
@@ -46,6 +66,18 @@ export class RssSampler {
     let max: number | undefined
     for (const [t, mb] of this.samples) if (t >= from && t <= to && (max === undefined || mb > max)) max = mb
     return max
+  }
+
+  /** Highest anonymous and file-backed parts between two times. */
+  partsBetween(from: number, to: number): { anonMb?: number; fileMb?: number } {
+    let anonMb: number | undefined
+    let fileMb: number | undefined
+    for (const [t, a, f] of this.parts) {
+      if (t < from || t > to) continue
+      if (anonMb === undefined || a > anonMb) anonMb = a
+      if (fileMb === undefined || f > fileMb) fileMb = f
+    }
+    return { anonMb, fileMb }
   }
 
   hwmMb(): number | undefined {
@@ -109,6 +141,8 @@ export class SluiceUnderTest {
     distributed: boolean
     adminToken: string
     timeoutMs?: number
+    /** Node flags of the Sluice process (e.g. --cpu-prof). */
+    nodeArgs?: string[]
   }): Promise<SluiceUnderTest> {
     const env = {
       ...process.env,
@@ -119,7 +153,10 @@ export class SluiceUnderTest {
       SLUICE_ADMIN_TOKEN: options.adminToken,
       ...options.env,
     }
-    const child = spawn(process.execPath, [BIN, 'start'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(process.execPath, [...(options.nodeArgs ?? []), BIN, 'start'], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     const tail: string[] = []
     let banner = ''
     const keep = (d: Buffer) => {

@@ -40,6 +40,9 @@ export interface OverloadResult {
   storedNotAcknowledged: number
   rssMaxMb: number | undefined
   rssHwmMb: number | undefined
+  /** Highest anonymous (heaps, buffers) and file-backed (memory-mapped files) parts of the RSS. */
+  rssAnonMaxMb: number | undefined
+  rssFileMaxMb: number | undefined
   timeline: { accepted: [number, number][]; shed: [number, number][]; queryable: [number, number][] }
   cpu: CpuUse
 }
@@ -106,6 +109,7 @@ export async function overload(
   })
   await poller.stop()
   const rssMaxMb = ctx.rss.maxBetween(startedAtS, sinceRun(ctx))
+  const parts = ctx.rss.partsBetween(startedAtS, sinceRun(ctx))
   ctx.progress.update(() => 'checking exactly-once')
   const check = await exactlyOnce(ctx, options.app, options.space, accepted)
   ctx.progress.stop()
@@ -132,6 +136,8 @@ export async function overload(
     storedNotAcknowledged: check.notAcknowledged,
     rssMaxMb,
     rssHwmMb: ctx.rss.hwmMb(),
+    rssAnonMaxMb: parts.anonMb,
+    rssFileMaxMb: parts.fileMb,
     timeline: {
       accepted: timeline.rates('accepted'),
       shed: timeline.rates('shed'),

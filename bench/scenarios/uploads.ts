@@ -220,9 +220,10 @@ export async function endToEnd(
         if (!b) exhausted = true
         return b
       },
-      send: async (body) => {
+      before: async () => {
         while (accepted.size - poller.last > options.window && performance.now() < deadline) await sleep(20)
-        if (performance.now() >= deadline) return
+      },
+      send: async (body) => {
         const res = await sendUntilAccepted(ctx, options.source, body, deadline, (r) => {
           requests++
           countStatus(statuses, r.status)

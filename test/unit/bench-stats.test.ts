@@ -1,0 +1,58 @@
+import { describe, expect, it } from 'vitest'
+import { percentile, perSecond, ratesOfCounter, summarize, Timeline } from '../../bench/stats.ts'
+
+describe('bench stats', () => {
+  const hundred = Array.from({ length: 100 }, (_, i) => 100 - i) // 100..1, unsorted
+
+  it('computes nearest-rank percentiles', () => {
+    expect(percentile(hundred, 50)).toBe(50)
+    expect(percentile(hundred, 99)).toBe(99)
+    expect(percentile(hundred, 100)).toBe(100)
+    expect(percentile(hundred, 0)).toBe(1)
+    expect(percentile(hundred, 99.5)).toBe(100)
+    expect(percentile([7], 99)).toBe(7)
+    expect(percentile([3, 1, 2], 50)).toBe(2)
+    expect(percentile([1, 2, 3, 4], 50)).toBe(2)
+    expect(percentile([1, 2, 3, 4], 75)).toBe(3)
+    expect(percentile([], 50)).toBeUndefined()
+    expect(() => percentile([1], 101)).toThrow(RangeError)
+  })
+
+  it('does not reorder the input', () => {
+    const values = [3, 1, 2]
+    percentile(values, 50)
+    expect(values).toEqual([3, 1, 2])
+  })
+
+  it('summarizes latencies', () => {
+    expect(summarize(hundred)).toEqual({ count: 100, min: 1, p50: 50, p90: 90, p99: 99, max: 100, mean: 50.5 })
+    expect(summarize([])).toEqual({ count: 0 })
+  })
+
+  it('computes rates per second, per bucket and between counter samples', () => {
+    expect(perSecond(500, 250)).toBe(2000)
+    expect(perSecond(5, 0)).toBe(0)
+    const t = new Timeline(0, 1000)
+    t.add('events', 100, 10)
+    t.add('events', 50, 999)
+    t.add('events', 30, 2500)
+    expect(t.rates('events')).toEqual([
+      [1, 150],
+      [2, 0],
+      [3, 30],
+    ])
+    expect(t.rates('missing')).toEqual([])
+    expect(
+      ratesOfCounter([
+        [0, 0],
+        [0.5, 1000],
+        [1.5, 1000],
+        [2, 3000],
+      ]),
+    ).toEqual([
+      [0.5, 2000],
+      [1.5, 0],
+      [2, 4000],
+    ])
+  })
+})
