@@ -61,6 +61,8 @@ export interface BenchResults {
   }
   /** Wall time of each step, ms. */
   durations: Record<string, number>
+  /** Steps not run, and why (e.g. the quick run's time budget). */
+  skipped?: Record<string, string>
   rss: [number, number][]
   errors: string[]
   figures: Figure[]
@@ -81,6 +83,7 @@ const meets = (value: number | undefined, target: Target) =>
 /** The headline figures, from a run's results. Ratios take the lower of the plain and gzip bodies. */
 export function buildFigures(r: Omit<BenchResults, 'figures'>): Figure[] {
   const figures: Figure[] = []
+  const why = (...steps: string[]) => steps.map((s) => r.skipped?.[s]).find(Boolean) ?? 'not measured'
   const edge: number[] = []
   const e2e: number[] = []
   for (const u of r.scenarios.edge) {
@@ -91,47 +94,53 @@ export function buildFigures(r: Omit<BenchResults, 'figures'>): Figure[] {
     const chdb = r.baselines.chdb.find((b) => b.kind === u.kind)
     if (chdb && chdb.rowsPerSecond > 0) e2e.push(u.queryableEventsPerSecond / chdb.rowsPerSecond)
   }
-  const ratio = (name: 'edge_ratio' | 'e2e_ratio', values: number[]) => {
+  const ratio = (name: 'edge_ratio' | 'e2e_ratio', values: number[], steps: string[]) => {
     const value = values.length > 0 ? Math.min(...values) : undefined
     figures.push({
       name,
       unit: '',
       target: TARGETS[name],
       met: meets(value, TARGETS[name]),
-      ...(value === undefined ? { skipped: 'not measured' } : { value: round(value, 2) }),
+      ...(value === undefined ? { skipped: why(...steps) } : { value: round(value, value < 0.1 ? 3 : 2) }),
     })
   }
-  ratio('edge_ratio', edge)
-  ratio('e2e_ratio', e2e)
+  ratio('edge_ratio', edge, ['edge', 'baselines'])
+  ratio('e2e_ratio', e2e, ['plain', 'gzip', 'baselines'])
 
   const f = r.scenarios.freshness
   const p50 = f?.freshnessMs.p50
   const p99 = f?.freshnessMs.p99
+  const samples = f ? `${f.samples} samples${f.timedOut > 0 ? `, ${f.timedOut} timed out` : ''}` : ''
   figures.push(
     p50 === undefined
-      ? { name: 'freshness_p50_ms', unit: 'ms', skipped: 'not measured' }
-      : { name: 'freshness_p50_ms', unit: 'ms', value: Math.round(p50) },
+      ? { name: 'freshness_p50_ms', unit: 'ms', skipped: why('freshness') }
+      : { name: 'freshness_p50_ms', unit: 'ms', value: Math.round(p50), detail: samples },
   )
   figures.push({
     name: 'freshness_p99_ms',
     unit: 'ms',
     target: TARGETS.freshness_p99_ms,
-    met: meets(p99, TARGETS.freshness_p99_ms),
-    ...(p99 === undefined ? { skipped: 'not measured' } : { value: Math.round(p99) }),
+    met: meets(p99, TARGETS.freshness_p99_ms) && (f?.timedOut ?? 0) === 0,
+    ...(p99 === undefined ? { skipped: why('freshness') } : { value: Math.round(p99), detail: samples }),
   })
 
   const p = r.scenarios.profiles
   if (!p || p.skipped !== undefined) {
-    const why = p?.skipped ?? 'not measured'
-    figures.push({ name: 'profile_patch_per_s', unit: '/s', skipped: why })
-    figures.push({ name: 'profile_read_your_writes_p99_ms', unit: 'ms', skipped: why })
+    const reason = p?.skipped ?? why('profiles')
+    figures.push({ name: 'profile_patch_per_s', unit: '/s', skipped: reason })
+    figures.push({ name: 'profile_read_your_writes_p99_ms', unit: 'ms', skipped: reason })
   } else {
     figures.push({ name: 'profile_patch_per_s', unit: '/s', value: Math.round(p.patchesPerSecond) })
     const ryw = p.readYourWritesMs.p99
     figures.push(
       ryw === undefined
         ? { name: 'profile_read_your_writes_p99_ms', unit: 'ms', skipped: 'no sample became visible' }
-        : { name: 'profile_read_your_writes_p99_ms', unit: 'ms', value: Math.round(ryw) },
+        : {
+            name: 'profile_read_your_writes_p99_ms',
+            unit: 'ms',
+            value: Math.round(ryw),
+            detail: `${p.readYourWritesMs.count} samples${p.rywTimedOut > 0 ? `, ${p.rywTimedOut} timed out` : ''}`,
+          },
     )
   }
 
@@ -140,19 +149,21 @@ export function buildFigures(r: Omit<BenchResults, 'figures'>): Figure[] {
     figures.push({
       name: 'rss_max_mb',
       unit: 'MB',
-      skipped: 'not measured',
+      skipped: why('overload'),
       target: TARGETS.rss_max_mb,
       met: false,
     })
   else {
     const rss = o.rssMaxMb
-    const drain = o.drainComplete ? '' : `, drain incomplete after ${Math.round(o.drainMs / 1000)} s`
+    const missing = o.drainComplete
+      ? `lost ${o.lost} of ${o.acceptedEvents} accepted events`
+      : `${o.lost} of ${o.acceptedEvents} accepted events not stored: drain incomplete after ${Math.round(o.drainMs / 1000)} s (pending or lost)`
     figures.push({
       name: 'rss_max_mb',
       unit: 'MB',
       target: TARGETS.rss_max_mb,
-      met: meets(rss, TARGETS.rss_max_mb) && o.lost === 0 && o.storedTwice === 0,
-      detail: `429/503 ${(o.shedShare * 100).toFixed(1)}% of answers; lost ${o.lost} of ${o.acceptedEvents} accepted events${o.storedTwice > 0 ? `; ${o.storedTwice} stored twice` : ''}${drain}`,
+      met: meets(rss, TARGETS.rss_max_mb) && o.drainComplete && o.lost === 0 && o.storedTwice === 0,
+      detail: `anonymous ${fmtN(o.rssAnonMaxMb)} MB + file-backed ${fmtN(o.rssFileMaxMb)} MB at most; 429/503 ${(o.shedShare * 100).toFixed(1)}% of answers; ${missing}${o.storedTwice > 0 ? `; ${o.storedTwice} stored twice` : ''}`,
       ...(rss === undefined ? { skipped: 'RSS not readable (/proc)' } : { value: Math.round(rss) }),
     })
   }
@@ -163,7 +174,7 @@ export function buildFigures(r: Omit<BenchResults, 'figures'>): Figure[] {
 export function formatFigure(f: Figure): string {
   if (f.skipped !== undefined && f.value === undefined) return `${f.name} skipped: ${f.skipped}`
   const value = f.value === undefined ? 'n/a' : String(f.value)
-  if (!f.target) return `${f.name} ${value} (no target)`
+  if (!f.target) return `${f.name} ${value} (no target${f.detail ? `; ${f.detail}` : ''})`
   const extra = f.name === 'rss_max_mb' ? ' with 0 lost' : ''
   const detail = f.detail ? `; ${f.detail}` : ''
   return `${f.name} ${value} (target ${f.target.op} ${f.target.value}${extra}: ${f.met ? 'met' : 'not met'}${detail})`
@@ -236,8 +247,9 @@ export function markdownReport(r: BenchResults): string {
   )
   for (const u of s.edge) {
     const bare = r.baselines.bare.find((b) => b.kind === u.kind)
+    const inflating = r.baselines.bare.find((b) => b.kind === `${u.kind}+inflate`)
     out.push(
-      `| ${u.name} (${u.concurrency} senders, ${fmtN(u.sendMs / 1000, 1)} s) | ${u.acceptedBodies} bodies | ${mb(u.acceptedBytesPerSecond)}, ${fmtN(u.acceptedEventsPerSecond)} ev/s | ${bare ? (u.acceptedBytesPerSecond / bare.bytesPerSecond).toFixed(2) : 'n/a'} | ${lat(u.acceptedLatencyMs)} | ${statusText(u.statuses)} | ${cpuText(u.cpu)} |`,
+      `| ${u.name} (${u.concurrency} senders, ${fmtN(u.sendMs / 1000, 1)} s) | ${u.acceptedBodies} bodies | ${mb(u.acceptedBytesPerSecond)}, ${fmtN(u.acceptedEventsPerSecond)} ev/s | ${bare ? (u.acceptedBytesPerSecond / bare.bytesPerSecond).toFixed(2) : 'n/a'}${inflating ? ` (${(u.acceptedBytesPerSecond / inflating.bytesPerSecond).toFixed(2)} vs bare + inflate)` : ''} | ${lat(u.acceptedLatencyMs)} | ${statusText(u.statuses)} | ${cpuText(u.cpu)} |`,
     )
   }
   out.push(
@@ -256,7 +268,7 @@ export function markdownReport(r: BenchResults): string {
     out.push(
       '',
       `- **freshness**: ${f.targetBodiesPerSecond.toFixed(1)} bodies/s (${fmtN(f.targetEventsPerSecond)} ev/s asked, half the max sustained rate; ${fmtN(f.acceptedEventsPerSecond)} ev/s accepted) for ${fmtN(f.sendMs / 1000, 1)} s; ` +
-        `${f.samples} sampled uploads, 202 → receipt done p50/p90/p99 ${lat(f.freshnessMs)}, max ${fmtN(f.freshnessMs.max)} ms${f.timedOut ? `, ${f.timedOut} timed out` : ''}; answers ${statusText(f.statuses)}${f.skipped ? `, ${f.skipped} sends skipped (client saturated)` : ''}; CPU ${cpuText(f.cpu)}.`,
+        `${f.samples} sampled uploads (${f.polls} receipt reads answered in ${lat(f.receiptReadMs)}), 202 → receipt done p50/p90/p99 ${lat(f.freshnessMs)}, max ${fmtN(f.freshnessMs.max)} ms${f.timedOut ? `, ${f.timedOut} timed out` : ''}; answers ${statusText(f.statuses)}${f.skipped ? `, ${f.skipped} sends skipped (client saturated)` : ''}; CPU ${cpuText(f.cpu)}.`,
     )
   }
   if (s.profiles) {

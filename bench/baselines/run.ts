@@ -38,8 +38,10 @@ export async function bareServerBaseline(options: {
   concurrency: number
   durationMs: number
   progress: Progress
+  /** Inflate gzip bodies before answering (the ceiling of an edge that validates gzip). */
+  inflate?: boolean
 }): Promise<BareResult> {
-  const child = spawnTs('./bare-server.ts')
+  const child = spawnTs('./bare-server.ts', options.inflate ? ['inflate'] : [])
   try {
     const port = await new Promise<number>((resolve, reject) => {
       let out = ''

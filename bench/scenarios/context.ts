@@ -39,7 +39,7 @@ export const PROFILES: Record<'quick' | 'full', BenchProfile> = {
     e2eMs: 10_000,
     window: 30_000,
     drainMs: 30_000,
-    freshnessMs: 8000,
+    freshnessMs: 10_000,
     profilesMs: 6000,
     profileCustomers: 5000,
     overloadMs: 8000,
@@ -47,7 +47,7 @@ export const PROFILES: Record<'quick' | 'full', BenchProfile> = {
   },
   full: {
     name: 'full',
-    customers: 20_000,
+    customers: 10_000,
     plainTemplates: 64,
     eventsPerPlainBody: 250,
     gzipBodies: 160,
@@ -76,7 +76,12 @@ export interface BenchContext {
   rss: RssSampler
   log: (line: string) => void
   uuidSpace: (scenario: string) => UuidSpace
+  /** performance.now() by which a quick run must be done with its waits (Infinity for a full run). */
+  budgetEnd: number
 }
+
+/** Milliseconds left before the run's time budget ends. */
+export const remaining = (ctx: BenchContext) => Math.max(0, ctx.budgetEnd - performance.now())
 
 /** Statuses of answers, by code ('error' for a failed socket). */
 export type StatusCounts = Record<string, number>
@@ -174,6 +179,7 @@ export async function waitQueryable(
   options: { maxMs: number; stallMs?: number; everyMs?: number },
 ): Promise<{ count: number; complete: boolean; reachedAt: number; waitedMs: number }> {
   const started = performance.now()
+  const maxMs = Math.min(options.maxMs, remaining(ctx))
   let count = -1
   let changedAt = performance.now()
   let reachedAt = sinceRun(ctx)
@@ -190,7 +196,7 @@ export async function waitQueryable(
       reachedAt = sinceRun(ctx)
     }
     if (count >= expected) return { count, complete: true, reachedAt, waitedMs: performance.now() - started }
-    if (performance.now() - started > options.maxMs)
+    if (performance.now() - started > maxMs)
       return { count, complete: false, reachedAt, waitedMs: performance.now() - started }
     if (performance.now() - changedAt > (options.stallMs ?? 15_000)) {
       const lag: Record<string, number> = await ctx.sut.busLag().catch(() => ({}))
@@ -205,13 +211,14 @@ export async function waitQueryable(
 /** Waits until every watched bus topic has no lag (the pipeline is idle), at most `maxMs`. */
 export async function settle(ctx: BenchContext, maxMs: number): Promise<{ idle: boolean; waitedMs: number }> {
   const started = performance.now()
+  maxMs = Math.min(maxMs, remaining(ctx))
   // The edge samples the lag every 500 ms: two idle samples in a row.
   let idleSamples = 0
-  while (performance.now() - started < maxMs) {
+  do {
     const lag: Record<string, number> = await ctx.sut.busLag().catch(() => ({}))
     idleSamples = Object.values(lag).every((v) => v === 0) ? idleSamples + 1 : 0
     if (idleSamples >= 2) return { idle: true, waitedMs: performance.now() - started }
     await sleep(300)
-  }
+  } while (performance.now() - started < maxMs)
   return { idle: false, waitedMs: performance.now() - started }
 }

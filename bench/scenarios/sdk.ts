@@ -1,6 +1,6 @@
 import { closedLoop, sleep } from '../http.ts'
 import { perSecond } from '../stats.ts'
-import { countStatus, type BenchContext, type StatusCounts } from './context.ts'
+import { countStatus, remaining, type BenchContext, type StatusCounts } from './context.ts'
 
 export interface SdkResult {
   name: 'sdk-sessions'
@@ -21,6 +21,7 @@ export interface SdkResult {
 export async function sdkSessions(
   ctx: BenchContext,
   bodies: readonly { app: string; body: Buffer; rows: number }[],
+  options: { maxMs: number },
 ): Promise<SdkResult> {
   const statuses: StatusCounts = {}
   const receipts: { app: string; tx: string }[] = []
@@ -33,7 +34,7 @@ export async function sdkSessions(
   )
   await closedLoop({
     concurrency: 4,
-    durationMs: 60_000,
+    durationMs: options.maxMs,
     next: () => bodies[i++],
     send: async (b) => {
       for (let attempt = 0; attempt < 50; attempt++) {
@@ -58,18 +59,23 @@ export async function sdkSessions(
       }
     },
   })
-  let pending = [...receipts]
-  const deadline = performance.now() + 60_000
-  ctx.progress.update(() => `waiting for ${pending.length} SDK receipts`)
-  while (pending.length > 0 && performance.now() < deadline) {
-    const still: typeof pending = []
-    for (const r of pending) {
-      const res = await ctx.sut.http.request('GET', `/v1/sdk/apps/${r.app}/uploads/${r.tx}`)
-      if (res.status !== 200 || (JSON.parse(res.body) as { state: string }).state !== 'done') still.push(r)
+  // Receipts complete in order within an app (one partition per app): poll each app's oldest.
+  const queues = new Map<string, string[]>()
+  for (const r of receipts) queues.set(r.app, [...(queues.get(r.app) ?? []), r.tx])
+  const pendingCount = () => [...queues.values()].reduce((n, q) => n + q.length, 0)
+  const deadline = performance.now() + Math.min(options.maxMs, remaining(ctx))
+  ctx.progress.update(() => `waiting for ${pendingCount()} SDK receipts`)
+  while (pendingCount() > 0 && performance.now() < deadline) {
+    for (const [app, queue] of queues) {
+      while (queue.length > 0) {
+        const res = await ctx.sut.http.request('GET', `/v1/sdk/apps/${app}/uploads/${queue[0]}`)
+        if (res.status !== 200 || (JSON.parse(res.body) as { state: string }).state !== 'done') break
+        queue.shift()
+      }
     }
-    pending = still
-    if (pending.length > 0) await sleep(100)
+    if (pendingCount() > 0) await sleep(100)
   }
+  const pending = pendingCount()
   ctx.progress.stop()
   const elapsedMs = performance.now() - started
   return {
@@ -79,6 +85,6 @@ export async function sdkSessions(
     statuses,
     elapsedMs,
     rowsPerSecond: perSecond(rows, elapsedMs),
-    complete: pending.length === 0 && receipts.length === bodies.length,
+    complete: pending === 0 && receipts.length === bodies.length,
   }
 }

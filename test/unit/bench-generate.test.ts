@@ -29,13 +29,37 @@ describe('bench load generator', () => {
   it('is reproducible: the same seed gives the same customers and bodies', () => {
     expect(makeCustomers(1, 50)).toEqual(makeCustomers(1, 50))
     expect(makeCustomers(1, 50)).not.toEqual(makeCustomers(2, 50))
-    const a = plainTemplates({ seed: 1, app: 'app', customers, space: new UuidSpace('0000abcd', '0001'), count: 2, eventsPerBody: 250, now: NOW })
-    const b = plainTemplates({ seed: 1, app: 'app', customers, space: new UuidSpace('0000abcd', '0001'), count: 2, eventsPerBody: 250, now: NOW })
+    const a = plainTemplates({
+      seed: 1,
+      app: 'app',
+      customers,
+      space: new UuidSpace('0000abcd', '0001'),
+      count: 2,
+      eventsPerBody: 250,
+      now: NOW,
+    })
+    const b = plainTemplates({
+      seed: 1,
+      app: 'app',
+      customers,
+      space: new UuidSpace('0000abcd', '0001'),
+      count: 2,
+      eventsPerBody: 250,
+      now: NOW,
+    })
     expect(a[1]!.buffer.equals(b[1]!.buffer)).toBe(true)
   })
 
   it('makes plain bodies of 250 valid-looking events under 256 KB, ~300 bytes each', () => {
-    const [t] = plainTemplates({ seed: 3, app: 'app', customers, space: new UuidSpace('0000abcd', '0001'), count: 1, eventsPerBody: 250, now: NOW })
+    const [t] = plainTemplates({
+      seed: 3,
+      app: 'app',
+      customers,
+      space: new UuidSpace('0000abcd', '0001'),
+      count: 1,
+      eventsPerBody: 250,
+      now: NOW,
+    })
     expect(t!.buffer.length).toBeLessThan(MAX_BODY_BYTES)
     const lines = parseLines(t!.buffer)
     expect(lines).toHaveLength(250)
@@ -50,7 +74,17 @@ describe('bench load generator', () => {
 
   it('patches fresh uuids per send, with duplicates in the body and of the previous body', () => {
     const space = new UuidSpace('0000abcd', '0001')
-    const templates = plainTemplates({ seed: 4, app: 'app', customers, space, count: 2, eventsPerBody: 2000, now: NOW })
+    const mix = { dupInBody: 0.05, dupPrevious: 0.05, invalid: 0.05 }
+    const templates = plainTemplates({
+      seed: 4,
+      app: 'app',
+      customers,
+      space,
+      count: 2,
+      eventsPerBody: 250,
+      now: NOW,
+      mix,
+    })
     const first = instantiate(templates[0]!, space.take(templates[0]!.freshCount))
     const second = instantiate(templates[1]!, space.take(templates[1]!.freshCount), first)
     const uuids = (body: Buffer) => parseLines(body).map((l) => l.uuid as string)
@@ -102,9 +136,16 @@ describe('bench load generator', () => {
       expect(rows.length).toBe(b.rows)
       expect(new Set(rows.map((r) => r.type))).toEqual(new Set(['s', 'e', 'c']))
     }
-    const patches = profilePatchBodies(1, 20).map((p) => ({ ...p, json: JSON.parse(p.body) as Record<string, unknown> }))
-    expect(patches.filter((p) => p.syntax === 'attributes').every((p) => typeof p.json.attributes === 'object')).toBe(true)
-    expect(patches.filter((p) => p.syntax === 'changes').every((p) => Array.isArray(p.json.changes))).toBe(true)
+    const patches = profilePatchBodies(1, 20).map((p) => ({
+      ...p,
+      json: JSON.parse(p.body) as Record<string, unknown>,
+    }))
+    expect(
+      patches.filter((p) => p.syntax === 'attributes').every((p) => typeof p.json.attributes === 'object'),
+    ).toBe(true)
+    expect(patches.filter((p) => p.syntax === 'changes').every((p) => Array.isArray(p.json.changes))).toBe(
+      true,
+    )
     expect(patches.some((p) => p.syntax === 'changes')).toBe(true)
   })
 
@@ -121,7 +162,9 @@ describe('bench load generator', () => {
   })
 
   it("extracts the events table's DDL from the migration", () => {
-    const ddl = eventsDdl(readFileSync(new URL('../../schemas/clickhouse/002_events.sql', import.meta.url), 'utf8'))
+    const ddl = eventsDdl(
+      readFileSync(new URL('../../schemas/clickhouse/002_events.sql', import.meta.url), 'utf8'),
+    )
     expect(ddl).toMatch(/^CREATE TABLE IF NOT EXISTS events\s*\(/)
     expect(ddl).toMatch(/ENGINE = MergeTree[\s\S]*ORDER BY \(app_id, event_name, event_time, uuid\);$/)
     expect(ddl).not.toContain('event_uuids')

@@ -33,7 +33,13 @@ describe('bench PRNG (mulberry32)', () => {
     expect(pick(mulberry32(9), ['a', 'b', 'c'])).toBe(pick(mulberry32(9), ['a', 'b', 'c']))
     const w = mulberry32(11)
     const counts = { a: 0, b: 0 }
-    for (let i = 0; i < 10_000; i++) counts[weighted(w, [['a', 9], ['b', 1]] as const)]++
+    for (let i = 0; i < 10_000; i++)
+      counts[
+        weighted(w, [
+          ['a', 9],
+          ['b', 1],
+        ] as const)
+      ]++
     expect(counts.a).toBeGreaterThan(8_500)
     expect(counts.b).toBeGreaterThan(700)
     expect(() => pick(r, [])).toThrow()

@@ -25,7 +25,15 @@ describe('bench stats', () => {
   })
 
   it('summarizes latencies', () => {
-    expect(summarize(hundred)).toEqual({ count: 100, min: 1, p50: 50, p90: 90, p99: 99, max: 100, mean: 50.5 })
+    expect(summarize(hundred)).toEqual({
+      count: 100,
+      min: 1,
+      p50: 50,
+      p90: 90,
+      p99: 99,
+      max: 100,
+      mean: 50.5,
+    })
     expect(summarize([])).toEqual({ count: 0 })
   })
 

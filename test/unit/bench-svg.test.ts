@@ -11,7 +11,8 @@ function wellFormed(xml: string): string[] {
   while (i < xml.length) {
     const lt = xml.indexOf('<', i)
     const text = xml.slice(i, lt === -1 ? xml.length : lt)
-    if (/&(?!(amp|lt|gt|quot|apos|#\d+);)/.test(text)) problems.push(`bad entity in text: ${text.slice(0, 40)}`)
+    if (/&(?!(amp|lt|gt|quot|apos|#\d+);)/.test(text))
+      problems.push(`bad entity in text: ${text.slice(0, 40)}`)
     if (lt === -1) break
     tag.lastIndex = lt
     const m = tag.exec(xml)
@@ -40,8 +41,21 @@ describe('bench SVG charts', () => {
       xLabel: 'seconds',
       yLabel: 'events/s',
       series: [
-        { name: 'accepted', points: [[0, 0], [1, 1200], [2, 1500]] },
-        { name: 'queryable', points: [[1, 800], [2, 1400]] },
+        {
+          name: 'accepted',
+          points: [
+            [0, 0],
+            [1, 1200],
+            [2, 1500],
+          ],
+        },
+        {
+          name: 'queryable',
+          points: [
+            [1, 800],
+            [2, 1400],
+          ],
+        },
         { name: 'empty', points: [] },
       ],
     })
@@ -64,7 +78,7 @@ describe('bench SVG charts', () => {
       ],
     })
     expect(wellFormed(svg)).toEqual([])
-    expect(svg.match(/<rect x="[\d.]+" y="[\d.]+" width/g)).toHaveLength(5)
+    expect(svg.match(/<\/title><\/rect>/g)).toHaveLength(5)
     expect(svg).not.toContain('NaN')
   })
 
