@@ -30,7 +30,11 @@ export const configSchema = z.object({
   /** How long a dead worker holds its partitions before the group moves them (Kafka minimum: 6000). */
   KAFKA_SESSION_TIMEOUT_MS: int(30_000, 1000),
   SLUICE_TOPIC_PREFIX: z.string().default('sluice.'),
-  SLUICE_PARTITIONS: int(8, 1),
+  /**
+   * Partitions of the topics Sluice creates. Unset: 1 on the local log (one engine runs one query
+   * at a time, so fewer, bigger batches win) and 8 on Kafka (spread over workers).
+   */
+  SLUICE_PARTITIONS: z.coerce.number().int().min(1).optional(),
   CLICKHOUSE_URL: optionalString.pipe(z.url().optional()),
   CLICKHOUSE_USER: z.string().default('default'),
   CLICKHOUSE_PASSWORD: z.string().default(''),

@@ -23,6 +23,8 @@ export interface Runtime {
   files: Files
   control: ControlStore
   dataDir: string
+  /** Partitions of the topics Sluice creates (SLUICE_PARTITIONS, or the bus's default). */
+  partitions: number
   /** 'embedded' when both bus and store are local; 'distributed' when both are servers. */
   mode: 'embedded' | 'distributed' | 'mixed'
   close(): Promise<void>
@@ -63,6 +65,7 @@ export async function openRuntime(config: Config, logger: Logger): Promise<Runti
     files,
     control,
     dataDir,
+    partitions: config.SLUICE_PARTITIONS ?? (bus.kind === 'local' ? 1 : 8),
     mode,
     async close() {
       await bus.close()
@@ -88,11 +91,11 @@ async function openBus(config: Config, dataDir: string, logger: Logger): Promise
     return new KafkaBus({
       brokers: config.KAFKA_BROKERS,
       clientId: config.KAFKA_CLIENT_ID,
-      defaultPartitions: config.SLUICE_PARTITIONS,
+      defaultPartitions: config.SLUICE_PARTITIONS ?? 8,
       sessionTimeoutMs: config.KAFKA_SESSION_TIMEOUT_MS,
       heartbeatIntervalMs: Math.max(500, Math.floor(config.KAFKA_SESSION_TIMEOUT_MS / 10)),
       logger,
     })
   }
-  return LocalLog.open({ path: join(dataDir, 'log'), partitions: config.SLUICE_PARTITIONS })
+  return LocalLog.open({ path: join(dataDir, 'log'), partitions: config.SLUICE_PARTITIONS ?? 1 })
 }

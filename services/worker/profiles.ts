@@ -5,7 +5,7 @@ import type { WorkerPipeline } from './worker.ts'
 
 export async function ensureProfileTopics(runtime: Runtime): Promise<void> {
   const topics = profileTopics(runtime.config.SLUICE_TOPIC_PREFIX)
-  const partitions = runtime.config.SLUICE_PARTITIONS
+  const partitions = runtime.partitions
   await runtime.bus.ensureTopics(Object.values(topics).map((topic) => ({ topic, partitions })))
 }
 
