@@ -1,7 +1,7 @@
 import type { RecordBatch } from '../connectors/bus/bus.ts'
 import type { Store } from '../connectors/store/store.ts'
 import { classifyBatch, type WriterItem } from './classify-stored.ts'
-import type { EventRecordHeaders } from './event-row.ts'
+import { decodeBlock } from './event-block.ts'
 import { eventKey } from './event-row.ts'
 import { recordRejects, type RejectRow } from './rejects.ts'
 
@@ -15,17 +15,14 @@ const NEWLINE = Buffer.from('\n')
 
 /**
  * Stage 2 of ingestion: the single owner of a partition of (app, uuid) keys stores each event once.
- * Records arrive keyed by app + uuid, so no other consumer can be storing the same uuid at the same
+ * Events arrive in blocks routed by app + uuid, so no other consumer can be storing the same uuid at the same
  * time; what was stored before (an earlier upload, or this batch's own first attempt before a crash)
  * is found in the store, and only the rest is inserted, in one block. The insert's deduplication
  * token (from the source offsets) makes an immediate retry of the same block a no-op as well.
  */
 export function eventsWriter(deps: WriterDeps) {
   return async (batch: RecordBatch): Promise<void> => {
-    const items: WriterItem[] = batch.records.map((r) => ({
-      headers: r.headers as unknown as EventRecordHeaders,
-      value: r.value,
-    }))
+    const items: WriterItem[] = batch.records.flatMap((r) => decodeBlock(r.value))
     if (items.length === 0) return
     const stored = await findStored(deps.store, items)
     const decisions = classifyBatch(items, stored)

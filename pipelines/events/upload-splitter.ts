@@ -1,10 +1,11 @@
-import type { Bus, BusRecord, ProduceMessage, RecordBatch } from '../connectors/bus/bus.ts'
+import type { Bus, BusRecord, RecordBatch } from '../connectors/bus/bus.ts'
 import type { Store } from '../connectors/store/store.ts'
 import type { ControlStore } from '../control/control-store.ts'
 import type { CpuPool } from '../cpu/pool.ts'
 import { attributeEvent } from './attribute.ts'
 import { customerKey, lookupDevices, waitForSdkBacklog } from './attribution.ts'
-import { eventKey, type DeviceDims, type EventRecordHeaders } from './event-row.ts'
+import { blockMessages, eventPartitions, type BlockEvent, type UploadRef } from './event-block.ts'
+import type { DeviceDims } from './event-row.ts'
 import { recordRejects, type RejectRow } from './rejects.ts'
 import type { UploadHeaders } from './topics.ts'
 import type { ValidEvent } from './validate-event.ts'
@@ -34,11 +35,12 @@ interface ParsedUpload {
 /**
  * Stage 1 of server-side ingestion: split each upload into lines, validate them (on the CPU pool),
  * check the apps, attribute each event to its customer's last device, and forward the events to
- * the events topic keyed by app + uuid. Rejected lines and the upload's receipt are recorded after
+ * the events topic in blocks routed by app + uuid. Rejected lines and the upload's receipt are recorded after
  * the forward is durable; the batch is committed only after all of it (a replay redoes it all and
  * every write is idempotent).
  */
 export function serverUploadSplitter(deps: SplitterDeps) {
+  const partitions = eventPartitions(deps.bus, deps.eventsTopic)
   return async (batch: RecordBatch): Promise<void> => {
     const uploads = await Promise.all(batch.records.map((record) => parse(deps, record)))
 
@@ -48,7 +50,7 @@ export function serverUploadSplitter(deps: SplitterDeps) {
     )
     const devices = await attributionDevices(deps, uploads, appOrg)
 
-    const messages: ProduceMessage[] = []
+    const forward: BlockEvent[] = []
     const rejects: RejectRow[] = []
     const receipts: object[] = []
     const processedAt = Date.now()
@@ -57,6 +59,7 @@ export function serverUploadSplitter(deps: SplitterDeps) {
       const receivedAt = Number(upload.headers.recv)
       let forwarded = 0
       const uploadRejects = [...upload.rejects]
+      const ref: UploadRef = { tx: upload.headers.tx, recv: receivedAt, org: orgId, source: 'server' }
       for (const event of upload.events) {
         const result = attributeEvent(event, {
           orgId,
@@ -71,19 +74,12 @@ export function serverUploadSplitter(deps: SplitterDeps) {
           )
           continue
         }
-        const headers: EventRecordHeaders = {
-          a: result.row.app_id,
-          u: result.row.uuid,
-          t: upload.headers.tx,
-          l: String(result.line),
-          r: upload.headers.recv,
-          o: upload.headers.org,
-          s: 'server',
-        }
-        messages.push({
-          key: eventKey(result.row.app_id, result.row.uuid),
-          value: Buffer.from(JSON.stringify(result.row)),
-          headers: headers as unknown as Record<string, string>,
+        forward.push({
+          app: result.row.app_id,
+          uuid: result.row.uuid,
+          line: result.line,
+          upload: ref,
+          row: JSON.stringify(result.row),
         })
         forwarded++
       }
@@ -102,7 +98,8 @@ export function serverUploadSplitter(deps: SplitterDeps) {
         rejected: uploadRejects.length,
       })
     }
-    if (messages.length > 0) await deps.bus.produce(deps.eventsTopic, messages)
+    if (forward.length > 0)
+      await deps.bus.produce(deps.eventsTopic, blockMessages(forward, await partitions()))
     await recordRejects(deps.store, rejects)
     await deps.store.insert('upload_receipts', receipts)
     if (deps.onRejected) {

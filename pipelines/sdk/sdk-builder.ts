@@ -1,7 +1,8 @@
-import type { Bus, BusRecord, ProduceMessage, RecordBatch } from '../connectors/bus/bus.ts'
+import type { Bus, BusRecord, RecordBatch } from '../connectors/bus/bus.ts'
 import type { Store } from '../connectors/store/store.ts'
 import type { CpuPool } from '../cpu/pool.ts'
-import { eventKey, type EventRecordHeaders, type EventRow } from '../events/event-row.ts'
+import { blockMessages, eventPartitions, type BlockEvent, type UploadRef } from '../events/event-block.ts'
+import type { EventRow } from '../events/event-row.ts'
 import { recordRejects, type RejectRow } from '../events/rejects.ts'
 import type { UploadHeaders } from '../events/topics.ts'
 import {
@@ -39,8 +40,15 @@ interface ParsedSdkUpload {
  * replay after a crash converges to the same state.
  */
 export function sdkBuilder(deps: SdkBuilderDeps) {
+  const partitions = eventPartitions(deps.bus, deps.eventsTopic)
   return async (batch: RecordBatch): Promise<void> => {
     const uploads = await Promise.all(batch.records.map((r) => parse(deps, r)))
+    const refs = new Map<ParsedSdkUpload, UploadRef>(
+      uploads.map((u) => [
+        u,
+        { tx: u.headers.tx, recv: Number(u.headers.recv), org: Number(u.headers.org), source: 'sdk' },
+      ]),
+    )
     const rows = uploads.flatMap((u) => u.rows.map((row) => ({ upload: u, row, app: u.headers.app ?? '' })))
     rows.sort((a, b) => a.row.at_millis - b.row.at_millis || a.row.line - b.row.line)
 
@@ -58,7 +66,7 @@ export function sdkBuilder(deps: SdkBuilderDeps) {
 
     const changedDevices = new Set<string>()
     const changedCustomers = new Set<string>()
-    const messages: ProduceMessage[] = []
+    const forward: BlockEvent[] = []
     const rawLog: object[] = []
     const sessions: object[] = []
     for (const { upload, row, app } of rows) {
@@ -86,13 +94,14 @@ export function sdkBuilder(deps: SdkBuilderDeps) {
           country: row.country || device.country,
         })
       }
-      if (row.type === 'e') messages.push(eventMessage(upload.headers, app, row, customer, device))
+      if (row.type === 'e') forward.push(eventToForward(refs.get(upload)!, app, row, customer, device))
     }
 
     const now = Date.now()
     const deviceRows = [...changedDevices].map((k) => bumpVersion(devices.get(k)!, now))
     const customerRows = [...changedCustomers].map((k) => bumpVersion(customers.get(k)!, now))
-    if (messages.length > 0) await deps.bus.produce(deps.eventsTopic, messages)
+    if (forward.length > 0)
+      await deps.bus.produce(deps.eventsTopic, blockMessages(forward, await partitions()))
     await Promise.all([
       deps.store.insert('raw_log', rawLog),
       deps.store.insert('sessions', sessions),
@@ -158,20 +167,20 @@ async function parse(deps: SdkBuilderDeps, record: BusRecord): Promise<ParsedSdk
   return { headers, rows: [], rejects: [reject(0, null, 'unreadable', detail)], lines: 0 }
 }
 
-function eventMessage(
-  headers: UploadHeaders,
+function eventToForward(
+  upload: UploadRef,
   app: string,
   row: SdkRow,
   customer: string,
   device: DeviceState,
-): ProduceMessage {
+): BlockEvent {
   const event: EventRow = {
     app_id: app,
     uuid: row.uuid,
     customer_id: customer,
     event_name: row.name,
     event_time: row.at_millis,
-    received_at: Number(headers.recv),
+    received_at: upload.recv,
     attributes: row.attributes,
     ltv_change: 0,
     install_uuid: row.install_uuid,
@@ -185,22 +194,9 @@ function eventMessage(
     model: row.model || device.model,
     device_timezone: row.device_timezone || device.device_timezone,
     source: 'sdk',
-    transaction_id: headers.tx,
+    transaction_id: upload.tx,
   }
-  const eventHeaders: EventRecordHeaders = {
-    a: app,
-    u: row.uuid,
-    t: headers.tx,
-    l: String(row.line),
-    r: headers.recv,
-    o: headers.org,
-    s: 'sdk',
-  }
-  return {
-    key: eventKey(app, row.uuid),
-    value: Buffer.from(JSON.stringify(event)),
-    headers: eventHeaders as unknown as Record<string, string>,
-  }
+  return { app, uuid: row.uuid, line: row.line, upload, row: JSON.stringify(event) }
 }
 
 function rawLogRow(headers: UploadHeaders, app: string, row: SdkRow, customer: string) {

@@ -10,6 +10,11 @@
 export interface ProduceMessage {
   /** Records with the same key land in the same partition, in produce order. */
   key?: string
+  /**
+   * An explicit partition (0 .. partitionCount-1) instead of the key's: for a record that carries
+   * a block of items which all belong to that partition's owner.
+   */
+  partition?: number
   value: Buffer
   headers?: Record<string, string>
 }
@@ -62,6 +67,8 @@ export interface Bus {
   /** Resolves only once every message is durable (fsync'd locally, or acks=-1 on Kafka). */
   produce(topic: string, messages: ProduceMessage[]): Promise<void>
   consume(options: ConsumeOptions): Promise<Consumer>
+  /** Partitions of a topic (creating it with the default count where the transport does that). */
+  partitionCount(topic: string): Promise<number>
   /** Records produced but not yet committed by the group, summed over partitions. */
   lag(group: string, topic: string): Promise<number>
   close(): Promise<void>

@@ -196,6 +196,7 @@ export class KafkaBus implements Bus {
       messages: messages.map((m) => ({
         key: m.key ?? null,
         value: m.value,
+        ...(m.partition === undefined ? {} : { partition: m.partition }),
         ...(m.headers === undefined ? {} : { headers: m.headers }),
       })),
     })

@@ -141,7 +141,11 @@ export class LocalLog implements Bus {
     const timestamp = Date.now()
     const byPartition = new Map<number, Buffer[]>()
     for (const message of messages) {
-      const partition = partitionForKey(message.key, partitions, this.nextRoundRobin(topic, message.key))
+      const partition =
+        message.partition ?? partitionForKey(message.key, partitions, this.nextRoundRobin(topic, message.key))
+      if (!Number.isInteger(partition) || partition < 0 || partition >= partitions) {
+        throw new RangeError(`partition ${partition} out of range for ${topic} (${partitions} partitions)`)
+      }
       const values = byPartition.get(partition) ?? []
       values.push(encodeRecord(message, timestamp))
       byPartition.set(partition, values)
@@ -261,6 +265,15 @@ export class LocalLog implements Bus {
       })
     }
     return { topic, partitions: stats, records: stats.reduce((sum, p) => sum + p.records, 0) }
+  }
+
+  async partitionCount(topic: string): Promise<number> {
+    this.assertOpen()
+    assertTopicName(topic)
+    const known = this.partitionsOf(topic)
+    if (known !== undefined) return known
+    await this.ensureTopics([{ topic, partitions: this.options.partitions }])
+    return this.partitionsOf(topic) ?? this.options.partitions
   }
 
   private partitionsOf(topic: string): number | undefined {

@@ -1,0 +1,106 @@
+import type { Bus, ProduceMessage } from '../connectors/bus/bus.ts'
+import { partitionForKey } from '../connectors/bus/bus.ts'
+import type { WriterItem } from './classify-stored.ts'
+import { eventKey, type EventRecordHeaders } from './event-row.ts'
+
+/** An event on its way to the writer: its identity, where it came from, and its row as JSON. */
+export interface BlockEvent {
+  app: string
+  uuid: string
+  line: number
+  upload: UploadRef
+  /** The `events` row, serialised once (JSONEachRow), with no raw newline. */
+  row: string
+}
+
+export interface UploadRef {
+  tx: string
+  recv: number
+  org: number
+  source: 'server' | 'sdk'
+}
+
+interface BlockHeader {
+  /** uploads: [tx, recv, org, source] */
+  u: [string, number, number, 'server' | 'sdk'][]
+  /** events, in row order: [app, uuid, line, upload index] */
+  k: [string, string, number, number][]
+}
+
+/**
+ * Events travel to the writer in blocks, one bus record per events-topic partition per batch:
+ * every event in a block belongs to that partition's owner (by app + uuid, as if keyed), and the
+ * rows are already the JSONEachRow the writer inserts, so nothing is parsed or serialised again.
+ * Layout: one JSON header line (uploads, then [app, uuid, line, upload] per row), then the rows.
+ */
+export function blockMessages(events: readonly BlockEvent[], partitions: number): ProduceMessage[] {
+  const byPartition = new Map<number, BlockEvent[]>()
+  for (const event of events) {
+    const partition = partitionForKey(eventKey(event.app, event.uuid), partitions, 0)
+    const list = byPartition.get(partition)
+    if (list) list.push(event)
+    else byPartition.set(partition, [event])
+  }
+  const messages: ProduceMessage[] = []
+  for (const [partition, list] of byPartition) messages.push({ partition, value: encodeBlock(list) })
+  return messages
+}
+
+export function encodeBlock(events: readonly BlockEvent[]): Buffer {
+  const uploads = new Map<UploadRef, number>()
+  const header: BlockHeader = { u: [], k: [] }
+  const rows: string[] = []
+  for (const event of events) {
+    let index = uploads.get(event.upload)
+    if (index === undefined) {
+      index = header.u.length
+      uploads.set(event.upload, index)
+      header.u.push([event.upload.tx, event.upload.recv, event.upload.org, event.upload.source])
+    }
+    header.k.push([event.app, event.uuid, event.line, index])
+    rows.push(event.row)
+  }
+  return Buffer.from(`${JSON.stringify(header)}\n${rows.join('\n')}\n`)
+}
+
+/** The writer's items of one block record; each item's value is its row (a slice, not a copy). */
+export function decodeBlock(value: Buffer): WriterItem[] {
+  const headerEnd = value.indexOf(0x0a)
+  if (headerEnd < 0) throw new Error('event block without a header line')
+  const header = JSON.parse(value.subarray(0, headerEnd).toString('utf8')) as BlockHeader
+  const items: WriterItem[] = []
+  let start = headerEnd + 1
+  for (const [app, uuid, line, uploadIndex] of header.k) {
+    const end = value.indexOf(0x0a, start)
+    const upload = header.u[uploadIndex]
+    if (end < 0 || !upload) throw new Error('event block rows do not match its header')
+    const headers: EventRecordHeaders = {
+      a: app,
+      u: uuid,
+      t: upload[0],
+      l: String(line),
+      r: String(upload[1]),
+      o: String(upload[2]),
+      s: upload[3],
+    }
+    items.push({ headers, value: value.subarray(start, end) })
+    start = end + 1
+  }
+  return items
+}
+
+/** The events topic's partition count, asked once: blocks are routed by it. */
+export function eventPartitions(bus: Bus, topic: string): () => Promise<number> {
+  let known: Promise<number> | undefined
+  return () => {
+    if (!known) {
+      known = bus.partitionCount(topic).then((n) => {
+        if (n < 1) throw new Error(`topic ${topic} has no partitions yet`)
+        return n
+      })
+      // A failed look-up is asked again next time.
+      known.catch(() => (known = undefined))
+    }
+    return known
+  }
+}

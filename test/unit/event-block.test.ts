@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest'
+import { partitionForKey } from '../../pipelines/connectors/bus/bus.ts'
+import {
+  blockMessages,
+  decodeBlock,
+  encodeBlock,
+  type UploadRef,
+} from '../../pipelines/events/event-block.ts'
+import { eventKey } from '../../pipelines/events/event-row.ts'
+
+const up1: UploadRef = { tx: 'tx-1', recv: 1000, org: 7, source: 'server' }
+const up2: UploadRef = { tx: 'tx-2', recv: 2000, org: 7, source: 'sdk' }
+const ev = (app: string, uuid: string, line: number, upload: UploadRef) => ({
+  app,
+  uuid,
+  line,
+  upload,
+  row: JSON.stringify({ app_id: app, uuid, note: 'a\nb' }),
+})
+
+describe('event blocks', () => {
+  it('round-trip: each row comes back with its identity and upload', () => {
+    const events = [ev('a', 'u1', 1, up1), ev('a', 'u2', 5, up2), ev('b', 'u1', 2, up1)]
+    const items = decodeBlock(encodeBlock(events))
+    expect(items.map((i) => i.headers)).toEqual([
+      { a: 'a', u: 'u1', t: 'tx-1', l: '1', r: '1000', o: '7', s: 'server' },
+      { a: 'a', u: 'u2', t: 'tx-2', l: '5', r: '2000', o: '7', s: 'sdk' },
+      { a: 'b', u: 'u1', t: 'tx-1', l: '2', r: '1000', o: '7', s: 'server' },
+    ])
+    expect(items.map((i) => JSON.parse(i.value.toString()) as unknown)).toEqual(
+      events.map((e) => JSON.parse(e.row) as unknown),
+    )
+  })
+
+  it('routes every event to the partition its app + uuid key owns', () => {
+    const events = Array.from({ length: 200 }, (_, i) => ev(`app${i % 3}`, `uuid-${i}`, i + 1, up1))
+    const messages = blockMessages(events, 4)
+    expect(messages.length).toBeLessThanOrEqual(4)
+    let seen = 0
+    for (const message of messages) {
+      for (const item of decodeBlock(message.value)) {
+        expect(message.partition).toBe(partitionForKey(eventKey(item.headers.a, item.headers.u), 4, 0))
+        seen++
+      }
+    }
+    expect(seen).toBe(200)
+  })
+
+  it('refuses a block whose rows do not match its header', () => {
+    const block = encodeBlock([ev('a', 'u1', 1, up1), ev('a', 'u2', 2, up1)])
+    const truncated = block.subarray(0, block.lastIndexOf(0x0a, block.length - 2) + 1)
+    expect(() => decodeBlock(truncated)).toThrow(/do not match/)
+  })
+})
