@@ -27,13 +27,20 @@ interface BlockHeader {
   k: [string, string, number, number][]
 }
 
+/** Bounds one record (about 2 MB of rows), so the writer's batches stay a size the engine inserts quickly. */
+export const MAX_EVENTS_PER_BLOCK = 5000
+
 /**
  * Events travel to the writer in blocks, one bus record per events-topic partition per batch:
  * every event in a block belongs to that partition's owner (by app + uuid, as if keyed), and the
  * rows are already the JSONEachRow the writer inserts, so nothing is parsed or serialised again.
  * Layout: one JSON header line (uploads, then [app, uuid, line, upload] per row), then the rows.
  */
-export function blockMessages(events: readonly BlockEvent[], partitions: number): ProduceMessage[] {
+export function blockMessages(
+  events: readonly BlockEvent[],
+  partitions: number,
+  maxEventsPerBlock = MAX_EVENTS_PER_BLOCK,
+): ProduceMessage[] {
   const byPartition = new Map<number, BlockEvent[]>()
   for (const event of events) {
     const partition = partitionForKey(eventKey(event.app, event.uuid), partitions, 0)
@@ -42,7 +49,11 @@ export function blockMessages(events: readonly BlockEvent[], partitions: number)
     else byPartition.set(partition, [event])
   }
   const messages: ProduceMessage[] = []
-  for (const [partition, list] of byPartition) messages.push({ partition, value: encodeBlock(list) })
+  for (const [partition, list] of byPartition) {
+    for (let i = 0; i < list.length; i += maxEventsPerBlock) {
+      messages.push({ partition, value: encodeBlock(list.slice(i, i + maxEventsPerBlock)) })
+    }
+  }
   return messages
 }
 

@@ -54,8 +54,9 @@ export const ingestionPipeline: WorkerPipeline = {
       bus.consume({
         group: groups.events,
         topics: [topics.events],
-        maxBatchRecords: 20_000,
-        maxBatchBytes: 16 * 1024 * 1024,
+        // Records are blocks of up to 5,000 events: a batch is up to about 20,000 events.
+        maxBatchRecords: 4,
+        maxBatchBytes: 8 * 1024 * 1024,
         handler: async (batch) => {
           await writer(batch)
           committed(batch.topic, batch.records.length)

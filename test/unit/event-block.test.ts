@@ -52,3 +52,12 @@ describe('event blocks', () => {
     expect(() => decodeBlock(truncated)).toThrow(/do not match/)
   })
 })
+
+describe('event block size', () => {
+  it('splits a partition into blocks of at most the given number of events, in order', () => {
+    const events = Array.from({ length: 25 }, (_, i) => ev('a', `u${i}`, i + 1, up1))
+    const messages = blockMessages(events, 1, 10)
+    expect(messages.map((m) => decodeBlock(m.value).length)).toEqual([10, 10, 5])
+    expect(messages.flatMap((m) => decodeBlock(m.value).map((i) => i.headers.u))).toEqual(events.map((e) => e.uuid))
+  })
+})
