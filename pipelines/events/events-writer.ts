@@ -21,10 +21,16 @@ const NEWLINE = Buffer.from('\n')
  * token (from the source offsets) makes an immediate retry of the same block a no-op as well.
  */
 export function eventsWriter(deps: WriterDeps) {
+  // Partitions whose last batch in this process was written and committed: their next batch cannot
+  // be a replay of a half-finished insert, so the index alone answers for it.
+  const settled = new Set<string>()
   return async (batch: RecordBatch): Promise<void> => {
     const items: WriterItem[] = batch.records.flatMap((r) => decodeBlock(r.value))
     if (items.length === 0) return
-    const stored = await findStored(deps.store, items)
+    const partitionKey = `${batch.topic}:${batch.partition}`
+    const replayPossible = !settled.has(partitionKey)
+    settled.delete(partitionKey)
+    const stored = await findStored(deps.store, items, replayPossible)
     const decisions = classifyBatch(items, stored)
     const toStore: Buffer[] = []
     const duplicates: RejectRow[] = []
@@ -57,6 +63,7 @@ export function eventsWriter(deps: WriterDeps) {
       })
     }
     await recordRejects(deps.store, duplicates)
+    settled.add(partitionKey)
     for (const [source, n] of counts) deps.onStored?.(n, source)
     if (duplicates.length > 0) deps.onDuplicate?.(duplicates.length)
   }
@@ -64,34 +71,40 @@ export function eventsWriter(deps: WriterDeps) {
 
 /**
  * Which keys of the batch are already stored, and by which transaction. The dedupe index
- * (`event_uuids`, filled in the same INSERT by a materialized view) answers for everything; the
- * events table itself is checked around the batch's receipt times too, which covers a crash
- * between the two writes of that INSERT.
+ * (`event_uuids`, filled in the same INSERT by a materialized view) answers for everything. When
+ * the batch may be a replay (the first batch of a partition in this process, or a retry after an
+ * error), the events table itself is checked around the batch's receipt times too, which covers a
+ * crash between the two writes of that INSERT.
  */
-async function findStored(store: Store, items: readonly WriterItem[]) {
+async function findStored(store: Store, items: readonly WriterItem[], replayPossible: boolean) {
   const apps = [...new Set(items.map((i) => i.headers.a))]
   const uuids = [...new Set(items.map((i) => i.headers.u))]
   const wanted = new Set(items.map((i) => eventKey(i.headers.a, i.headers.u)))
-  let minRecv = Infinity
-  let maxRecv = -Infinity
-  for (const item of items) {
-    const r = Number(item.headers.r)
-    if (r < minRecv) minRecv = r
-    if (r > maxRecv) maxRecv = r
-  }
-  // One round trip: the engine runs one query at a time, so two would queue behind each other.
-  const rows = await store.query<{ app_id: string; uuid: string; tx: string }>(
-    `SELECT app_id, uuid, argMin(transaction_id, received_at) AS tx FROM event_uuids
+  const indexQuery = `SELECT app_id, uuid, argMin(transaction_id, received_at) AS tx FROM event_uuids
      WHERE app_id IN {apps:Array(String)} AND uuid IN {uuids:Array(String)}
-     GROUP BY app_id, uuid
+     GROUP BY app_id, uuid`
+  let sql = indexQuery
+  const params: Record<string, unknown> = { apps, uuids }
+  if (replayPossible) {
+    let minRecv = Infinity
+    let maxRecv = -Infinity
+    for (const item of items) {
+      const r = Number(item.headers.r)
+      if (r < minRecv) minRecv = r
+      if (r > maxRecv) maxRecv = r
+    }
+    // One round trip: the engine runs one query at a time, so two would queue behind each other.
+    sql = `${indexQuery}
      UNION ALL
      SELECT app_id, uuid, any(transaction_id) AS tx FROM events
      WHERE received_at >= fromUnixTimestamp64Milli({min:Int64}, 'UTC')
        AND received_at <= fromUnixTimestamp64Milli({max:Int64}, 'UTC')
        AND app_id IN {apps:Array(String)} AND uuid IN {uuids:Array(String)}
-     GROUP BY app_id, uuid`,
-    { min: minRecv, max: maxRecv, apps, uuids },
-  )
+     GROUP BY app_id, uuid`
+    params.min = minRecv
+    params.max = maxRecv
+  }
+  const rows = await store.query<{ app_id: string; uuid: string; tx: string }>(sql, params)
   const stored = new Map<string, { tx: string }>()
   for (const row of rows) {
     const key = eventKey(row.app_id, row.uuid)

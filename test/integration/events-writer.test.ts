@@ -1,0 +1,99 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { RecordBatch } from '../../pipelines/connectors/bus/bus.ts'
+import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
+import { migrate } from '../../pipelines/connectors/store/migrations.ts'
+import { encodeBlock, type UploadRef } from '../../pipelines/events/event-block.ts'
+import { eventsWriter } from '../../pipelines/events/events-writer.ts'
+import { tempDir } from '../helpers/temp.ts'
+
+const upload = (tx: string, recv: number): UploadRef => ({ tx, recv, org: 1, source: 'server' })
+const row = (uuid: string, up: UploadRef) =>
+  JSON.stringify({
+    app_id: 'app',
+    uuid,
+    customer_id: 'c',
+    event_name: 'e',
+    event_time: up.recv,
+    received_at: up.recv,
+    attributes: {},
+    ltv_change: 0,
+    source: 'server',
+    transaction_id: up.tx,
+  })
+let offset = 0
+const batch = (events: [string, UploadRef, number][]): RecordBatch => ({
+  topic: 'events',
+  partition: 0,
+  records: [
+    {
+      topic: 'events',
+      partition: 0,
+      offset: String(offset++),
+      key: null,
+      headers: {},
+      timestamp: 0,
+      value: encodeBlock(
+        events.map(([uuid, up, line]) => ({ app: 'app', uuid, line, upload: up, row: row(uuid, up) })),
+      ),
+    },
+  ],
+})
+
+describe('events writer against the embedded engine', () => {
+  let store: ChdbStore
+  let cleanup: () => Promise<void>
+  beforeAll(async () => {
+    const dir = await tempDir('writer')
+    cleanup = dir.cleanup
+    store = await ChdbStore.open(dir.path)
+    await migrate(store)
+  })
+  afterAll(async () => {
+    await store.close()
+    await cleanup()
+  })
+
+  const counts = async () =>
+    Object.fromEntries(
+      (
+        await store.query<{ uuid: string; n: number }>('SELECT uuid, count() AS n FROM events GROUP BY uuid')
+      ).map((r) => [r.uuid, Number(r.n)]),
+    )
+  const rejects = () =>
+    store.query<{ transaction_id: string; line: number; reason: string }>(
+      'SELECT transaction_id, line, reason FROM rejected_lines FINAL ORDER BY transaction_id, line',
+    )
+
+  it('stores once, reports later copies from other uploads as duplicates, skips replays', async () => {
+    const up1 = upload('tx-1', 1_795_300_000_000)
+    const up2 = upload('tx-2', 1_795_300_001_000)
+    const writer = eventsWriter({ store })
+    await writer(
+      batch([
+        ['u1', up1, 1],
+        ['u2', up1, 2],
+      ]),
+    )
+    await writer(
+      batch([
+        ['u2', up2, 1],
+        ['u3', up2, 2],
+      ]),
+    )
+    // The same upload's line again (a replay of the splitter): silently skipped.
+    await writer(batch([['u1', up1, 1]]))
+    expect(await counts()).toEqual({ u1: 1, u2: 1, u3: 1 })
+    expect(await rejects()).toEqual([{ transaction_id: 'tx-2', line: 1, reason: 'duplicate' }])
+  })
+
+  it('after a restart, finds events the index missed (a crash between the two writes of an insert)', async () => {
+    const up3 = upload('tx-3', 1_795_300_002_000)
+    await eventsWriter({ store })(batch([['u4', up3, 1]]))
+    // Simulate the crash window: the events row is there, its index row is not.
+    await store.command("ALTER TABLE event_uuids DELETE WHERE uuid = 'u4' SETTINGS mutations_sync = 1")
+    expect(await store.query("SELECT uuid FROM event_uuids WHERE uuid = 'u4'")).toEqual([])
+    // A new writer (a restarted process) gets the uncommitted batch again.
+    await eventsWriter({ store })(batch([['u4', up3, 1]]))
+    expect((await counts()).u4).toBe(1)
+  })
+})
