@@ -1,3 +1,4 @@
+import type { RecordBatch } from '../../pipelines/connectors/bus/bus.ts'
 import { CpuPool } from '../../pipelines/cpu/pool.ts'
 import { eventsWriter } from '../../pipelines/events/events-writer.ts'
 import { ingestionGroups, ingestionTopics } from '../../pipelines/events/topics.ts'
@@ -21,9 +22,28 @@ export const ingestionPipeline: WorkerPipeline = {
     const groups = ingestionGroups(config.SLUICE_TOPIC_PREFIX)
     await ensureIngestionTopics(runtime)
     const pool = new CpuPool(config.SLUICE_WORKER_THREADS)
-    const onError = (stage: string) => (err: unknown, batch: { topic: string; partition: number }) =>
-      logger.error({ err, stage, topic: batch.topic, partition: batch.partition }, 'batch failed; will retry')
-    const committed = (topic: string, n: number) => metrics.busConsumed.inc({ topic }, n)
+    // One consumer per stage: commit after the stage, count what was committed, log what failed.
+    const stage = (
+      name: string,
+      group: string,
+      topic: string,
+      limits: { maxBatchRecords: number; maxBatchBytes: number },
+      run: (batch: RecordBatch) => Promise<void>,
+    ) =>
+      bus.consume({
+        group,
+        topics: [topic],
+        ...limits,
+        handler: async (batch) => {
+          await run(batch)
+          metrics.busConsumed.inc({ topic: batch.topic }, batch.records.length)
+        },
+        onError: (err, batch) =>
+          logger.error(
+            { err, stage: name, topic: batch.topic, partition: batch.partition },
+            'batch failed; will retry',
+          ),
+      })
 
     const writer = eventsWriter({
       store,
@@ -50,41 +70,30 @@ export const ingestionPipeline: WorkerPipeline = {
       maxInflatedBytes: config.SLUICE_UPLOAD_MAX_DECOMPRESSED_BYTES,
     })
 
+    const MB = 1024 * 1024
     const consumers = await Promise.all([
-      bus.consume({
-        group: groups.events,
-        topics: [topics.events],
-        // Records are blocks of up to 5,000 events: a batch is up to about 20,000 events.
-        maxBatchRecords: 4,
-        maxBatchBytes: 8 * 1024 * 1024,
-        handler: async (batch) => {
-          await writer(batch)
-          committed(batch.topic, batch.records.length)
-        },
-        onError: onError('events-writer'),
-      }),
-      bus.consume({
-        group: groups.sdkUploads,
-        topics: [topics.sdkUploads],
-        maxBatchRecords: 32,
-        maxBatchBytes: 8 * 1024 * 1024,
-        handler: async (batch) => {
-          await builder(batch)
-          committed(batch.topic, batch.records.length)
-        },
-        onError: onError('sdk-builder'),
-      }),
-      bus.consume({
-        group: groups.uploads,
-        topics: [topics.uploads],
-        maxBatchRecords: 8,
-        maxBatchBytes: 4 * 1024 * 1024,
-        handler: async (batch) => {
-          await splitter(batch)
-          committed(batch.topic, batch.records.length)
-        },
-        onError: onError('upload-splitter'),
-      }),
+      // Records are blocks of up to 5,000 events: a batch is up to about 20,000 events.
+      stage(
+        'events-writer',
+        groups.events,
+        topics.events,
+        { maxBatchRecords: 4, maxBatchBytes: 8 * MB },
+        writer,
+      ),
+      stage(
+        'sdk-builder',
+        groups.sdkUploads,
+        topics.sdkUploads,
+        { maxBatchRecords: 32, maxBatchBytes: 8 * MB },
+        builder,
+      ),
+      stage(
+        'upload-splitter',
+        groups.uploads,
+        topics.uploads,
+        { maxBatchRecords: 8, maxBatchBytes: 4 * MB },
+        splitter,
+      ),
     ])
     return { consumers, close: () => pool.close() }
   },

@@ -76,3 +76,27 @@ export async function runSluice(
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
   return { code, stdout, stderr }
 }
+
+/** Through a running Sluice's admin API: an org with one app and an all-scopes key; its Basic auth. */
+export async function createTenant(
+  url: string,
+  adminToken: string,
+  appId: string,
+): Promise<{ orgId: number; auth: string }> {
+  const post = async <T>(path: string, body: unknown) => {
+    const res = await fetch(`${url}/admin/v1${path}`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${adminToken}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify(body),
+    })
+    if (!res.ok) throw new Error(`admin POST ${path}: ${res.status} ${await res.text()}`)
+    return (await res.json()) as T
+  }
+  const org = await post<{ id: number }>('/orgs', { name: appId })
+  await post(`/orgs/${org.id}/apps`, { name: appId, app_id: appId })
+  const key = await post<{ api_key: string; api_secret: string }>(`/orgs/${org.id}/keys`, {})
+  return {
+    orgId: org.id,
+    auth: `Basic ${Buffer.from(`${key.api_key}:${key.api_secret}`).toString('base64')}`,
+  }
+}

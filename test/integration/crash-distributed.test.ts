@@ -2,7 +2,7 @@ import { createClient } from '@clickhouse/client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { distributedEnv } from '../helpers/distributed-env.ts'
 import { postSdkTo, sessionRow } from '../helpers/ingestion-scenario.ts'
-import { startSluice, type SluiceChild } from '../helpers/sluice-process.ts'
+import { createTenant, startSluice, type SluiceChild } from '../helpers/sluice-process.ts'
 import { tempDir, waitFor } from '../helpers/temp.ts'
 import { exactlyOnceViolations, streamUploads } from '../helpers/upload-stream.ts'
 
@@ -37,18 +37,7 @@ describe('kill -9 of a worker in distributed mode while uploads stream in', () =
       let worker = await startSluice(env, ['worker'])
       children.push(worker)
 
-      const admin = async <T>(path: string, body: unknown) =>
-        (await (
-          await fetch(`${edge.url}/admin/v1${path}`, {
-            method: 'POST',
-            headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' },
-            body: JSON.stringify(body),
-          })
-        ).json()) as T
-      const org = await admin<{ id: number }>('/orgs', { name: 'crash' })
-      await admin(`/orgs/${org.id}/apps`, { name: 'crash', app_id: 'crash-app' })
-      const key = await admin<{ api_key: string; api_secret: string }>(`/orgs/${org.id}/keys`, {})
-      const auth = `Basic ${Buffer.from(`${key.api_key}:${key.api_secret}`).toString('base64')}`
+      const { auth } = await createTenant(edge.url, TOKEN, 'crash-app')
       const customers = ['c0', 'c1', 'c2', 'c3']
       await postSdkTo(
         edge.url,

@@ -1,7 +1,7 @@
 import { createClient } from '@clickhouse/client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { postSdkTo, sessionRow } from '../helpers/ingestion-scenario.ts'
-import { startSluice, type SluiceChild } from '../helpers/sluice-process.ts'
+import { createTenant, startSluice, type SluiceChild } from '../helpers/sluice-process.ts'
 import { tempDir, waitFor } from '../helpers/temp.ts'
 import { exactlyOnceViolations, streamUploads } from '../helpers/upload-stream.ts'
 
@@ -21,18 +21,7 @@ describe('kill -9 of the embedded process while uploads stream in', () => {
   it('stores every event answered 202 exactly once after a restart', async () => {
     const env = { SLUICE_DATA_DIR: dir.path, SLUICE_ADMIN_TOKEN: TOKEN }
     sluice = await startSluice(env)
-    const admin = async <T>(path: string, body: unknown) =>
-      (await (
-        await fetch(`${sluice!.url}/admin/v1${path}`, {
-          method: 'POST',
-          headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' },
-          body: JSON.stringify(body),
-        })
-      ).json()) as T
-    const org = await admin<{ id: number }>('/orgs', { name: 'crash' })
-    await admin(`/orgs/${org.id}/apps`, { name: 'crash', app_id: 'crash-app' })
-    const key = await admin<{ api_key: string; api_secret: string }>(`/orgs/${org.id}/keys`, {})
-    const auth = `Basic ${Buffer.from(`${key.api_key}:${key.api_secret}`).toString('base64')}`
+    const { auth } = await createTenant(sluice.url, TOKEN, 'crash-app')
     const customers = ['c0', 'c1', 'c2', 'c3']
     await postSdkTo(
       sluice.url,

@@ -1,4 +1,4 @@
-import { Hono } from 'hono'
+import { Hono, type Context } from 'hono'
 import type { Bus } from '../../../pipelines/connectors/bus/bus.ts'
 import type { Store } from '../../../pipelines/connectors/store/store.ts'
 import type { ControlStore } from '../../../pipelines/control/control-store.ts'
@@ -42,20 +42,11 @@ export function uploadRoutes(deps: UploadRouteDeps) {
     rateLimit(buckets, (c) => c.get('principal').apiKey),
     async (c) => {
       const principal = c.get('principal')
-      const encoding = uploadEncoding(c)
-      shed(deps, Number(c.req.header('content-length') ?? 0))
-      const body = await readUploadBody(c, encoding, deps.limits)
-      const receivedAt = Date.now()
-      const tx = mintTransactionId(deps.transactionKey, principal.orgId, receivedAt)
-      const headers: UploadHeaders = {
-        tx,
-        org: String(principal.orgId),
-        key: principal.apiKey,
-        recv: String(receivedAt),
-        enc: encoding,
-        src: 'server',
-      }
-      await produce(deps, deps.topics.uploads, tx, body, headers)
+      const tx = await accept(deps, c, deps.topics.uploads, {
+        orgId: principal.orgId,
+        apiKey: principal.apiKey,
+        source: 'server',
+      })
       return c.json({ transaction_id: tx }, 202)
     },
   )
@@ -72,22 +63,13 @@ export function uploadRoutes(deps: UploadRouteDeps) {
     const appKey = c.req.param('app_key')
     const target = await deps.control.getApp(appKey)
     if (!target) throw new SluiceError('unauthorized', 401, 'unknown app key')
-    const encoding = uploadEncoding(c)
-    shed(deps, Number(c.req.header('content-length') ?? 0))
-    const body = await readUploadBody(c, encoding, deps.limits)
-    const receivedAt = Date.now()
-    const tx = mintTransactionId(deps.transactionKey, target.org_id, receivedAt)
-    const headers: UploadHeaders = {
-      tx,
-      org: String(target.org_id),
-      key: '',
-      recv: String(receivedAt),
-      enc: encoding,
-      src: 'sdk',
-      app: appKey,
-    }
     // Keyed by app: one consumer owns each app's device state, so its updates never race.
-    await produce(deps, deps.topics.sdkUploads, appKey, body, headers)
+    const tx = await accept(deps, c, deps.topics.sdkUploads, {
+      orgId: target.org_id,
+      apiKey: '',
+      source: 'sdk',
+      app: appKey,
+    })
     return c.json({ transaction_id: tx }, 202)
   })
 
@@ -104,9 +86,34 @@ export function uploadRoutes(deps: UploadRouteDeps) {
   return app
 }
 
-function shed(deps: UploadRouteDeps, bytes: number): void {
-  const reason = deps.shedder.refusal(bytes)
-  if (reason) throw unavailable(2, reason)
+/**
+ * What every upload goes through once its sender is known: check what a 202 promises, then write
+ * the body as one durable bus record (keyed by the app for SDK uploads, by the transaction
+ * otherwise) and return its transaction id.
+ */
+async function accept(
+  deps: UploadRouteDeps,
+  c: Context,
+  topic: string,
+  sender: { orgId: number; apiKey: string; source: 'server' | 'sdk'; app?: string },
+): Promise<string> {
+  const encoding = uploadEncoding(c)
+  const refusal = deps.shedder.refusal(Number(c.req.header('content-length') ?? 0))
+  if (refusal) throw unavailable(2, refusal)
+  const body = await readUploadBody(c, encoding, deps.limits)
+  const receivedAt = Date.now()
+  const tx = mintTransactionId(deps.transactionKey, sender.orgId, receivedAt)
+  const headers: UploadHeaders = {
+    tx,
+    org: String(sender.orgId),
+    key: sender.apiKey,
+    recv: String(receivedAt),
+    enc: encoding,
+    src: sender.source,
+    ...(sender.app === undefined ? {} : { app: sender.app }),
+  }
+  await produce(deps, topic, sender.app ?? tx, body, headers)
+  return tx
 }
 
 async function produce(
