@@ -58,6 +58,8 @@ describe('event block size', () => {
     const events = Array.from({ length: 25 }, (_, i) => ev('a', `u${i}`, i + 1, up1))
     const messages = blockMessages(events, 1, 10)
     expect(messages.map((m) => decodeBlock(m.value).length)).toEqual([10, 10, 5])
-    expect(messages.flatMap((m) => decodeBlock(m.value).map((i) => i.headers.u))).toEqual(events.map((e) => e.uuid))
+    expect(messages.flatMap((m) => decodeBlock(m.value).map((i) => i.headers.u))).toEqual(
+      events.map((e) => e.uuid),
+    )
   })
 })
