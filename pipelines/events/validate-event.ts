@@ -95,51 +95,64 @@ export function validateEventLine(text: string, line: number, ctx: ValidateConte
  * another reason does not claim its uuid.
  */
 export function validateEventBody(body: Buffer, ctx: ValidateContext): EventBodyResult {
-  const events: ValidEvent[] = []
-  const rejects: RejectedLine<EventRejectReason>[] = []
-  // Bodies almost always hold one app, so the per-app map is looked up once per app change.
-  const seenByApp = new Map<string, Map<string, number>>()
-  let lastApp: string | undefined
-  let lastSeen = new Map<string, number>()
+  const { items, rejects, lines } = validateLines(
+    body,
+    (text, lineNumber) => checkEventText(text, lineNumber, ctx),
+    (event) => `${event.app_uuid}\n${event.uuid}`,
+    ctx.maxLineBytes,
+  )
+  return { events: items, rejects, lines }
+}
+
+/**
+ * The walk both upload validators share: check each line, refuse what cannot be read, and keep
+ * the first line of each identity (`identity` of a valid item), refusing later ones as
+ * `duplicate_in_body`.
+ */
+export function validateLines<T extends { uuid: string }, R extends string>(
+  body: Buffer,
+  check: (text: string, line: number) => T | RejectedLine<R>,
+  identity: (item: T) => string,
+  maxLineBytes: number | undefined,
+): {
+  items: T[]
+  rejects: RejectedLine<R | 'duplicate_in_body' | 'line_too_long' | 'invalid_json'>[]
+  lines: number
+} {
+  const items: T[] = []
+  const rejects: RejectedLine<R | 'duplicate_in_body' | 'line_too_long' | 'invalid_json'>[] = []
+  const seen = new Map<string, number>()
   const lines = forEachLine(
     body,
     {
       line(text, lineNumber) {
-        const result = checkEventText(text, lineNumber, ctx)
+        const result = check(text, lineNumber)
         if ('reason' in result) {
           rejects.push(result)
           return
         }
-        if (result.app_uuid !== lastApp) {
-          lastApp = result.app_uuid
-          let seen = seenByApp.get(lastApp)
-          if (!seen) {
-            seen = new Map<string, number>()
-            seenByApp.set(lastApp, seen)
-          }
-          lastSeen = seen
-        }
-        const first = lastSeen.get(result.uuid)
+        const key = identity(result)
+        const first = seen.get(key)
         if (first !== undefined) {
           rejects.push(
             rejected(lineNumber, result.uuid, 'duplicate_in_body', `uuid already used on line ${first}`),
           )
           return
         }
-        lastSeen.set(result.uuid, lineNumber)
-        events.push(result)
+        seen.set(key, lineNumber)
+        items.push(result)
       },
       refused(lineNumber, why, bytes) {
         rejects.push(
           why === 'line_too_long'
-            ? tooLong(lineNumber, bytes, ctx.maxLineBytes ?? Infinity)
+            ? tooLong(lineNumber, bytes, maxLineBytes ?? Infinity)
             : rejected(lineNumber, null, 'invalid_json', 'line is not valid UTF-8'),
         )
       },
     },
-    ctx.maxLineBytes,
+    maxLineBytes,
   )
-  return { events, rejects, lines }
+  return { items, rejects, lines }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 import { EVENT_LIMITS, charsAtMost } from '../../schemas/events.ts'
-import { forEachLine, utf8LongerThan } from '../events/lines.ts'
+import { utf8LongerThan } from '../events/lines.ts'
 import {
   charsProblem,
   integerProblem,
@@ -12,6 +12,7 @@ import {
   takeAttributes,
   tooLong,
   uuidProblem,
+  validateLines,
   windowProblem,
   type RejectedLine,
 } from '../events/validate-event.ts'
@@ -139,39 +140,13 @@ export function validateSdkLine(text: string, line: number, ctx: SdkValidateCont
 /** Validates every line of an SDK upload body; a repeated uuid (after a valid row) is a duplicate. */
 export function validateSdkBody(body: Buffer, ctx: SdkValidateContext): SdkBodyResult {
   const window = windowOf(ctx)
-  const rows: SdkRow[] = []
-  const rejects: RejectedLine<SdkRejectReason>[] = []
-  const seen = new Map<string, number>()
-  const lines = forEachLine(
+  const { items, rejects, lines } = validateLines(
     body,
-    {
-      line(text, lineNumber) {
-        const r = checkSdkText(text, lineNumber, window)
-        if ('reason' in r) {
-          rejects.push(r)
-          return
-        }
-        const first = seen.get(r.uuid)
-        if (first !== undefined) {
-          rejects.push(
-            rejected(lineNumber, r.uuid, 'duplicate_in_body', `uuid already used on line ${first}`),
-          )
-          return
-        }
-        seen.set(r.uuid, lineNumber)
-        rows.push(r)
-      },
-      refused(lineNumber, why, bytes) {
-        rejects.push(
-          why === 'line_too_long'
-            ? tooLong(lineNumber, bytes, ctx.maxLineBytes ?? Infinity)
-            : rejected(lineNumber, null, 'invalid_json', 'line is not valid UTF-8'),
-        )
-      },
-    },
+    (text, lineNumber) => checkSdkText(text, lineNumber, window),
+    (row) => row.uuid,
     ctx.maxLineBytes,
   )
-  return { rows, rejects, lines }
+  return { rows: items, rejects, lines }
 }
 
 function checkSdkText(text: string, line: number, window: Window): SdkRow | RejectedLine<SdkRejectReason> {
