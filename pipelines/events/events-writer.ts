@@ -12,6 +12,7 @@ export interface WriterDeps {
 }
 
 const NEWLINE = Buffer.from('\n')
+const SETTLED_MS = 2000
 
 /**
  * Stage 2 of ingestion: the single owner of a partition of (app, uuid) keys stores each event once.
@@ -21,14 +22,16 @@ const NEWLINE = Buffer.from('\n')
  * token (from the source offsets) makes an immediate retry of the same block a no-op as well.
  */
 export function eventsWriter(deps: WriterDeps) {
-  // Partitions whose last batch in this process was written and committed: their next batch cannot
-  // be a replay of a half-finished insert, so the index alone answers for it.
-  const settled = new Set<string>()
+  // When each partition's last batch was written here. A batch that follows one written moments ago
+  // cannot be a replay of a half-finished insert (another owner would first have to take the
+  // partition, crash, and wait out a session timeout of 6 s or more), so the index alone answers.
+  const settled = new Map<string, number>()
   return async (batch: RecordBatch): Promise<void> => {
     const items: WriterItem[] = batch.records.flatMap((r) => decodeBlock(r.value))
     if (items.length === 0) return
     const partitionKey = `${batch.topic}:${batch.partition}`
-    const replayPossible = !settled.has(partitionKey)
+    const lastWritten = settled.get(partitionKey)
+    const replayPossible = lastWritten === undefined || Date.now() - lastWritten > SETTLED_MS
     settled.delete(partitionKey)
     const stored = await findStored(deps.store, items, replayPossible)
     const decisions = classifyBatch(items, stored)
@@ -63,7 +66,7 @@ export function eventsWriter(deps: WriterDeps) {
       })
     }
     await recordRejects(deps.store, duplicates)
-    settled.add(partitionKey)
+    settled.set(partitionKey, Date.now())
     for (const [source, n] of counts) deps.onStored?.(n, source)
     if (duplicates.length > 0) deps.onDuplicate?.(duplicates.length)
   }
@@ -72,8 +75,8 @@ export function eventsWriter(deps: WriterDeps) {
 /**
  * Which keys of the batch are already stored, and by which transaction. The dedupe index
  * (`event_uuids`, filled in the same INSERT by a materialized view) answers for everything. When
- * the batch may be a replay (the first batch of a partition in this process, or a retry after an
- * error), the events table itself is checked around the batch's receipt times too, which covers a
+ * the batch may be a replay (not right after a batch this process wrote for the partition: the
+ * first one, a retry after an error, a partition handed back), the events table itself is checked around the batch's receipt times too, which covers a
  * crash between the two writes of that INSERT.
  */
 async function findStored(store: Store, items: readonly WriterItem[], replayPossible: boolean) {

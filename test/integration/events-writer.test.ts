@@ -96,4 +96,17 @@ describe('events writer against the embedded engine', () => {
     await eventsWriter({ store })(batch([['u4', up3, 1]]))
     expect((await counts()).u4).toBe(1)
   })
+
+  it('checks for replays again when a partition comes back after a pause (another owner may have crashed mid-insert)', async () => {
+    const up4 = upload('tx-4', 1_795_300_003_000)
+    const up5 = upload('tx-5', 1_795_300_004_000)
+    const writer = eventsWriter({ store })
+    await writer(batch([['u5', up4, 1]]))
+    // Meanwhile another owner inserted tx-5's events and crashed before its index row and commit.
+    await eventsWriter({ store })(batch([['u6', up5, 1]]))
+    await store.command("ALTER TABLE event_uuids DELETE WHERE uuid = 'u6' SETTINGS mutations_sync = 1")
+    await new Promise((r) => setTimeout(r, 2100))
+    await writer(batch([['u6', up5, 1]]))
+    expect((await counts()).u6).toBe(1)
+  })
 })
