@@ -9,5 +9,8 @@ export default defineConfig({
     hookTimeout: 120_000,
     maxWorkers: 2,
     globalSetup: ['test/helpers/global-setup.ts'],
+    // The JSON report lets .ci/run close with a plain "N passed, N failed" line.
+    reporters: ['default', 'json'],
+    outputFile: { json: '.vitest-results.json' },
   },
 })
