@@ -31,6 +31,10 @@ describe('ChdbStore (embedded engine)', () => {
       "SELECT name FROM system.tables WHERE database = currentDatabase() AND name IN ('orgs','apps','api_keys','profile_dbs') ORDER BY name",
     )
     expect(tables.map((t) => t.name)).toEqual(['api_keys', 'apps', 'orgs', 'profile_dbs'])
+    const [events] = await store.query<{ engine_full: string }>(
+      "SELECT engine_full FROM system.tables WHERE database = currentDatabase() AND name = 'events'",
+    )
+    expect(events?.engine_full).toMatch(/non_replicated_deduplication_window = 1000/)
   })
 
   it('inserts objects and buffers and binds query parameters', async () => {
