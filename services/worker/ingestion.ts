@@ -91,7 +91,9 @@ export const ingestionPipeline: WorkerPipeline = {
         'upload-splitter',
         groups.uploads,
         topics.uploads,
-        { maxBatchRecords: 8, maxBatchBytes: 4 * MB },
+        // About 1 MB of bodies: four gzip bodies (~36,000 events) or a dozen plain ones per batch,
+        // which bounds the memory a batch holds while it is attributed.
+        { maxBatchRecords: 16, maxBatchBytes: 1 * MB },
         splitter,
       ),
     ])
