@@ -37,7 +37,7 @@ export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | unde
       { group: groups.sdkUploads, topic: topics.sdkUploads },
       { group: groups.events, topic: topics.events },
     ],
-    // The events topic counts single events, the others whole bodies.
+    // Records: whole bodies on the upload topics, blocks of up to 5,000 events on the events topic.
     maxLag: config.SLUICE_MAX_BUS_LAG,
     maxInFlightBytes: 256 * 1024 * 1024,
     onSample: (topic, lag) => metrics.busLag.set({ topic }, lag),

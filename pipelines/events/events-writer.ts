@@ -3,7 +3,7 @@ import type { Store } from '../connectors/store/store.ts'
 import { classifyBatch, type WriterItem } from './classify-stored.ts'
 import { decodeBlock } from './event-block.ts'
 import { eventKey } from './event-row.ts'
-import { recordRejects, type RejectRow } from './rejects.ts'
+import { recordRejects, type RejectRow } from './upload-outcomes.ts'
 
 export interface WriterDeps {
   store: Store

@@ -6,7 +6,7 @@ import { attributeEvent } from './attribute.ts'
 import { customerKey, lookupDevices, waitForSdkBacklog } from './attribution.ts'
 import { blockMessages, eventPartitions, type BlockEvent, type UploadRef } from './event-block.ts'
 import type { DeviceDims } from './event-row.ts'
-import { recordRejects, type RejectRow } from './rejects.ts'
+import { receiptRow, recordRejects, rejectRow, type RejectRow } from './upload-outcomes.ts'
 import type { UploadHeaders } from './topics.ts'
 import type { ValidEvent } from './validate-event.ts'
 
@@ -60,14 +60,9 @@ export function serverUploadSplitter(deps: SplitterDeps) {
       let forwarded = 0
       const uploadRejects = [...upload.rejects]
       const ref: UploadRef = { tx: upload.headers.tx, recv: receivedAt, org: orgId, source: 'server' }
+      const context = { orgId, transactionId: upload.headers.tx, receivedAt, appOrg, devices }
       for (const event of upload.events) {
-        const result = attributeEvent(event, {
-          orgId,
-          transactionId: upload.headers.tx,
-          receivedAt,
-          appOrg,
-          devices,
-        })
+        const result = attributeEvent(event, context)
         if (result.kind === 'reject') {
           uploadRejects.push(
             rejectRow(upload.headers, result.line, result.uuid, result.reason, result.detail, result.app_id),
@@ -84,19 +79,13 @@ export function serverUploadSplitter(deps: SplitterDeps) {
         forwarded++
       }
       rejects.push(...uploadRejects)
-      receipts.push({
-        transaction_id: upload.headers.tx,
-        org_id: orgId,
-        app_id: '',
-        source: 'server',
-        api_key: upload.headers.key,
-        received_at: receivedAt,
-        processed_at: processedAt,
-        lines: upload.lines,
-        forwarded,
-        direct: 0,
-        rejected: uploadRejects.length,
-      })
+      receipts.push(
+        receiptRow(
+          upload.headers,
+          { lines: upload.lines, forwarded, direct: 0, rejected: uploadRejects.length },
+          processedAt,
+        ),
+      )
     }
     if (forward.length > 0)
       await deps.bus.produce(deps.eventsTopic, blockMessages(forward, await partitions()))
@@ -126,14 +115,14 @@ async function parse(deps: SplitterDeps, record: BusRecord): Promise<ParsedUploa
       record,
       headers,
       events: result.events,
-      rejects: result.rejects.map((r) => rejectRow(headers, r.line, r.uuid, r.reason, r.detail, '')),
+      rejects: result.rejects.map((r) => rejectRow(headers, r.line, r.uuid, r.reason, r.detail)),
       lines: result.lines,
     }
   }
   // The edge checked the body already; this only happens if the limits changed in between.
   const detail = result.kind === 'unreadable' ? result.detail : 'unexpected task result'
   const reason = result.kind === 'unreadable' ? result.reason : 'unreadable'
-  return { record, headers, events: [], rejects: [rejectRow(headers, 0, null, reason, detail, '')], lines: 0 }
+  return { record, headers, events: [], rejects: [rejectRow(headers, 0, null, reason, detail)], lines: 0 }
 }
 
 async function appOwners(control: ControlStore, appIds: string[]): Promise<Map<string, number>> {
@@ -164,25 +153,4 @@ async function attributionDevices(
     for (const [key, dims] of await lookupDevices(deps.store, missing)) devices.set(key, dims)
   }
   return devices
-}
-
-function rejectRow(
-  headers: UploadHeaders,
-  line: number,
-  uuid: string | null,
-  reason: string,
-  detail: string,
-  appId: string,
-): RejectRow {
-  return {
-    transaction_id: headers.tx,
-    org_id: Number(headers.org),
-    app_id: appId,
-    source: headers.src,
-    line,
-    uuid,
-    reason,
-    detail,
-    received_at: Number(headers.recv),
-  }
 }

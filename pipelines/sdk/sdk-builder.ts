@@ -3,7 +3,7 @@ import type { Store } from '../connectors/store/store.ts'
 import type { CpuPool } from '../cpu/pool.ts'
 import { blockMessages, eventPartitions, type BlockEvent, type UploadRef } from '../events/event-block.ts'
 import type { EventRow } from '../events/event-row.ts'
-import { recordRejects, type RejectRow } from '../events/rejects.ts'
+import { receiptRow, recordRejects, rejectRow, type RejectRow } from '../events/upload-outcomes.ts'
 import type { UploadHeaders } from '../events/topics.ts'
 import {
   applyRowToCustomer,
@@ -117,19 +117,13 @@ export function sdkBuilder(deps: SdkBuilderDeps) {
       'upload_receipts',
       uploads.map((u) => {
         const events = u.rows.filter((r) => r.type === 'e').length
-        return {
-          transaction_id: u.headers.tx,
-          org_id: Number(u.headers.org),
-          app_id: u.headers.app ?? '',
-          source: 'sdk',
-          api_key: '',
-          received_at: Number(u.headers.recv),
-          processed_at: now,
+        const counts = {
           lines: u.lines,
           forwarded: events,
           direct: u.rows.length - events,
           rejected: u.rejects.length,
         }
+        return receiptRow(u.headers, counts, now)
       }),
     )
   }
@@ -144,27 +138,16 @@ async function parse(deps: SdkBuilderDeps, record: BusRecord): Promise<ParsedSdk
     receivedAt: Number(headers.recv),
     maxInflatedBytes: deps.maxInflatedBytes,
   })
-  const reject = (line: number, uuid: string | null, reason: string, detail: string): RejectRow => ({
-    transaction_id: headers.tx,
-    org_id: Number(headers.org),
-    app_id: headers.app ?? '',
-    source: 'sdk',
-    line,
-    uuid,
-    reason,
-    detail,
-    received_at: Number(headers.recv),
-  })
   if (result.kind === 'sdk-upload') {
     return {
       headers,
       rows: result.rows,
-      rejects: result.rejects.map((r) => reject(r.line, r.uuid, r.reason, r.detail)),
+      rejects: result.rejects.map((r) => rejectRow(headers, r.line, r.uuid, r.reason, r.detail)),
       lines: result.lines,
     }
   }
   const detail = result.kind === 'unreadable' ? result.detail : 'unexpected task result'
-  return { headers, rows: [], rejects: [reject(0, null, 'unreadable', detail)], lines: 0 }
+  return { headers, rows: [], rejects: [rejectRow(headers, 0, null, 'unreadable', detail)], lines: 0 }
 }
 
 function eventToForward(

@@ -43,7 +43,7 @@ export class ChdbStore implements Store, RawExecutor {
 
   async exec(
     sql: string,
-    options: { params?: QueryParams; format?: string; settings?: Record<string, string>; body?: Buffer },
+    options: { params?: QueryParams; format?: string; body?: Buffer },
   ): Promise<Buffer> {
     const text = options.body && options.body.length > 0 ? `${sql}\n${options.body.toString('utf8')}` : sql
     const result = await this.run(text, options.params, options.format ?? 'TabSeparated')

@@ -73,7 +73,7 @@ export class ClickHouseStore implements Store {
     if (rows.length === 0) return
     await this.client.insert({
       table,
-      values: rows as object[],
+      values: rows,
       format: 'JSONEachRow',
       clickhouse_settings: settings,
     })

@@ -30,8 +30,5 @@ export interface Store {
 
 /** Raw execution used by the SQL port: bytes in the format the caller asked for. */
 export interface RawExecutor {
-  exec(
-    sql: string,
-    options: { params?: QueryParams; format?: string; settings?: Record<string, string>; body?: Buffer },
-  ): Promise<Buffer>
+  exec(sql: string, options: { params?: QueryParams; format?: string; body?: Buffer }): Promise<Buffer>
 }
