@@ -13,8 +13,6 @@ import { z } from 'zod'
  * answer as the server ("😀" is one character).
  */
 
-const HOUR_MS = 3_600_000
-
 export const EVENT_LIMITS = {
   appUuidMaxChars: 128,
   customerIdMaxChars: 128,
@@ -25,10 +23,6 @@ export const EVENT_LIMITS = {
   attributeNameMaxChars: 128,
   attributeValueMaxChars: 128,
 } as const
-
-/** event_time must lie in [receivedAt - past, receivedAt + future], both bounds inclusive. */
-export const DEFAULT_EVENT_PAST_WINDOW_MS = 72 * HOUR_MS
-export const DEFAULT_EVENT_FUTURE_WINDOW_MS = 48 * HOUR_MS
 
 export const EVENT_SCHEMA_PATH = '/schemas/events/v0.json'
 

@@ -51,7 +51,7 @@ export const configSchema = z.object({
   SLUICE_EXPORT_RATE_PER_KEY_PER_MIN: int(50, 1),
   SLUICE_EVENT_PAST_WINDOW_HOURS: int(72, 0),
   SLUICE_EVENT_FUTURE_WINDOW_HOURS: int(48, 0),
-  /** Uncommitted bus records per topic above which the edge answers 503. */
+  /** Uncommitted bus records per topic above which the edge answers 503 (bodies on upload topics, event blocks on the events topic). */
   SLUICE_MAX_BUS_LAG: int(20_000, 1),
   SLUICE_WORKER_THREADS: int(0, 0),
   SLUICE_KEY_CACHE_SECONDS: int(5, 0),
@@ -76,4 +76,3 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`)
 }
 
-export type Mode = 'embedded' | 'distributed'

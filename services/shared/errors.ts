@@ -39,7 +39,6 @@ export const conflict = (message: string) => new SluiceError('conflict', 409, me
 export const payloadTooLarge = (message: string) => new SluiceError('payload_too_large', 413, message)
 export const unsupportedMediaType = (message: string) =>
   new SluiceError('unsupported_media_type', 415, message)
-export const unprocessable = (message: string) => new SluiceError('unprocessable', 422, message)
 export const tooManyRequests = (retryAfterSeconds: number, message = 'rate limit exceeded') =>
   new SluiceError('rate_limited', 429, message, {
     retriable: true,
@@ -50,7 +49,3 @@ export const unavailable = (retryAfterSeconds: number, message: string) =>
     retriable: true,
     headers: { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) },
   })
-
-export function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err)
-}
