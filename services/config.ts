@@ -75,4 +75,3 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   })
   throw new ConfigError(`invalid configuration:\n  ${lines.join('\n  ')}`)
 }
-
