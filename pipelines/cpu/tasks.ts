@@ -1,5 +1,6 @@
 import { gunzipBounded } from '../events/gzip.ts'
-import { validateEventBody, type ValidEvent } from '../events/validate-event.ts'
+import { packEvents, type PackedEvents } from '../events/event-row.ts'
+import { validateEventBody } from '../events/validate-event.ts'
 import type { RejectedLine } from '../events/validate-event.ts'
 import { validateSdkBody, type SdkRow } from '../sdk/validate-sdk-row.ts'
 
@@ -23,7 +24,7 @@ export type CpuTask =
     }
 
 export type CpuResult =
-  | { kind: 'server-upload'; events: ValidEvent[]; rejects: RejectedLine[]; lines: number }
+  | { kind: 'server-upload'; events: PackedEvents; rejects: RejectedLine[]; lines: number }
   | { kind: 'sdk-upload'; rows: SdkRow[]; rejects: RejectedLine[]; lines: number }
   | { kind: 'unreadable'; reason: 'invalid_gzip' | 'too_large'; detail: string }
 
@@ -46,7 +47,12 @@ export default function runTask(task: CpuTask): CpuResult {
       pastWindowMs: task.pastWindowMs,
       futureWindowMs: task.futureWindowMs,
     })
-    return { kind: 'server-upload', ...result }
+    return {
+      kind: 'server-upload',
+      events: packEvents(result.events),
+      rejects: result.rejects,
+      lines: result.lines,
+    }
   }
   const result = validateSdkBody(body, { receivedAt: task.receivedAt })
   return { kind: 'sdk-upload', ...result }

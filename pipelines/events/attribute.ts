@@ -1,18 +1,16 @@
-import type { ValidEvent } from './validate-event.ts'
-import type { DeviceDims, EventRow } from './event-row.ts'
 import { customerKey } from './attribution.ts'
+import type { RowParts } from './event-block.ts'
+import { deviceMembers, type DeviceDims, type PackedEvents } from './event-row.ts'
 
 export interface AttributionContext {
   orgId: number
-  transactionId: string
-  receivedAt: number
   /** The org owning each app id, or undefined for an unknown app. */
   appOrg: ReadonlyMap<string, number>
   devices: ReadonlyMap<string, DeviceDims>
 }
 
 export type AttributionResult =
-  | { kind: 'ok'; row: EventRow; line: number }
+  | { kind: 'ok'; line: number; app_id: string; uuid: string; device: DeviceDims }
   | {
       kind: 'reject'
       line: number
@@ -23,57 +21,58 @@ export type AttributionResult =
     }
 
 /**
- * Pure: an event is applied to the customer's last active device in that app and tagged with
- * that device's dimensions; an app outside the sender's org, or a customer with no device in the
- * app, rejects the line.
+ * Pure: event `i` of an upload is applied to the customer's last active device in that app; an
+ * app outside the sender's org, or a customer with no device in the app, rejects the line.
  */
-export function attributeEvent(event: ValidEvent, ctx: AttributionContext): AttributionResult {
-  const owner = ctx.appOrg.get(event.app_uuid)
+export function attributeEvent(events: PackedEvents, i: number, ctx: AttributionContext): AttributionResult {
+  const app = events.app[i]!
+  const line = events.line[i]!
+  const uuid = events.uuid[i]!
+  const owner = ctx.appOrg.get(app)
   if (owner === undefined || owner !== ctx.orgId) {
     return {
       kind: 'reject',
-      line: event.line,
-      uuid: event.uuid,
-      app_id: event.app_uuid,
+      line,
+      uuid,
+      app_id: app,
       reason: 'unknown_app',
-      detail: `app_uuid ${event.app_uuid} is not an app of this organization`,
+      detail: `app_uuid ${app} is not an app of this organization`,
     }
   }
-  const device = ctx.devices.get(customerKey(event.app_uuid, event.customer_id))
+  const customer = events.customer[i]!
+  const device = ctx.devices.get(customerKey(app, customer))
   if (!device) {
     return {
       kind: 'reject',
-      line: event.line,
-      uuid: event.uuid,
-      app_id: event.app_uuid,
+      line,
+      uuid,
+      app_id: app,
       reason: 'unknown_customer',
-      detail: `customer ${event.customer_id} has no device in app ${event.app_uuid}`,
+      detail: `customer ${customer} has no device in app ${app}`,
     }
   }
-  return {
-    kind: 'ok',
-    line: event.line,
-    row: {
-      app_id: event.app_uuid,
-      uuid: event.uuid,
-      customer_id: event.customer_id,
-      event_name: event.event_name,
-      event_time: event.event_time,
-      received_at: ctx.receivedAt,
-      attributes: event.attributes,
-      ltv_change: event.ltv_change,
-      install_uuid: device.install_uuid,
-      device_uuid: device.device_uuid,
-      session_uuid: device.session_uuid,
-      country: device.country,
-      language: device.language,
-      app_version: device.app_version,
-      os_version: device.os_version,
-      platform: device.platform,
-      model: device.model,
-      device_timezone: device.device_timezone,
-      source: 'server',
-      transaction_id: ctx.transactionId,
-    },
+  return { kind: 'ok', line, app_id: app, uuid, device }
+}
+
+/**
+ * The `events` rows of one server upload's attributed events: each row is the app's member, the
+ * event's own members (a slice of the buffer the CPU pool serialised) and the receipt time, the
+ * device's members and the upload's, copied once into the event block. Heads and tails are
+ * serialised once per app and per device of the upload.
+ */
+export function serverRows(events: PackedEvents, upload: { receivedAt: number; transactionId: string }) {
+  const own = Buffer.from(events.own.buffer, events.own.byteOffset, events.own.byteLength)
+  const heads = new Map<string, Buffer>()
+  const tails = new Map<DeviceDims, Buffer>()
+  const txMember = `"source":"server","transaction_id":${JSON.stringify(upload.transactionId)}}`
+  return (i: number, app: string, device: DeviceDims): RowParts => {
+    let head = heads.get(app)
+    if (!head) heads.set(app, (head = Buffer.from(`{"app_id":${JSON.stringify(app)},`)))
+    let tail = tails.get(device)
+    if (!tail) {
+      tail = Buffer.from(`,"received_at":${upload.receivedAt},${deviceMembers(device)},${txMember}`)
+      tails.set(device, tail)
+    }
+    return { head, source: own, start: i === 0 ? 0 : events.ownEnd[i - 1]!, end: events.ownEnd[i]!, tail }
   }
 }

@@ -10,7 +10,16 @@ export interface BlockEvent {
   line: number
   upload: UploadRef
   /** The `events` row, serialised once (JSONEachRow), with no raw newline. */
-  row: string
+  row: string | RowParts
+}
+
+/** A row given as bytes to copy into the block: `head`, then `source[start, end)`, then `tail`. */
+export interface RowParts {
+  head: Buffer
+  source: Buffer
+  start: number
+  end: number
+  tail: Buffer
 }
 
 export interface UploadRef {
@@ -60,7 +69,7 @@ export function blockMessages(
 export function encodeBlock(events: readonly BlockEvent[]): Buffer {
   const uploads = new Map<UploadRef, number>()
   const header: BlockHeader = { u: [], k: [] }
-  const rows: string[] = []
+  let rowBytes = 0
   for (const event of events) {
     let index = uploads.get(event.upload)
     if (index === undefined) {
@@ -69,9 +78,28 @@ export function encodeBlock(events: readonly BlockEvent[]): Buffer {
       header.u.push([event.upload.tx, event.upload.recv, event.upload.org, event.upload.source])
     }
     header.k.push([event.app, event.uuid, event.line, index])
-    rows.push(event.row)
+    rowBytes += rowLength(event.row) + 1
   }
-  return Buffer.from(`${JSON.stringify(header)}\n${rows.join('\n')}\n`)
+  const head = Buffer.from(`${JSON.stringify(header)}\n`)
+  // One allocation and one copy of every row: a gzip body's block is megabytes.
+  const out = Buffer.allocUnsafe(head.length + rowBytes)
+  let at = head.copy(out, 0)
+  for (const { row } of events) {
+    if (typeof row === 'string') at += out.write(row, at)
+    else {
+      at += row.head.copy(out, at)
+      at += row.source.copy(out, at, row.start, row.end)
+      at += row.tail.copy(out, at)
+    }
+    out[at++] = 0x0a
+  }
+  return out
+}
+
+function rowLength(row: string | RowParts): number {
+  return typeof row === 'string'
+    ? Buffer.byteLength(row)
+    : row.head.length + (row.end - row.start) + row.tail.length
 }
 
 /** The writer's items of one block record; each item's value is its row (a slice, not a copy). */

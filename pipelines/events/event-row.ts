@@ -56,3 +56,75 @@ export interface EventRecordHeaders {
 }
 
 export const eventKey = (appId: string, uuid: string) => `${appId}\n${uuid}`
+
+/**
+ * Validated events as the CPU pool hands them to the splitter: columns of identity fields, plus
+ * each event's own columns already serialised as JSON members (`"uuid":…,"attributes":{…},…`),
+ * all in one buffer (`ownEnd[i]` is where event i's members end; they start where i-1's end).
+ * A few columns cross the thread boundary far more cheaply than one object per event, and the
+ * splitter only copies the app's and the device's members around each slice: the event is
+ * serialised once, on the pool, and never becomes a string on the main thread.
+ */
+export interface PackedEvents {
+  line: number[]
+  app: string[]
+  customer: string[]
+  uuid: string[]
+  own: Uint8Array
+  ownEnd: number[]
+}
+
+export const noPackedEvents = (): PackedEvents => ({
+  line: [],
+  app: [],
+  customer: [],
+  uuid: [],
+  own: new Uint8Array(0),
+  ownEnd: [],
+})
+
+export function packEvents(
+  events: readonly {
+    line: number
+    app_uuid: string
+    customer_id: string
+    event_name: string
+    event_time: number
+    uuid: string
+    attributes: Record<string, string>
+    ltv_change: number
+  }[],
+): PackedEvents {
+  const packed = noPackedEvents()
+  const members: string[] = []
+  let end = 0
+  for (const e of events) {
+    packed.line.push(e.line)
+    packed.app.push(e.app_uuid)
+    packed.customer.push(e.customer_id)
+    packed.uuid.push(e.uuid)
+    const own = `"uuid":${JSON.stringify(e.uuid)},"customer_id":${JSON.stringify(e.customer_id)},"event_name":${JSON.stringify(e.event_name)},"event_time":${e.event_time},"attributes":${JSON.stringify(e.attributes)},"ltv_change":${e.ltv_change}`
+    members.push(own)
+    end += Buffer.byteLength(own)
+    packed.ownEnd.push(end)
+  }
+  packed.own = Buffer.from(members.join(''))
+  return packed
+}
+
+/** A device's columns as JSON members (no braces), in one native JSON.stringify. */
+export function deviceMembers(d: DeviceDims): string {
+  const columns: DeviceDims = {
+    install_uuid: d.install_uuid,
+    device_uuid: d.device_uuid,
+    session_uuid: d.session_uuid,
+    country: d.country,
+    language: d.language,
+    app_version: d.app_version,
+    os_version: d.os_version,
+    platform: d.platform,
+    model: d.model,
+    device_timezone: d.device_timezone,
+  }
+  return JSON.stringify(columns).slice(1, -1)
+}

@@ -2,13 +2,12 @@ import type { Bus, BusRecord, RecordBatch } from '../connectors/bus/bus.ts'
 import type { Store } from '../connectors/store/store.ts'
 import type { ControlStore } from '../control/control-store.ts'
 import type { CpuPool } from '../cpu/pool.ts'
-import { attributeEvent } from './attribute.ts'
+import { attributeEvent, serverRows } from './attribute.ts'
 import { customerKey, lookupDevices, waitForSdkBacklog } from './attribution.ts'
 import { blockMessages, eventPartitions, type BlockEvent, type UploadRef } from './event-block.ts'
-import type { DeviceDims } from './event-row.ts'
+import { noPackedEvents, type DeviceDims, type PackedEvents } from './event-row.ts'
 import { receiptRow, recordRejects, rejectRow, type RejectRow } from './upload-outcomes.ts'
 import type { UploadHeaders } from './topics.ts'
-import type { ValidEvent } from './validate-event.ts'
 
 export interface SplitterDeps {
   pool: CpuPool
@@ -27,7 +26,7 @@ export interface SplitterDeps {
 interface ParsedUpload {
   record: BusRecord
   headers: UploadHeaders
-  events: ValidEvent[]
+  events: PackedEvents
   rejects: RejectRow[]
   lines: number
 }
@@ -46,7 +45,7 @@ export function serverUploadSplitter(deps: SplitterDeps) {
 
     const appOrg = await appOwners(
       deps.control,
-      uploads.flatMap((u) => u.events.map((e) => e.app_uuid)),
+      uploads.flatMap((u) => u.events.app),
     )
     const devices = await attributionDevices(deps, uploads, appOrg)
 
@@ -60,9 +59,10 @@ export function serverUploadSplitter(deps: SplitterDeps) {
       let forwarded = 0
       const uploadRejects = [...upload.rejects]
       const ref: UploadRef = { tx: upload.headers.tx, recv: receivedAt, org: orgId, source: 'server' }
-      const context = { orgId, transactionId: upload.headers.tx, receivedAt, appOrg, devices }
-      for (const event of upload.events) {
-        const result = attributeEvent(event, context)
+      const context = { orgId, appOrg, devices }
+      const rowOf = serverRows(upload.events, { receivedAt, transactionId: upload.headers.tx })
+      for (let i = 0; i < upload.events.uuid.length; i++) {
+        const result = attributeEvent(upload.events, i, context)
         if (result.kind === 'reject') {
           uploadRejects.push(
             rejectRow(upload.headers, result.line, result.uuid, result.reason, result.detail, result.app_id),
@@ -70,11 +70,11 @@ export function serverUploadSplitter(deps: SplitterDeps) {
           continue
         }
         forward.push({
-          app: result.row.app_id,
-          uuid: result.row.uuid,
+          app: result.app_id,
+          uuid: result.uuid,
           line: result.line,
           upload: ref,
-          row: JSON.stringify(result.row),
+          row: rowOf(i, result.app_id, result.device),
         })
         forwarded++
       }
@@ -122,7 +122,13 @@ async function parse(deps: SplitterDeps, record: BusRecord): Promise<ParsedUploa
   // The edge checked the body already; this only happens if the limits changed in between.
   const detail = result.kind === 'unreadable' ? result.detail : 'unexpected task result'
   const reason = result.kind === 'unreadable' ? result.reason : 'unreadable'
-  return { record, headers, events: [], rejects: [rejectRow(headers, 0, null, reason, detail)], lines: 0 }
+  return {
+    record,
+    headers,
+    events: noPackedEvents(),
+    rejects: [rejectRow(headers, 0, null, reason, detail)],
+    lines: 0,
+  }
 }
 
 async function appOwners(control: ControlStore, appIds: string[]): Promise<Map<string, number>> {
@@ -141,9 +147,11 @@ async function attributionDevices(
 ): Promise<Map<string, DeviceDims>> {
   const pairs = new Map<string, { app: string; customer: string }>()
   for (const upload of uploads) {
-    for (const e of upload.events) {
-      if (appOrg.get(e.app_uuid) === Number(upload.headers.org))
-        pairs.set(customerKey(e.app_uuid, e.customer_id), { app: e.app_uuid, customer: e.customer_id })
+    const { app, customer } = upload.events
+    const org = Number(upload.headers.org)
+    for (let i = 0; i < app.length; i++) {
+      if (appOrg.get(app[i]!) === org)
+        pairs.set(customerKey(app[i]!, customer[i]!), { app: app[i]!, customer: customer[i]! })
     }
   }
   const devices = await lookupDevices(deps.store, [...pairs.values()])

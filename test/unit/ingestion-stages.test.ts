@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest'
-import { attributeEvent } from '../../pipelines/events/attribute.ts'
+import { attributeEvent, serverRows } from '../../pipelines/events/attribute.ts'
+import { decodeBlock, encodeBlock } from '../../pipelines/events/event-block.ts'
 import { customerKey } from '../../pipelines/events/attribution.ts'
 import { classifyBatch, type WriterItem } from '../../pipelines/events/classify-stored.ts'
-import { eventKey, type DeviceDims } from '../../pipelines/events/event-row.ts'
+import { eventKey, packEvents, type DeviceDims } from '../../pipelines/events/event-row.ts'
 import {
   mintTransactionId,
   parseTransactionId,
@@ -94,34 +95,74 @@ const event = {
 describe('attributeEvent', () => {
   const ctx = {
     orgId: 1,
-    transactionId: 'tx',
-    receivedAt: 2000,
     appOrg: new Map([
       ['app', 1],
       ['foreign', 2],
     ]),
     devices: new Map([[customerKey('app', 'alice'), dims]]),
   }
+  type TestEvent = Omit<typeof event, 'attributes'> & { attributes: Record<string, string> }
+  const attribute = (e: TestEvent) => attributeEvent(packEvents([e]), 0, ctx)
+
+  /** Attributes every event and returns the rows exactly as the writer gets them from the block. */
+  const storedRows = (events: TestEvent[]) => {
+    const packed = packEvents(events)
+    const rowOf = serverRows(packed, { receivedAt: 2000, transactionId: 'tx' })
+    const upload = { tx: 'tx', recv: 2000, org: 1, source: 'server' as const }
+    const block = events.map((_, i) => {
+      const result = attributeEvent(packed, i, ctx)
+      if (result.kind !== 'ok') throw new Error(`event ${i} not attributed`)
+      return {
+        app: result.app_id,
+        uuid: result.uuid,
+        line: result.line,
+        upload,
+        row: rowOf(i, 'app', result.device),
+      }
+    })
+    return decodeBlock(encodeBlock(block)).map((item) => item.value.toString('utf8'))
+  }
 
   it("tags the event with its customer's last device", () => {
-    const result = attributeEvent(event, ctx)
-    expect(result).toEqual({
-      kind: 'ok',
-      line: 2,
-      row: {
-        app_id: 'app',
-        uuid: event.uuid,
-        customer_id: 'alice',
-        event_name: 'Buy',
-        event_time: 1000,
-        received_at: 2000,
-        attributes: { a: '1' },
-        ltv_change: 5,
-        ...dims,
-        source: 'server',
-        transaction_id: 'tx',
-      },
+    expect(attribute(event)).toEqual({ kind: 'ok', line: 2, app_id: 'app', uuid: event.uuid, device: dims })
+    const [row] = storedRows([event])
+    expect(JSON.parse(row!)).toEqual({
+      app_id: 'app',
+      uuid: event.uuid,
+      customer_id: 'alice',
+      event_name: 'Buy',
+      event_time: 1000,
+      received_at: 2000,
+      attributes: { a: '1' },
+      ltv_change: 5,
+      ...dims,
+      source: 'server',
+      transaction_id: 'tx',
     })
+  })
+
+  it('keeps each row to its own event when an upload has many, with awkward strings and numbers', () => {
+    const odd = {
+      ...event,
+      uuid: 'v'.repeat(32),
+      event_name: 'quote " backslash \\ newline \n tab \t \u2028 é 🎉',
+      attributes: { 'k"ey': 'v\\al\u0000', empty: '' },
+      ltv_change: -0,
+      event_time: 1_700_000_000_123,
+    }
+    const plain = { ...event, uuid: 'w'.repeat(32), attributes: {} }
+    const rows = storedRows([event, odd, plain])
+    expect(rows).toHaveLength(3)
+    for (const row of rows) expect(row.includes('\n')).toBe(false)
+    const parsed = rows.map((r) => JSON.parse(r) as Record<string, unknown>)
+    expect(parsed.map((p) => p.uuid)).toEqual([event.uuid, odd.uuid, plain.uuid])
+    expect(parsed[1]).toMatchObject({
+      event_name: odd.event_name,
+      attributes: odd.attributes,
+      event_time: 1_700_000_000_123,
+    })
+    expect(Object.is(parsed[1]!.ltv_change, 0)).toBe(true)
+    expect(parsed[2]).toMatchObject({ attributes: {}, ltv_change: 5, customer_id: 'alice', ...dims })
   })
 
   it.each([
@@ -129,7 +170,7 @@ describe('attributeEvent', () => {
     ['an app that does not exist', { ...event, app_uuid: 'nope' }, 'unknown_app'],
     ['a customer with no device', { ...event, customer_id: 'bob' }, 'unknown_customer'],
   ])('rejects %s', (_name, e, reason) => {
-    expect(attributeEvent(e, ctx)).toMatchObject({ kind: 'reject', line: 2, uuid: event.uuid, reason })
+    expect(attribute(e)).toMatchObject({ kind: 'reject', line: 2, uuid: event.uuid, reason })
   })
 })
 

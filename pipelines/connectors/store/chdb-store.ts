@@ -4,26 +4,32 @@ import type { InsertOptions, QueryParams, RawExecutor, Store } from './store.ts'
 import { insertSettings, parseJsonEachRow, toJsonEachRow } from './rows.ts'
 
 /**
- * Store adapter over chdb: ClickHouse in this process. The engine runs one query at a time
- * (chdb serialises calls on a session) off the event loop. Settings are always applied per
- * query (a SETTINGS clause), never with SET, because SET would stick to the shared session.
+ * Store adapter over chdb: ClickHouse in this process, off the event loop. Two connections share
+ * the one embedded server: inserts run on one of their own, so a large INSERT no longer queues
+ * the look-ups behind it (chdb runs parameterised queries one at a time process-wide, and each
+ * connection runs its calls in order). Settings are always applied per query (a SETTINGS clause),
+ * never with SET, because SET would stick to the connection.
  */
 export class ChdbStore implements Store, RawExecutor {
   readonly kind = 'chdb' as const
   readonly database: string
   private readonly session: Session
+  private readonly insertSession: Session
 
-  private constructor(session: Session, database: string) {
+  private constructor(session: Session, insertSession: Session, database: string) {
     this.session = session
+    this.insertSession = insertSession
     this.database = database
   }
 
   static async open(path: string, database = 'sluice'): Promise<ChdbStore> {
     mkdirSync(path, { recursive: true })
-    const store = new ChdbStore(new Session(path), database)
-    // The session's current database is sticky, which is what every later unqualified name needs.
-    await store.session.queryAsync(`CREATE DATABASE IF NOT EXISTS ${database}; USE ${database}`)
-    return store
+    const session = new Session(path)
+    // The current database is sticky per connection, which is what every later unqualified name needs.
+    await session.queryAsync(`CREATE DATABASE IF NOT EXISTS ${database}; USE ${database}`)
+    const insertSession = new Session(path)
+    await insertSession.queryAsync(`USE ${database}`)
+    return new ChdbStore(session, insertSession, database)
   }
 
   async command(sql: string, params?: QueryParams): Promise<void> {
@@ -38,7 +44,12 @@ export class ChdbStore implements Store, RawExecutor {
   async insert(table: string, rows: readonly object[] | Buffer, options: InsertOptions = {}): Promise<void> {
     const values = Buffer.isBuffer(rows) ? rows : toJsonEachRow(rows)
     if (values.length === 0) return
-    await this.session.insert({ table, values, format: 'JSONEachRow', settings: insertSettings(options) })
+    await this.insertSession.insert({
+      table,
+      values,
+      format: 'JSONEachRow',
+      settings: insertSettings(options),
+    })
   }
 
   async exec(
@@ -60,6 +71,7 @@ export class ChdbStore implements Store, RawExecutor {
   }
 
   async close(): Promise<void> {
+    this.insertSession.close()
     this.session.close()
   }
 
