@@ -1,5 +1,6 @@
 import type { Bus } from '../connectors/bus/bus.ts'
 import type { Store } from '../connectors/store/store.ts'
+import { stringSet } from '../connectors/store/string-set.ts'
 import type { DeviceDims } from './event-row.ts'
 
 export const customerKey = (appId: string, customerId: string) => `${appId}\n${customerId}`
@@ -12,12 +13,13 @@ export async function lookupDevices(
   const found = new Map<string, DeviceDims>()
   if (pairs.length === 0) return found
   const wanted = new Set(pairs.map((p) => customerKey(p.app, p.customer)))
+  const customers = stringSet('customers', [...new Set(pairs.map((p) => p.customer))])
   const rows = await store.query<DeviceDims & { app_id: string; customer_id: string }>(
     `SELECT app_id, customer_id, install_uuid, device_uuid, session_uuid, country, language, app_version,
             os_version, platform, model, device_timezone
      FROM customer_devices FINAL
-     WHERE app_id IN {apps:Array(String)} AND customer_id IN {customers:Array(String)}`,
-    { apps: [...new Set(pairs.map((p) => p.app))], customers: [...new Set(pairs.map((p) => p.customer))] },
+     WHERE app_id IN {apps:Array(String)} AND customer_id IN ${customers.sql}`,
+    { apps: [...new Set(pairs.map((p) => p.app))], customers: customers.value },
   )
   for (const row of rows) {
     const key = customerKey(row.app_id, row.customer_id)

@@ -1,5 +1,6 @@
 import type { RecordBatch } from '../connectors/bus/bus.ts'
 import type { Store } from '../connectors/store/store.ts'
+import { stringSet } from '../connectors/store/string-set.ts'
 import { classifyBatch, type WriterItem } from './classify-stored.ts'
 import { decodeBlock } from './event-block.ts'
 import { eventKey } from './event-row.ts'
@@ -83,11 +84,12 @@ async function findStored(store: Store, items: readonly WriterItem[], replayPoss
   const apps = [...new Set(items.map((i) => i.headers.a))]
   const uuids = [...new Set(items.map((i) => i.headers.u))]
   const wanted = new Set(items.map((i) => eventKey(i.headers.a, i.headers.u)))
+  const uuidSet = stringSet('uuids', uuids)
   const indexQuery = `SELECT app_id, uuid, argMin(transaction_id, received_at) AS tx FROM event_uuids
-     WHERE app_id IN {apps:Array(String)} AND uuid IN {uuids:Array(String)}
+     WHERE app_id IN {apps:Array(String)} AND uuid IN ${uuidSet.sql}
      GROUP BY app_id, uuid`
   let sql = indexQuery
-  const params: Record<string, unknown> = { apps, uuids }
+  const params: Record<string, unknown> = { apps, uuids: uuidSet.value }
   if (replayPossible) {
     let minRecv = Infinity
     let maxRecv = -Infinity
@@ -102,7 +104,7 @@ async function findStored(store: Store, items: readonly WriterItem[], replayPoss
      SELECT app_id, uuid, any(transaction_id) AS tx FROM events
      WHERE received_at >= fromUnixTimestamp64Milli({min:Int64}, 'UTC')
        AND received_at <= fromUnixTimestamp64Milli({max:Int64}, 'UTC')
-       AND app_id IN {apps:Array(String)} AND uuid IN {uuids:Array(String)}
+       AND app_id IN {apps:Array(String)} AND uuid IN ${uuidSet.sql}
      GROUP BY app_id, uuid`
     params.min = minRecv
     params.max = maxRecv

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
 import { loadMigrations, migrate } from '../../pipelines/connectors/store/migrations.ts'
+import { stringSet } from '../../pipelines/connectors/store/string-set.ts'
 import { tempDir } from '../helpers/temp.ts'
 
 describe('ChdbStore (embedded engine)', () => {
@@ -35,6 +36,26 @@ describe('ChdbStore (embedded engine)', () => {
       "SELECT engine_full FROM system.tables WHERE database = currentDatabase() AND name = 'events'",
     )
     expect(events?.engine_full).toMatch(/non_replicated_deduplication_window = 1000/)
+  })
+
+  it.each([
+    ['plain uuids', ['a-1', 'b-2', 'c-3']],
+    [
+      'quotes, backslashes, tabs and unicode',
+      ["o'brien", 'back\\slash', 'tab\there', 'émoji 🎉', '{"json":1}'],
+    ],
+    ['a value with a newline (array fallback)', ['line\nbreak', 'other']],
+    ['the empty string as a member', ['', 'x']],
+    ['no values at all', []],
+  ])('stringSet: %s selects exactly its members', async (_name, values) => {
+    const set = stringSet('wanted', values)
+    const candidates = [...values, 'not-a-member', '', 'line', 'break']
+    const rows = await store.query<{ x: string }>(
+      `SELECT x FROM (SELECT arrayJoin({candidates:Array(String)}) AS x) WHERE x IN ${set.sql} ORDER BY x`,
+      { candidates, wanted: set.value },
+    )
+    const expected = candidates.filter((c) => values.includes(c)).sort()
+    expect(rows.map((r) => r.x).sort()).toEqual(expected)
   })
 
   it('inserts objects and buffers and binds query parameters', async () => {
