@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process'
+import { readFileSync, statSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -389,6 +390,30 @@ describe('LocalLog', () => {
     await waitFor('background sweep', () => storedRecords(swept, 't') === 0)
     expect(await aged.runRetention()).toBe(0)
     expect(storedRecords(aged, 't')).toBe(20)
+  })
+
+  it('keeps one memory map of the file while it grows, and reuses the space retention frees', async () => {
+    const dir = await tempDir()
+    const log = openLog(dir)
+    const consumed = await collect(log, 'g', ['grow'])
+    // 40 rounds of 1 MB: the file passes many doublings of a map that starts small.
+    for (let round = 0; round < 40; round++) {
+      await log.produce(
+        'grow',
+        range(0, 4).map((i) => ({ value: Buffer.alloc(256 * 1024, round * 4 + i) })),
+      )
+      await waitFor('consumed', () => consumed.records.length === (round + 1) * 4)
+      await waitFor('committed', async () => (await log.lag('g', 'grow')) === 0)
+      await log.runRetention()
+    }
+    expect(consumed.records.map((r) => r.value[0]).sort((a, b) => a! - b!)).toEqual(range(0, 160))
+    const maps = readFileSync('/proc/self/smaps', 'utf8')
+      .split('\n')
+      .filter((line) => line.endsWith(join(dir, 'data.mdb')))
+    // lmdb-js keeps every outgrown mapping (and its resident pages) until close without a map size.
+    expect(maps).toHaveLength(1)
+    // Freed pages are reused: the file holds about one round, not the 40 MB written.
+    expect(statSync(join(dir, 'data.mdb')).size).toBeLessThan(8 * 1024 * 1024)
   })
 
   it('after kill -9, keeps every acknowledged record and redelivers exactly what was not committed', async () => {
