@@ -414,7 +414,7 @@ async function main(argv: string[]): Promise<number> {
       return r
     })
 
-  const e2e = async (name: string, app: string, source: BodySource) => {
+  const e2e = async (name: string, app: string, source: BodySource, eventsPerBody: number) => {
     alive(sut)
     const r = await endToEnd(ctx, {
       name,
@@ -422,7 +422,7 @@ async function main(argv: string[]): Promise<number> {
       source,
       durationMs: profile.e2eMs,
       concurrency: profile.concurrency,
-      window: profile.window,
+      window: Math.max(profile.window, Math.round(profile.windowBodies * eventsPerBody)),
     })
     results.scenarios.e2e.push(r)
     log(
@@ -433,10 +433,19 @@ async function main(argv: string[]): Promise<number> {
   }
   const plainResult = skip.has('plain')
     ? undefined
-    : await step('e2e-plain', () => e2e('e2e-plain', apps.plain, plainSource(plain.plain, spaces.plain)))
+    : await step('e2e-plain', () =>
+        e2e('e2e-plain', apps.plain, plainSource(plain.plain, spaces.plain), profile.eventsPerPlainBody),
+      )
   const gzipResult = skip.has('gzip')
     ? undefined
-    : await step('e2e-gzip', () => e2e('e2e-gzip', apps.gzip, gzipSource(gzip.map((x) => x.instance))))
+    : await step('e2e-gzip', () =>
+        e2e(
+          'e2e-gzip',
+          apps.gzip,
+          gzipSource(gzip.map((x) => x.instance)),
+          gzip.reduce((sum, x) => sum + x.instance.events, 0) / Math.max(1, gzip.length),
+        ),
+      )
   // The max sustained rate: events/s made queryable with plain bodies (what freshness and overload use).
   const maxSustained = plainResult?.queryableEventsPerSecond || gzipResult?.queryableEventsPerSecond || 2000
   results.run.notes.push(
