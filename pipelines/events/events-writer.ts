@@ -14,6 +14,10 @@ export interface WriterDeps {
 
 const NEWLINE = Buffer.from('\n')
 const SETTLED_MS = 2000
+// How far before a replayed batch's earliest receipt an interrupted insert's rows may lie: the
+// edge stamps receipts before the durable write, so neighbouring records can be out of order by
+// moments; re-split copies of uncommitted uploads are later, not earlier.
+const REPAIR_MARGIN_MS = 10_000
 
 /**
  * Stage 2 of ingestion: the single owner of a partition of (app, uuid) keys stores each event once.
@@ -34,6 +38,7 @@ export function eventsWriter(deps: WriterDeps) {
     const lastWritten = settled.get(partitionKey)
     const replayPossible = lastWritten === undefined || Date.now() - lastWritten > SETTLED_MS
     settled.delete(partitionKey)
+    if (replayPossible) await repairIndex(deps.store, minReceivedAt(items) - REPAIR_MARGIN_MS)
     const stored = await findStored(deps.store, items, replayPossible)
     const decisions = classifyBatch(items, stored)
     const toStore: Buffer[] = []
@@ -71,6 +76,32 @@ export function eventsWriter(deps: WriterDeps) {
     for (const [source, n] of counts) deps.onStored?.(n, source)
     if (duplicates.length > 0) deps.onDuplicate?.(duplicates.length)
   }
+}
+
+/**
+ * An INSERT writes `events` and then, through the materialized view, `event_uuids`: a crash in
+ * between leaves events the index does not know, and a later copy checked against the index alone
+ * would be stored again. Where a replay is possible, every event received since `fromMs` that the
+ * index misses is indexed first. Indexing a stored event twice is harmless (the look-up takes the
+ * earliest transaction), so this is safe to repeat and to race with another owner.
+ */
+async function repairIndex(store: Store, fromMs: number): Promise<void> {
+  await store.command(
+    `INSERT INTO event_uuids (app_id, uuid, transaction_id, received_at)
+     SELECT app_id, uuid, transaction_id, received_at FROM events
+     WHERE received_at >= fromUnixTimestamp64Milli({from:Int64}, 'UTC')
+       AND (app_id, uuid) NOT IN (
+         SELECT app_id, uuid FROM event_uuids
+         WHERE (app_id, uuid) IN (
+           SELECT app_id, uuid FROM events WHERE received_at >= fromUnixTimestamp64Milli({from:Int64}, 'UTC')))`,
+    { from: Math.max(0, Math.floor(fromMs)) },
+  )
+}
+
+function minReceivedAt(items: readonly WriterItem[]): number {
+  let min = Infinity
+  for (const item of items) min = Math.min(min, Number(item.headers.r))
+  return min
 }
 
 /**

@@ -97,6 +97,27 @@ describe('events writer against the embedded engine', () => {
     expect((await counts()).u4).toBe(1)
   })
 
+  it('after a restart, indexes what an interrupted insert left unindexed, so a later copy is a duplicate', async () => {
+    const up7 = upload('tx-7', 1_795_300_005_000)
+    const up8 = upload('tx-8', 1_795_300_006_000)
+    const up9 = upload('tx-9', 1_795_300_007_000)
+    await eventsWriter({ store })(batch([['u7', up7, 1]]))
+    // The crash window: u7 is in events, not in the index.
+    await store.command("ALTER TABLE event_uuids DELETE WHERE uuid = 'u7' SETTINGS mutations_sync = 1")
+    // The restarted writer's first batch does not hold u7 (it was committed before the crash)...
+    const restarted = eventsWriter({ store })
+    await restarted(batch([['u8', up8, 1]]))
+    // ...and a copy from another upload comes right after, when only the index is consulted.
+    await restarted(batch([['u7', up9, 3]]))
+    expect((await counts()).u7).toBe(1)
+    expect(await store.query("SELECT transaction_id FROM event_uuids FINAL WHERE uuid = 'u7'")).toEqual([
+      { transaction_id: 'tx-7' },
+    ])
+    expect((await rejects()).filter((r) => r.transaction_id === 'tx-9')).toEqual([
+      { transaction_id: 'tx-9', line: 3, reason: 'duplicate' },
+    ])
+  })
+
   it('checks for replays again when a partition comes back after a pause (another owner may have crashed mid-insert)', async () => {
     const up4 = upload('tx-4', 1_795_300_003_000)
     const up5 = upload('tx-5', 1_795_300_004_000)
