@@ -1,3 +1,5 @@
+import type { ValidEvent } from './validate-event.ts'
+
 /** A row of the `events` table exactly as inserted (JSONEachRow). Column names are a public contract. */
 export interface EventRow {
   app_id: string
@@ -83,18 +85,7 @@ export const noPackedEvents = (): PackedEvents => ({
   ownEnd: [],
 })
 
-export function packEvents(
-  events: readonly {
-    line: number
-    app_uuid: string
-    customer_id: string
-    event_name: string
-    event_time: number
-    uuid: string
-    attributes: Record<string, string>
-    ltv_change: number
-  }[],
-): PackedEvents {
+export function packEvents(events: readonly ValidEvent[]): PackedEvents {
   const packed = noPackedEvents()
   const members: string[] = []
   let end = 0
