@@ -39,7 +39,7 @@ export function eventsWriter(deps: WriterDeps) {
     const replayPossible = lastWritten === undefined || Date.now() - lastWritten > SETTLED_MS
     settled.delete(partitionKey)
     if (replayPossible) await repairIndex(deps.store, minReceivedAt(items) - REPAIR_MARGIN_MS)
-    const stored = await findStored(deps.store, items, replayPossible)
+    const stored = await findStored(deps.store, items)
     const decisions = classifyBatch(items, stored)
     const toStore: Buffer[] = []
     const duplicates: RejectRow[] = []
@@ -80,9 +80,9 @@ export function eventsWriter(deps: WriterDeps) {
 
 /**
  * An INSERT writes `events` and then, through the materialized view, `event_uuids`: a crash in
- * between leaves events the index does not know, and a later copy checked against the index alone
- * would be stored again. Where a replay is possible, every event received since `fromMs` that the
- * index misses is indexed first. Indexing a stored event twice is harmless (the look-up takes the
+ * between leaves events the index does not know, whether this batch replays them or a later batch
+ * brings a copy. Where a replay is possible, every event received since `fromMs` that the index
+ * misses is indexed first, so the index alone answers afterwards. Indexing a stored event twice is harmless (the look-up takes the
  * earliest transaction), so this is safe to repeat and to race with another owner.
  */
 async function repairIndex(store: Store, fromMs: number): Promise<void> {
@@ -105,46 +105,25 @@ function minReceivedAt(items: readonly WriterItem[]): number {
 }
 
 /**
- * Which keys of the batch are already stored, and by which transaction. The dedupe index
- * (`event_uuids`, filled in the same INSERT by a materialized view) answers for everything. When
- * the batch may be a replay (not right after a batch this process wrote for the partition: the
- * first one, a retry after an error, a partition handed back), the events table itself is checked around the batch's receipt times too, which covers a
- * crash between the two writes of that INSERT.
+ * Which keys of the batch are already stored, and by which transaction: the dedupe index
+ * (`event_uuids`, filled in the same INSERT by a materialized view, and made whole by
+ * repairIndex wherever a replay is possible) answers for everything.
  */
-async function findStored(store: Store, items: readonly WriterItem[], replayPossible: boolean) {
+async function findStored(store: Store, items: readonly WriterItem[]) {
   const apps = [...new Set(items.map((i) => i.headers.a))]
   const uuids = [...new Set(items.map((i) => i.headers.u))]
   const wanted = new Set(items.map((i) => eventKey(i.headers.a, i.headers.u)))
   const uuidSet = stringSet('uuids', uuids)
-  const indexQuery = `SELECT app_id, uuid, argMin(transaction_id, received_at) AS tx FROM event_uuids
+  const rows = await store.query<{ app_id: string; uuid: string; tx: string }>(
+    `SELECT app_id, uuid, argMin(transaction_id, received_at) AS tx FROM event_uuids
      WHERE app_id IN {apps:Array(String)} AND uuid IN ${uuidSet.sql}
-     GROUP BY app_id, uuid`
-  let sql = indexQuery
-  const params: Record<string, unknown> = { apps, uuids: uuidSet.value }
-  if (replayPossible) {
-    let minRecv = Infinity
-    let maxRecv = -Infinity
-    for (const item of items) {
-      const r = Number(item.headers.r)
-      if (r < minRecv) minRecv = r
-      if (r > maxRecv) maxRecv = r
-    }
-    // One round trip: the engine runs one query at a time, so two would queue behind each other.
-    sql = `${indexQuery}
-     UNION ALL
-     SELECT app_id, uuid, any(transaction_id) AS tx FROM events
-     WHERE received_at >= fromUnixTimestamp64Milli({min:Int64}, 'UTC')
-       AND received_at <= fromUnixTimestamp64Milli({max:Int64}, 'UTC')
-       AND app_id IN {apps:Array(String)} AND uuid IN ${uuidSet.sql}
-     GROUP BY app_id, uuid`
-    params.min = minRecv
-    params.max = maxRecv
-  }
-  const rows = await store.query<{ app_id: string; uuid: string; tx: string }>(sql, params)
+     GROUP BY app_id, uuid`,
+    { apps, uuids: uuidSet.value },
+  )
   const stored = new Map<string, { tx: string }>()
   for (const row of rows) {
     const key = eventKey(row.app_id, row.uuid)
-    if (wanted.has(key) && !stored.has(key)) stored.set(key, { tx: row.tx })
+    if (wanted.has(key)) stored.set(key, { tx: row.tx })
   }
   return stored
 }
