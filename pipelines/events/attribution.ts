@@ -1,7 +1,7 @@
 import type { Bus } from '../connectors/bus/bus.ts'
 import type { Store } from '../connectors/store/store.ts'
 import { stringSet } from '../connectors/store/string-set.ts'
-import type { DeviceDims } from './event-row.ts'
+import { DEVICE_DIMENSIONS, type DeviceDims } from './event-row.ts'
 
 export const customerKey = (appId: string, customerId: string) => `${appId}\n${customerId}`
 
@@ -15,27 +15,15 @@ export async function lookupDevices(
   const wanted = new Set(pairs.map((p) => customerKey(p.app, p.customer)))
   const customers = stringSet('customers', [...new Set(pairs.map((p) => p.customer))])
   const rows = await store.query<DeviceDims & { app_id: string; customer_id: string }>(
-    `SELECT app_id, customer_id, install_uuid, device_uuid, session_uuid, country, language, app_version,
-            os_version, platform, model, device_timezone
+    `SELECT app_id, customer_id, ${DEVICE_DIMENSIONS.join(', ')}
      FROM customer_devices FINAL
      WHERE app_id IN {apps:Array(String)} AND customer_id IN ${customers.sql}`,
     { apps: [...new Set(pairs.map((p) => p.app))], customers: customers.value },
   )
+  // Rows keep their app_id and customer_id: whoever serialises a device picks DEVICE_DIMENSIONS.
   for (const row of rows) {
     const key = customerKey(row.app_id, row.customer_id)
-    if (!wanted.has(key)) continue
-    found.set(key, {
-      install_uuid: row.install_uuid,
-      device_uuid: row.device_uuid,
-      session_uuid: row.session_uuid,
-      country: row.country,
-      language: row.language,
-      app_version: row.app_version,
-      os_version: row.os_version,
-      platform: row.platform,
-      model: row.model,
-      device_timezone: row.device_timezone,
-    })
+    if (wanted.has(key)) found.set(key, row)
   }
   return found
 }

@@ -1,7 +1,7 @@
 import type { ValidEvent } from './validate-event.ts'
 
 /** A row of the `events` table exactly as inserted (JSONEachRow). Column names are a public contract. */
-export interface EventRow {
+export interface EventRow extends DeviceDims {
   app_id: string
   uuid: string
   customer_id: string
@@ -11,21 +11,11 @@ export interface EventRow {
   received_at: number
   attributes: Record<string, string>
   ltv_change: number
-  install_uuid: string
-  device_uuid: string
-  session_uuid: string
-  country: string
-  language: string
-  app_version: string
-  os_version: string
-  platform: string
-  model: string
-  device_timezone: string
   source: 'server' | 'sdk'
   transaction_id: string
 }
 
-/** The dimensions of a device an event is attributed to. */
+/** The dimensions of a device an event is attributed to: columns of `events` and `customer_devices`. */
 export interface DeviceDims {
   install_uuid: string
   device_uuid: string
@@ -88,7 +78,7 @@ export const noPackedEvents = (): PackedEvents => ({
 export function packEvents(events: readonly ValidEvent[]): PackedEvents {
   const packed = noPackedEvents()
   const members: string[] = []
-  let end = 0
+  let chars = 0
   for (const e of events) {
     packed.line.push(e.line)
     packed.app.push(e.app_uuid)
@@ -96,26 +86,36 @@ export function packEvents(events: readonly ValidEvent[]): PackedEvents {
     packed.uuid.push(e.uuid)
     const own = `"uuid":${JSON.stringify(e.uuid)},"customer_id":${JSON.stringify(e.customer_id)},"event_name":${JSON.stringify(e.event_name)},"event_time":${e.event_time},"attributes":${JSON.stringify(e.attributes)},"ltv_change":${e.ltv_change}`
     members.push(own)
-    end += Buffer.byteLength(own)
-    packed.ownEnd.push(end)
+    chars += own.length
+    packed.ownEnd.push(chars)
   }
-  packed.own = Buffer.from(members.join(''))
+  const own = Buffer.from(members.join(''))
+  // Offsets were counted in characters, which are bytes when everything is ASCII (the usual case);
+  // otherwise count each event's bytes.
+  if (own.length !== chars) {
+    let end = 0
+    for (let i = 0; i < members.length; i++) packed.ownEnd[i] = end += Buffer.byteLength(members[i]!)
+  }
+  packed.own = own
   return packed
 }
 
-/** A device's columns as JSON members (no braces), in one native JSON.stringify. */
+export const DEVICE_DIMENSIONS = [
+  'install_uuid',
+  'device_uuid',
+  'session_uuid',
+  'country',
+  'language',
+  'app_version',
+  'os_version',
+  'platform',
+  'model',
+  'device_timezone',
+] as const satisfies readonly (keyof DeviceDims)[]
+
+const DEVICE_KEYS: string[] = [...DEVICE_DIMENSIONS]
+
+/** A device's columns as JSON members (no braces); the key list keeps any other field out. */
 export function deviceMembers(d: DeviceDims): string {
-  const columns: DeviceDims = {
-    install_uuid: d.install_uuid,
-    device_uuid: d.device_uuid,
-    session_uuid: d.session_uuid,
-    country: d.country,
-    language: d.language,
-    app_version: d.app_version,
-    os_version: d.os_version,
-    platform: d.platform,
-    model: d.model,
-    device_timezone: d.device_timezone,
-  }
-  return JSON.stringify(columns).slice(1, -1)
+  return JSON.stringify(d, DEVICE_KEYS).slice(1, -1)
 }

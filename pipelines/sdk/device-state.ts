@@ -1,3 +1,4 @@
+import type { DeviceDims } from '../events/event-row.ts'
 import type { SdkRow } from './validate-sdk-row.ts'
 
 /** A row of `devices`: the last known state of one install of an app. */
@@ -20,22 +21,12 @@ export interface DeviceState {
 }
 
 /** A row of `customer_devices`: a customer's last active device in an app, with its dimensions. */
-export interface CustomerState {
+export interface CustomerState extends DeviceDims {
   app_id: string
   customer_id: string
-  install_uuid: string
-  device_uuid: string
-  session_uuid: string
   last_active_at: number
   first_session_at: number | null
   last_session_at: number | null
-  app_version: string
-  os_version: string
-  platform: string
-  model: string
-  country: string
-  language: string
-  device_timezone: string
   push_token: string
   push_status: string
   user_type: string
