@@ -69,6 +69,38 @@ export async function sendUntilAccepted(
   }
 }
 
+/** What one scenario's senders got back: every answer by status, and the bodies accepted. */
+class UploadTally {
+  readonly statuses: StatusCounts = {}
+  readonly latencies: number[] = []
+  readonly timeline = new Timeline()
+  requests = 0
+  acceptedBodies = 0
+  acceptedBytes = 0
+  acceptedLines = 0
+
+  get shed(): number {
+    return (this.statuses['429'] ?? 0) + (this.statuses['503'] ?? 0)
+  }
+
+  /** Posts a body until it is accepted or refused for good (sendUntilAccepted); true if accepted. */
+  async send(ctx: BenchContext, source: BodySource, body: BodyInstance, deadline: number): Promise<boolean> {
+    const res = await sendUntilAccepted(ctx, source, body, deadline, (r) => {
+      this.requests++
+      countStatus(this.statuses, r.status)
+      if (r.status !== 202) this.timeline.add('refused', 1, r.at)
+    })
+    if (!res) return false
+    this.acceptedBodies++
+    this.acceptedBytes += body.body.length
+    this.acceptedLines += body.events
+    this.latencies.push(res.ms)
+    this.timeline.add('bytes', body.body.length, res.at)
+    this.timeline.add('events', body.events, res.at)
+    return true
+  }
+}
+
 export interface EdgeResult {
   name: string
   kind: 'plain' | 'gzip'
@@ -94,17 +126,11 @@ export async function edgeBurst(
   ctx: BenchContext,
   options: { name: string; source: BodySource; durationMs: number; concurrency: number },
 ): Promise<EdgeResult> {
-  const statuses: StatusCounts = {}
-  const latencies: number[] = []
-  const timeline = new Timeline()
-  let requests = 0
-  let acceptedBodies = 0
-  let acceptedBytes = 0
-  let acceptedLines = 0
+  const tally = new UploadTally()
   ctx.progress.start(options.name, () => {
-    const r = timeline.rates('bytes')
+    const r = tally.timeline.rates('bytes')
     const last = r[r.length - 2]?.[1] ?? r[r.length - 1]?.[1] ?? 0
-    return `accepting ${(last / 1048576).toFixed(1)} MB/s, ${acceptedBodies} bodies, 429/503: ${(statuses['429'] ?? 0) + (statuses['503'] ?? 0)}`
+    return `accepting ${(last / 1048576).toFixed(1)} MB/s, ${tally.acceptedBodies} bodies, 429/503: ${tally.shed}`
   })
   const { value: elapsedMs, cpu } = await measureCpu(ctx, async () => {
     const deadline = performance.now() + options.durationMs
@@ -113,18 +139,7 @@ export async function edgeBurst(
       durationMs: options.durationMs,
       next: () => options.source.next(),
       send: async (body) => {
-        const res = await sendUntilAccepted(ctx, options.source, body, deadline, (r) => {
-          requests++
-          countStatus(statuses, r.status)
-          if (r.status !== 202) timeline.add('refused', 1, r.at)
-        })
-        if (!res) return
-        acceptedBodies++
-        acceptedBytes += body.body.length
-        acceptedLines += body.events
-        latencies.push(res.ms)
-        timeline.add('bytes', body.body.length, res.at)
-        timeline.add('events', body.events, res.at)
+        await tally.send(ctx, options.source, body, deadline)
       },
     })
     return elapsedMs
@@ -135,14 +150,14 @@ export async function edgeBurst(
     kind: options.source.kind,
     concurrency: options.concurrency,
     sendMs: elapsedMs,
-    requests,
-    statuses,
-    acceptedBodies,
-    acceptedBytes,
-    acceptedBytesPerSecond: perSecond(acceptedBytes, elapsedMs),
-    acceptedEventsPerSecond: perSecond(acceptedLines, elapsedMs),
-    acceptedLatencyMs: summarize(latencies),
-    timeline: { accepted: timeline.rates('events'), refused: timeline.rates('refused') },
+    requests: tally.requests,
+    statuses: tally.statuses,
+    acceptedBodies: tally.acceptedBodies,
+    acceptedBytes: tally.acceptedBytes,
+    acceptedBytesPerSecond: perSecond(tally.acceptedBytes, elapsedMs),
+    acceptedEventsPerSecond: perSecond(tally.acceptedLines, elapsedMs),
+    acceptedLatencyMs: summarize(tally.latencies),
+    timeline: { accepted: tally.timeline.rates('events'), refused: tally.timeline.rates('refused') },
     cpu,
   }
 }
@@ -194,21 +209,15 @@ export async function endToEnd(
     window: number
   },
 ): Promise<EndToEndResult> {
-  const statuses: StatusCounts = {}
+  const tally = new UploadTally()
   const accepted = new CounterSet()
-  const latencies: number[] = []
-  const timeline = new Timeline()
-  let requests = 0
-  let acceptedBodies = 0
-  let acceptedBytes = 0
-  let acceptedLines = 0
   let exhausted = false
   const startedAtS = sinceRun(ctx)
   const poller = new QueryablePoller(ctx, options.app, 250)
   ctx.progress.start(options.name, () => {
     const q = ratesOfCounter(poller.samples.slice(-5))
     const rate = q.length > 0 ? q.reduce((a, [, v]) => a + v, 0) / q.length : 0
-    return `${Math.round(rate)} ev/s queryable, ${poller.last}/${accepted.size} queryable, ${acceptedBodies} bodies, 429/503: ${(statuses['429'] ?? 0) + (statuses['503'] ?? 0)}`
+    return `${Math.round(rate)} ev/s queryable, ${poller.last}/${accepted.size} queryable, ${tally.acceptedBodies} bodies, 429/503: ${tally.shed}`
   })
   const { value: drained, cpu } = await measureCpu(ctx, async () => {
     const deadline = performance.now() + options.durationMs
@@ -224,18 +233,8 @@ export async function endToEnd(
         while (accepted.size - poller.last > options.window && performance.now() < deadline) await sleep(20)
       },
       send: async (body) => {
-        const res = await sendUntilAccepted(ctx, options.source, body, deadline, (r) => {
-          requests++
-          countStatus(statuses, r.status)
-          if (r.status !== 202) timeline.add('refused', 1, r.at)
-        })
-        if (!res) return
-        acceptedBodies++
-        acceptedBytes += body.body.length
-        acceptedLines += body.events
-        latencies.push(res.ms)
-        timeline.add('events', body.events, res.at)
-        for (const c of expectedCounters(body)) accepted.add(c)
+        if (await tally.send(ctx, options.source, body, deadline))
+          for (const c of expectedCounters(body)) accepted.add(c)
       },
     })
     ctx.progress.update(() => `draining: ${poller.last}/${accepted.size} queryable`)
@@ -254,21 +253,21 @@ export async function endToEnd(
     startedAtS,
     sendMs: drained.elapsedMs,
     exhausted,
-    requests,
-    statuses,
-    acceptedBodies,
-    acceptedBytes,
-    acceptedLines,
+    requests: tally.requests,
+    statuses: tally.statuses,
+    acceptedBodies: tally.acceptedBodies,
+    acceptedBytes: tally.acceptedBytes,
+    acceptedLines: tally.acceptedLines,
     expectedStored: accepted.size,
-    acceptedEventsPerSecond: perSecond(acceptedLines, drained.elapsedMs),
-    acceptedLatencyMs: summarize(latencies),
+    acceptedEventsPerSecond: perSecond(tally.acceptedLines, drained.elapsedMs),
+    acceptedLatencyMs: summarize(tally.latencies),
     stored: drained.drain.count,
     drainComplete: drained.drain.complete,
     queryableAfterS,
     queryableEventsPerSecond: queryableAfterS > 0 ? drained.drain.count / queryableAfterS : 0,
     timeline: {
-      accepted: timeline.rates('events'),
-      refused: timeline.rates('refused'),
+      accepted: tally.timeline.rates('events'),
+      refused: tally.timeline.rates('refused'),
       queryable: poller.samples.map(([t, n]): [number, number] => [t - startedAtS, n]),
     },
     cpu,
