@@ -5,25 +5,30 @@ import { DEVICE_DIMENSIONS, type DeviceDims } from './event-row.ts'
 
 export const customerKey = (appId: string, customerId: string) => `${appId}\n${customerId}`
 
-/** Each customer's last active device in an app, for the given (app, customer) pairs. */
+/** Each customer's last active device in an app, for (app, customer) pairs keyed by customerKey. */
 export async function lookupDevices(
   store: Store,
-  pairs: readonly { app: string; customer: string }[],
+  pairs: ReadonlyMap<string, { app: string; customer: string }>,
 ): Promise<Map<string, DeviceDims>> {
   const found = new Map<string, DeviceDims>()
-  if (pairs.length === 0) return found
-  const wanted = new Set(pairs.map((p) => customerKey(p.app, p.customer)))
-  const customers = stringSet('customers', [...new Set(pairs.map((p) => p.customer))])
+  if (pairs.size === 0) return found
+  const apps = new Set<string>()
+  const customerIds = new Set<string>()
+  for (const { app, customer } of pairs.values()) {
+    apps.add(app)
+    customerIds.add(customer)
+  }
+  const customers = stringSet('customers', [...customerIds])
   const rows = await store.query<DeviceDims & { app_id: string; customer_id: string }>(
     `SELECT app_id, customer_id, ${DEVICE_DIMENSIONS.join(', ')}
      FROM customer_devices FINAL
      WHERE app_id IN {apps:Array(String)} AND customer_id IN ${customers.sql}`,
-    { apps: [...new Set(pairs.map((p) => p.app))], customers: customers.value },
+    { apps: [...apps], customers: customers.value },
   )
   // Rows keep their app_id and customer_id: whoever serialises a device picks DEVICE_DIMENSIONS.
   for (const row of rows) {
     const key = customerKey(row.app_id, row.customer_id)
-    if (wanted.has(key)) found.set(key, row)
+    if (pairs.has(key)) found.set(key, row)
   }
   return found
 }

@@ -43,10 +43,9 @@ export function serverUploadSplitter(deps: SplitterDeps) {
   return async (batch: RecordBatch): Promise<void> => {
     const uploads = await Promise.all(batch.records.map((record) => parse(deps, record)))
 
-    const appOrg = await appOwners(
-      deps.control,
-      uploads.flatMap((u) => u.events.app),
-    )
+    const appIds = new Set<string>()
+    for (const upload of uploads) for (const app of upload.events.app) appIds.add(app)
+    const appOrg = await appOwners(deps.control, appIds)
     const devices = await attributionDevices(deps, uploads, appOrg)
 
     const forward: BlockEvent[] = []
@@ -131,9 +130,9 @@ async function parse(deps: SplitterDeps, record: BusRecord): Promise<ParsedUploa
   }
 }
 
-async function appOwners(control: ControlStore, appIds: string[]): Promise<Map<string, number>> {
+async function appOwners(control: ControlStore, appIds: ReadonlySet<string>): Promise<Map<string, number>> {
   const owners = new Map<string, number>()
-  for (const appId of new Set(appIds)) {
+  for (const appId of appIds) {
     const app = await control.getApp(appId)
     if (app) owners.set(appId, app.org_id)
   }
@@ -154,9 +153,9 @@ async function attributionDevices(
         pairs.set(customerKey(app[i]!, customer[i]!), { app: app[i]!, customer: customer[i]! })
     }
   }
-  const devices = await lookupDevices(deps.store, [...pairs.values()])
-  const missing = [...pairs.entries()].filter(([key]) => !devices.has(key)).map(([, pair]) => pair)
-  if (missing.length > 0) {
+  const devices = await lookupDevices(deps.store, pairs)
+  const missing = new Map([...pairs].filter(([key]) => !devices.has(key)))
+  if (missing.size > 0) {
     await waitForSdkBacklog(deps.bus, deps.sdk.group, deps.sdk.topic, deps.sdk.waitMs)
     for (const [key, dims] of await lookupDevices(deps.store, missing)) devices.set(key, dims)
   }
