@@ -112,7 +112,6 @@ function minReceivedAt(items: readonly WriterItem[]): number {
 async function findStored(store: Store, items: readonly WriterItem[]) {
   const apps = [...new Set(items.map((i) => i.headers.a))]
   const uuids = [...new Set(items.map((i) => i.headers.u))]
-  const wanted = new Set(items.map((i) => eventKey(i.headers.a, i.headers.u)))
   const uuidSet = stringSet('uuids', uuids)
   const rows = await store.query<{ app_id: string; uuid: string; tx: string }>(
     `SELECT app_id, uuid, argMin(transaction_id, received_at) AS tx FROM event_uuids
@@ -120,10 +119,7 @@ async function findStored(store: Store, items: readonly WriterItem[]) {
      GROUP BY app_id, uuid`,
     { apps, uuids: uuidSet.value },
   )
-  const stored = new Map<string, { tx: string }>()
-  for (const row of rows) {
-    const key = eventKey(row.app_id, row.uuid)
-    if (wanted.has(key)) stored.set(key, { tx: row.tx })
-  }
-  return stored
+  // With several apps the result may hold an app's row for a uuid the batch sent to another app:
+  // a key no item has, so classifyBatch never looks it up.
+  return new Map(rows.map((row) => [eventKey(row.app_id, row.uuid), { tx: row.tx }]))
 }
