@@ -1,4 +1,5 @@
 import type { Store } from '../connectors/store/store.ts'
+import { stringSet } from '../connectors/store/string-set.ts'
 
 export interface ProfileKey {
   db: number
@@ -128,11 +129,12 @@ export class PendingWrites {
 
 /** The latest receipt time applied to each key (a max over versions: no FINAL needed). */
 async function appliedUpTo(store: Store, keys: ProfileKey[]): Promise<Map<string, number>> {
+  const customers = stringSet('customers', [...new Set(keys.map((k) => k.customer))])
   const rows = await store.query<{ profiledb_id: number | string; customer_id: string; at: number | string }>(
     `SELECT profiledb_id, customer_id, max(toUnixTimestamp64Milli(updated_at)) AS at FROM profiles
-     WHERE profiledb_id IN {dbs:Array(UInt64)} AND customer_id IN {customers:Array(String)}
+     WHERE profiledb_id IN {dbs:Array(UInt64)} AND customer_id IN ${customers.sql}
      GROUP BY profiledb_id, customer_id`,
-    { dbs: [...new Set(keys.map((k) => k.db))], customers: [...new Set(keys.map((k) => k.customer))] },
+    { dbs: [...new Set(keys.map((k) => k.db))], customers: customers.value },
   )
   return new Map(rows.map((r) => [`${Number(r.profiledb_id)}:${r.customer_id}`, Number(r.at)]))
 }

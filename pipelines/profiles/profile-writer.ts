@@ -1,4 +1,5 @@
 import type { IgnoredChange } from '../../schemas/profiles.ts'
+import { stringSet } from '../connectors/store/string-set.ts'
 import type { BusRecord, RecordBatch } from '../connectors/bus/bus.ts'
 import type { Store } from '../connectors/store/store.ts'
 import { applyChanges, diffAttributes, type Attributes } from './apply-changes.ts'
@@ -157,6 +158,7 @@ const profileKey = (db: number, customer: string) => `${db}\n${customer}`
 
 async function loadCurrent(store: Store, commands: ProfileCommand[]): Promise<Map<string, CurrentProfile>> {
   const wanted = new Set(commands.map((c) => profileKey(c.db, c.customer)))
+  const customers = stringSet('customers', [...new Set(commands.map((c) => c.customer))])
   const rows = await store.query<{
     profiledb_id: number | string
     customer_id: string
@@ -171,11 +173,8 @@ async function loadCurrent(store: Store, commands: ProfileCommand[]): Promise<Ma
     `SELECT profiledb_id, customer_id, attributes, attribute_types, deleted, source_partition, source_offset,
             toUnixTimestamp64Milli(updated_at) AS updated_at, version
      FROM profiles FINAL
-     WHERE profiledb_id IN {dbs:Array(UInt64)} AND customer_id IN {customers:Array(String)}`,
-    {
-      dbs: [...new Set(commands.map((c) => c.db))],
-      customers: [...new Set(commands.map((c) => c.customer))],
-    },
+     WHERE profiledb_id IN {dbs:Array(UInt64)} AND customer_id IN ${customers.sql}`,
+    { dbs: [...new Set(commands.map((c) => c.db))], customers: customers.value },
   )
   const current = new Map<string, CurrentProfile>()
   for (const row of rows) {

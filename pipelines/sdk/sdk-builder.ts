@@ -5,6 +5,7 @@ import { blockMessages, eventPartitions, type BlockEvent, type UploadRef } from 
 import type { EventRow } from '../events/event-row.ts'
 import { receiptRow, recordRejects, rejectRow, type RejectRow } from '../events/upload-outcomes.ts'
 import type { UploadHeaders } from '../events/topics.ts'
+import { stringSet } from '../connectors/store/string-set.ts'
 import {
   applyRowToCustomer,
   applyRowToDevice,
@@ -218,12 +219,13 @@ async function loadDevices(store: Store, keys: { app: string; install: string }[
   const states = new Map<string, DeviceState>()
   if (keys.length === 0) return states
   const wanted = new Set(keys.map((k) => deviceKey(k.app, k.install)))
+  const installs = stringSet('installs', [...new Set(keys.map((k) => k.install))])
   const rows = await store.query<DeviceState>(
     `SELECT app_id, install_uuid, device_uuid, customer_id, toUnixTimestamp64Milli(last_active_at) AS last_active_at,
             app_version, os_version, platform, model, country, language, device_timezone, push_token, push_status, version
      FROM devices FINAL
-     WHERE app_id IN {apps:Array(String)} AND install_uuid IN {installs:Array(String)}`,
-    { apps: [...new Set(keys.map((k) => k.app))], installs: [...new Set(keys.map((k) => k.install))] },
+     WHERE app_id IN {apps:Array(String)} AND install_uuid IN ${installs.sql}`,
+    { apps: [...new Set(keys.map((k) => k.app))], installs: installs.value },
   )
   for (const row of rows) {
     const key = deviceKey(row.app_id, row.install_uuid)
@@ -238,6 +240,7 @@ async function loadCustomers(store: Store, keys: string[]) {
   if (keys.length === 0) return states
   const pairs = keys.map((k) => k.split('\n') as [string, string])
   const wanted = new Set(keys)
+  const customers = stringSet('customers', [...new Set(pairs.map((p) => p[1]))])
   const rows = await store.query<CustomerState>(
     `SELECT app_id, customer_id, install_uuid, device_uuid, session_uuid,
             toUnixTimestamp64Milli(last_active_at) AS last_active_at,
@@ -246,8 +249,8 @@ async function loadCustomers(store: Store, keys: string[]) {
             app_version, os_version, platform, model, country, language, device_timezone, push_token, push_status,
             user_type, version
      FROM customer_devices FINAL
-     WHERE app_id IN {apps:Array(String)} AND customer_id IN {customers:Array(String)}`,
-    { apps: [...new Set(pairs.map((p) => p[0]))], customers: [...new Set(pairs.map((p) => p[1]))] },
+     WHERE app_id IN {apps:Array(String)} AND customer_id IN ${customers.sql}`,
+    { apps: [...new Set(pairs.map((p) => p[0]))], customers: customers.value },
   )
   for (const row of rows) {
     const key = customerStateKey(row.app_id, row.customer_id)
