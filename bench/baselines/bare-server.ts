@@ -1,11 +1,12 @@
 import http from 'node:http'
 import { gunzip } from 'node:zlib'
+import { INFLATE_CHUNK_BYTES } from '../../pipelines/events/gzip.ts'
 
 /**
  * Baseline 1, the edge's ceiling: a bare Node HTTP server that reads and discards each body and
  * answers 202 with a body the size of Sluice's. Run as a child process; prints its port. With
- * `inflate` as its argument it also inflates gzip bodies before answering (on libuv's pool, as
- * Sluice's edge checks them): the ceiling of an edge that must validate gzip.
+ * `inflate` as its argument it also inflates gzip bodies before answering (on libuv's pool, in chunks
+ * of the same size, as Sluice's edge checks them): the ceiling of an edge that must validate gzip.
  */
 const inflate = process.argv[2] === 'inflate'
 const answer = Buffer.from('{"transaction_id":"AAABogBRPT8AAAAAAAEKlMGxh5LfGssBb0miBj6fHRo"}')
@@ -23,7 +24,7 @@ const server = http.createServer((req, res) => {
       res.end(answer)
     }
     if (!gzip) return reply(202)
-    gunzip(Buffer.concat(chunks), (err) => reply(err ? 400 : 202))
+    gunzip(Buffer.concat(chunks), { chunkSize: INFLATE_CHUNK_BYTES }, (err) => reply(err ? 400 : 202))
   })
 })
 server.keepAliveTimeout = 30_000

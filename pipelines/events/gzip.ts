@@ -1,5 +1,13 @@
 import { createGunzip, gunzipSync, constants } from 'node:zlib'
 
+/**
+ * Output chunk size of every inflation. zlib's default (16 KB) costs a thread-pool round trip and
+ * a callback per 16 KB on the event loop: for a ~2.5 MB upload that was 2.5x the CPU and 3.4x the
+ * wall time of 256 KB chunks (measured on 2 cores: 9 ms against 3.5 ms of CPU per body). The sync
+ * inflation of the CPU pool halves too (4.7 ms to 2.3 ms per body); larger chunks were slower.
+ */
+export const INFLATE_CHUNK_BYTES = 256 * 1024
+
 export type GunzipCheck = { kind: 'ok'; inflatedBytes: number } | { kind: 'invalid' } | { kind: 'too_large' }
 
 /**
@@ -9,7 +17,7 @@ export type GunzipCheck = { kind: 'ok'; inflatedBytes: number } | { kind: 'inval
  */
 export function checkGzip(body: Buffer, maxBytes: number): Promise<GunzipCheck> {
   return new Promise((resolve) => {
-    const gunzip = createGunzip()
+    const gunzip = createGunzip({ chunkSize: INFLATE_CHUNK_BYTES })
     let inflated = 0
     let settled = false
     const settle = (result: GunzipCheck) => {
@@ -32,5 +40,9 @@ export function checkGzip(body: Buffer, maxBytes: number): Promise<GunzipCheck> 
 
 /** Inflate with a hard cap (worker side); throws RangeError when the cap is reached. */
 export function gunzipBounded(body: Buffer | Uint8Array, maxBytes: number): Buffer {
-  return gunzipSync(body, { maxOutputLength: maxBytes, finishFlush: constants.Z_SYNC_FLUSH })
+  return gunzipSync(body, {
+    chunkSize: INFLATE_CHUNK_BYTES,
+    maxOutputLength: maxBytes,
+    finishFlush: constants.Z_SYNC_FLUSH,
+  })
 }
