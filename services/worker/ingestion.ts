@@ -72,12 +72,15 @@ export const ingestionPipeline: WorkerPipeline = {
 
     const MB = 1024 * 1024
     const consumers = await Promise.all([
-      // Records are blocks of up to 5,000 events: a batch is up to about 20,000 events.
+      // Records are blocks of up to 5,000 events (~2.5 MB): a batch is up to 40,000 events, the
+      // output of one splitter batch of gzip bodies. Every batch costs engine round trips and a
+      // new part per table (and the merges that follow); 10,000-event batches (the old limit,
+      // 8 MB) held gzip uploads to 21,000-24,000 events/s, 35,000-event batches reached 28,000.
       stage(
         'events-writer',
         groups.events,
         topics.events,
-        { maxBatchRecords: 4, maxBatchBytes: 8 * MB },
+        { maxBatchRecords: 8, maxBatchBytes: 32 * MB },
         writer,
       ),
       stage(
