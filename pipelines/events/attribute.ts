@@ -1,6 +1,6 @@
 import { customerKey } from './attribution.ts'
 import type { RowParts } from './event-block.ts'
-import { deviceMembers, type DeviceDims, type PackedEvents } from './event-row.ts'
+import { deviceTail, type DeviceDims, type PackedEvents } from './event-row.ts'
 
 export interface AttributionContext {
   orgId: number
@@ -55,24 +55,25 @@ export function attributeEvent(events: PackedEvents, i: number, ctx: Attribution
 }
 
 /**
- * The `events` rows of one server upload's attributed events: each row is the app's member, the
- * event's own members (a slice of the buffer the CPU pool serialised) and the receipt time, the
- * device's members and the upload's, copied once into the event block. Heads and tails are
- * serialised once per app and per device of the upload.
+ * The `events` rows of one server upload's attributed events, as JSONCompactEachRow arrays in
+ * `EVENT_COLUMNS` order: the upload's head for the event's app (app, receipt time, source,
+ * transaction), the event's own values (a slice of the buffer the CPU pool serialised), and the
+ * device's tail, copied once into the event block. A head is serialised once per app of the
+ * upload; a tail once per device, in `tails`, which the caller shares across the uploads of a batch.
  */
-export function serverRows(events: PackedEvents, upload: { receivedAt: number; transactionId: string }) {
+export function serverRows(
+  events: PackedEvents,
+  upload: { receivedAt: number; transactionId: string },
+  tails: Map<DeviceDims, Buffer>,
+) {
   const own = Buffer.from(events.own.buffer, events.own.byteOffset, events.own.byteLength)
   const heads = new Map<string, Buffer>()
-  const tails = new Map<DeviceDims, Buffer>()
-  const txMember = `"source":"server","transaction_id":${JSON.stringify(upload.transactionId)}}`
+  const uploadValues = `${upload.receivedAt},"server",${JSON.stringify(upload.transactionId)},`
   return (i: number, app: string, device: DeviceDims): RowParts => {
     let head = heads.get(app)
-    if (!head) heads.set(app, (head = Buffer.from(`{"app_id":${JSON.stringify(app)},`)))
+    if (!head) heads.set(app, (head = Buffer.from(`[${JSON.stringify(app)},${uploadValues}`)))
     let tail = tails.get(device)
-    if (!tail) {
-      tail = Buffer.from(`,"received_at":${upload.receivedAt},${deviceMembers(device)},${txMember}`)
-      tails.set(device, tail)
-    }
+    if (!tail) tails.set(device, (tail = Buffer.from(deviceTail(device))))
     return { head, source: own, start: i === 0 ? 0 : events.ownEnd[i - 1]!, end: events.ownEnd[i]!, tail }
   }
 }

@@ -1,15 +1,15 @@
 import type { Bus, ProduceMessage } from '../connectors/bus/bus.ts'
 import { partitionForKey } from '../connectors/bus/bus.ts'
 import type { WriterItem } from './classify-stored.ts'
-import { eventKey, type EventRecordHeaders } from './event-row.ts'
+import { compactEventRow, eventKey, type EventRecordHeaders, type EventRow } from './event-row.ts'
 
-/** An event on its way to the writer: its identity, where it came from, and its row as JSON. */
+/** An event on its way to the writer: its identity, where it came from, and its row. */
 export interface BlockEvent {
   app: string
   uuid: string
   line: number
   upload: UploadRef
-  /** The `events` row, serialised once (JSONEachRow), with no raw newline. */
+  /** The `events` row, serialised once (a JSONCompactEachRow array of `EVENT_COLUMNS`), no raw newline. */
   row: string | RowParts
 }
 
@@ -30,6 +30,12 @@ export interface UploadRef {
 }
 
 interface BlockHeader {
+  /**
+   * Row format: 1 = JSONCompactEachRow arrays of `EVENT_COLUMNS`. Absent in blocks written before
+   * it existed, whose rows are JSONEachRow objects (converted when read, so an upgrade can take
+   * over a backlog).
+   */
+  f?: 1
   /** uploads: [tx, recv, org, source] */
   u: [string, number, number, 'server' | 'sdk'][]
   /** events, in row order: [app, uuid, line, upload index] */
@@ -42,7 +48,8 @@ export const MAX_EVENTS_PER_BLOCK = 5000
 /**
  * Events travel to the writer in blocks, one bus record per events-topic partition per batch:
  * every event in a block belongs to that partition's owner (by app + uuid, as if keyed), and the
- * rows are already the JSONEachRow the writer inserts, so nothing is parsed or serialised again.
+ * rows are already the JSONCompactEachRow lines the writer inserts, so nothing is parsed or
+ * serialised again.
  * Layout: one JSON header line (uploads, then [app, uuid, line, upload] per row), then the rows.
  */
 export function blockMessages(
@@ -68,7 +75,7 @@ export function blockMessages(
 
 export function encodeBlock(events: readonly BlockEvent[]): Buffer {
   const uploads = new Map<UploadRef, number>()
-  const header: BlockHeader = { u: [], k: [] }
+  const header: BlockHeader = { f: 1, u: [], k: [] }
   let rowBytes = 0
   for (const event of events) {
     let index = uploads.get(event.upload)
@@ -122,10 +129,15 @@ export function decodeBlock(value: Buffer): WriterItem[] {
       o: String(upload[2]),
       s: upload[3],
     }
-    items.push({ headers, value: value.subarray(start, end) })
+    const row = value.subarray(start, end)
+    items.push({ headers, value: header.f === 1 ? row : legacyRow(row) })
     start = end + 1
   }
   return items
+}
+
+function legacyRow(row: Buffer): Buffer {
+  return Buffer.from(compactEventRow(JSON.parse(row.toString('utf8')) as EventRow))
 }
 
 /** The events topic's partition count, asked once: blocks are routed by it. */

@@ -1,6 +1,6 @@
 import type { ValidEvent } from './validate-event.ts'
 
-/** A row of the `events` table exactly as inserted (JSONEachRow). Column names are a public contract. */
+/** A row of the `events` table. Column names are a public contract. */
 export interface EventRow extends DeviceDims {
   app_id: string
   uuid: string
@@ -51,11 +51,12 @@ export const eventKey = (appId: string, uuid: string) => `${appId}\n${uuid}`
 
 /**
  * Validated events as the CPU pool hands them to the splitter: columns of identity fields, plus
- * each event's own columns already serialised as JSON members (`"uuid":…,"attributes":{…},…`),
- * all in one buffer (`ownEnd[i]` is where event i's members end; they start where i-1's end).
- * A few columns cross the thread boundary far more cheaply than one object per event, and the
- * splitter only copies the app's and the device's members around each slice: the event is
- * serialised once, on the pool, and never becomes a string on the main thread.
+ * each event's own columns already serialised as JSON values in `EVENT_COLUMNS` order
+ * (`"<uuid>","<customer>","<name>",<time>,{attributes},<ltv>`), all in one buffer (`ownEnd[i]` is
+ * where event i's values end; they start where i-1's end). A few columns cross the thread
+ * boundary far more cheaply than one object per event, and the splitter only copies the app's
+ * and the device's values around each slice: the event is serialised once, on the pool, and
+ * never becomes a string on the main thread.
  */
 export interface PackedEvents {
   line: number[]
@@ -84,7 +85,7 @@ export function packEvents(events: readonly ValidEvent[]): PackedEvents {
     packed.app.push(e.app_uuid)
     packed.customer.push(e.customer_id)
     packed.uuid.push(e.uuid)
-    const own = `"uuid":${JSON.stringify(e.uuid)},"customer_id":${JSON.stringify(e.customer_id)},"event_name":${JSON.stringify(e.event_name)},"event_time":${e.event_time},"attributes":${JSON.stringify(e.attributes)},"ltv_change":${e.ltv_change}`
+    const own = `${JSON.stringify(e.uuid)},${JSON.stringify(e.customer_id)},${JSON.stringify(e.event_name)},${e.event_time},${JSON.stringify(e.attributes)},${e.ltv_change}`
     members.push(own)
     chars += own.length
     packed.ownEnd.push(chars)
@@ -113,9 +114,34 @@ export const DEVICE_DIMENSIONS = [
   'device_timezone',
 ] as const satisfies readonly (keyof DeviceDims)[]
 
-const DEVICE_KEYS: string[] = [...DEVICE_DIMENSIONS]
+/**
+ * The columns of an `events` row as the pipeline inserts it (JSONCompactEachRow: one JSON array
+ * per row, values in this order). The order groups what is known per upload, per event and per
+ * device, so the splitter assembles a row from three ready pieces: the upload's head, the event's
+ * own values from the CPU pool, the device's tail.
+ */
+export const EVENT_COLUMNS = [
+  'app_id',
+  'received_at',
+  'source',
+  'transaction_id',
+  'uuid',
+  'customer_id',
+  'event_name',
+  'event_time',
+  'attributes',
+  'ltv_change',
+  ...DEVICE_DIMENSIONS,
+] as const satisfies readonly (keyof EventRow)[]
 
-/** A device's columns as JSON members (no braces); the key list keeps any other field out. */
-export function deviceMembers(d: DeviceDims): string {
-  return JSON.stringify(d, DEVICE_KEYS).slice(1, -1)
+/** One `events` row as a JSONCompactEachRow line (no newline), values in `EVENT_COLUMNS` order. */
+export function compactEventRow(row: EventRow): string {
+  return JSON.stringify(EVENT_COLUMNS.map((column) => row[column]))
+}
+
+/** A device's values, the end of a compact row: `,"<install_uuid>",…,"<device_timezone>"]`. */
+export function deviceTail(d: DeviceDims): string {
+  let tail = ''
+  for (const column of DEVICE_DIMENSIONS) tail += `,${JSON.stringify(d[column])}`
+  return `${tail}]`
 }

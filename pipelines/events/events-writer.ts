@@ -3,7 +3,7 @@ import type { Store } from '../connectors/store/store.ts'
 import { stringSet } from '../connectors/store/string-set.ts'
 import { classifyBatch, type WriterItem } from './classify-stored.ts'
 import { decodeBlock } from './event-block.ts'
-import { eventKey } from './event-row.ts'
+import { EVENT_COLUMNS, eventKey } from './event-row.ts'
 import { recordRejects, type RejectRow } from './upload-outcomes.ts'
 
 export interface WriterDeps {
@@ -69,6 +69,7 @@ export function eventsWriter(deps: WriterDeps) {
     if (toStore.length > 0) {
       await deps.store.insert('events', Buffer.concat(toStore), {
         dedupToken: `${batch.topic}:${batch.partition}:${first}-${last}`,
+        compactColumns: EVENT_COLUMNS,
       })
     }
     await recordRejects(deps.store, duplicates)

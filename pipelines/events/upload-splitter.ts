@@ -52,6 +52,7 @@ export function serverUploadSplitter(deps: SplitterDeps) {
     const rejects: RejectRow[] = []
     const receipts: object[] = []
     const processedAt = Date.now()
+    const deviceTails = new Map<DeviceDims, Buffer>()
     for (const upload of uploads) {
       const orgId = Number(upload.headers.org)
       const receivedAt = Number(upload.headers.recv)
@@ -59,7 +60,7 @@ export function serverUploadSplitter(deps: SplitterDeps) {
       const uploadRejects = [...upload.rejects]
       const ref: UploadRef = { tx: upload.headers.tx, recv: receivedAt, org: orgId, source: 'server' }
       const context = { orgId, appOrg, devices }
-      const rowOf = serverRows(upload.events, { receivedAt, transactionId: upload.headers.tx })
+      const rowOf = serverRows(upload.events, { receivedAt, transactionId: upload.headers.tx }, deviceTails)
       for (let i = 0; i < upload.events.uuid.length; i++) {
         const result = attributeEvent(upload.events, i, context)
         if (result.kind === 'reject') {

@@ -2,7 +2,7 @@ import type { Bus, BusRecord, RecordBatch } from '../connectors/bus/bus.ts'
 import type { Store } from '../connectors/store/store.ts'
 import type { CpuPool } from '../cpu/pool.ts'
 import { blockMessages, eventPartitions, type BlockEvent, type UploadRef } from '../events/event-block.ts'
-import type { EventRow } from '../events/event-row.ts'
+import { compactEventRow, type EventRow } from '../events/event-row.ts'
 import { receiptRow, recordRejects, rejectRow, type RejectRow } from '../events/upload-outcomes.ts'
 import type { UploadHeaders } from '../events/topics.ts'
 import { stringSet } from '../connectors/store/string-set.ts'
@@ -180,7 +180,7 @@ function eventToForward(
     source: 'sdk',
     transaction_id: upload.tx,
   }
-  return { app, uuid: row.uuid, line: row.line, upload, row: JSON.stringify(event) }
+  return { app, uuid: row.uuid, line: row.line, upload, row: compactEventRow(event) }
 }
 
 function rawLogRow(headers: UploadHeaders, app: string, row: SdkRow, customer: string) {

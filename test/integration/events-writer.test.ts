@@ -3,23 +3,34 @@ import type { RecordBatch } from '../../pipelines/connectors/bus/bus.ts'
 import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
 import { migrate } from '../../pipelines/connectors/store/migrations.ts'
 import { encodeBlock, type UploadRef } from '../../pipelines/events/event-block.ts'
+import { compactEventRow, type EventRow } from '../../pipelines/events/event-row.ts'
 import { eventsWriter } from '../../pipelines/events/events-writer.ts'
 import { tempDir } from '../helpers/temp.ts'
 
 const upload = (tx: string, recv: number): UploadRef => ({ tx, recv, org: 1, source: 'server' })
-const row = (uuid: string, up: UploadRef) =>
-  JSON.stringify({
-    app_id: 'app',
-    uuid,
-    customer_id: 'c',
-    event_name: 'e',
-    event_time: up.recv,
-    received_at: up.recv,
-    attributes: {},
-    ltv_change: 0,
-    source: 'server',
-    transaction_id: up.tx,
-  })
+const eventRow = (uuid: string, up: UploadRef): EventRow => ({
+  app_id: 'app',
+  uuid,
+  customer_id: 'c',
+  event_name: 'e',
+  event_time: up.recv,
+  received_at: up.recv,
+  attributes: { k: 'v' },
+  ltv_change: 0,
+  install_uuid: 'i',
+  device_uuid: 'd',
+  session_uuid: 's',
+  country: 'DE',
+  language: 'de',
+  app_version: '1.0',
+  os_version: '17',
+  platform: 'iOS',
+  model: 'iPhone',
+  device_timezone: 'Europe/Berlin',
+  source: 'server',
+  transaction_id: up.tx,
+})
+const row = (uuid: string, up: UploadRef) => compactEventRow(eventRow(uuid, up))
 let offset = 0
 const batch = (events: [string, UploadRef, number][]): RecordBatch => ({
   topic: 'events',
@@ -84,6 +95,31 @@ describe('events writer against the embedded engine', () => {
     await writer(batch([['u1', up1, 1]]))
     expect(await counts()).toEqual({ u1: 1, u2: 1, u3: 1 })
     expect(await rejects()).toEqual([{ transaction_id: 'tx-2', line: 1, reason: 'duplicate' }])
+  })
+
+  it('stores every column of a compact row, and of a row in a block written before compact rows', async () => {
+    const up10 = upload('tx-10', 1_795_300_008_000)
+    const writer = eventsWriter({ store })
+    await writer(batch([['u10', up10, 1]]))
+    // A block as the splitter wrote it before rows were compact: no format mark, JSONEachRow objects.
+    const legacyHeader = { u: [[up10.tx, up10.recv, up10.org, up10.source]], k: [['app', 'u11', 2, 0]] }
+    const legacy = Buffer.from(`${JSON.stringify(legacyHeader)}\n${JSON.stringify(eventRow('u11', up10))}\n`)
+    const legacyBatch = batch([])
+    legacyBatch.records[0]!.value = legacy
+    await writer(legacyBatch)
+    const stored = await store.query<Record<string, unknown>>(
+      `SELECT * EXCEPT (event_time, received_at), toUnixTimestamp64Milli(event_time) AS event_time,
+              toUnixTimestamp64Milli(received_at) AS received_at
+       FROM events WHERE uuid IN ('u10', 'u11') ORDER BY uuid`,
+    )
+    // 64-bit integers come back as strings or numbers depending on the column: compare as numbers.
+    const numeric = (row: Record<string, unknown>) => ({
+      ...row,
+      event_time: Number(row.event_time),
+      received_at: Number(row.received_at),
+      ltv_change: Number(row.ltv_change),
+    })
+    expect(stored.map(numeric)).toEqual([eventRow('u10', up10), eventRow('u11', up10)])
   })
 
   it('after a restart, finds events the index missed (a crash between the two writes of an insert)', async () => {

@@ -3,7 +3,7 @@ import { attributeEvent, serverRows } from '../../pipelines/events/attribute.ts'
 import { decodeBlock, encodeBlock } from '../../pipelines/events/event-block.ts'
 import { customerKey } from '../../pipelines/events/attribution.ts'
 import { classifyBatch, type WriterItem } from '../../pipelines/events/classify-stored.ts'
-import { eventKey, packEvents, type DeviceDims } from '../../pipelines/events/event-row.ts'
+import { EVENT_COLUMNS, eventKey, packEvents, type DeviceDims } from '../../pipelines/events/event-row.ts'
 import {
   mintTransactionId,
   parseTransactionId,
@@ -104,10 +104,17 @@ describe('attributeEvent', () => {
   type TestEvent = Omit<typeof event, 'attributes'> & { attributes: Record<string, string> }
   const attribute = (e: TestEvent) => attributeEvent(packEvents([e]), 0, ctx)
 
+  /** A compact row (values in EVENT_COLUMNS order) read back as an object of its columns. */
+  const columnsOf = (row: string): Record<string, unknown> => {
+    const values = JSON.parse(row) as unknown[]
+    expect(values).toHaveLength(EVENT_COLUMNS.length)
+    return Object.fromEntries(EVENT_COLUMNS.map((column, i) => [column, values[i]]))
+  }
+
   /** Attributes every event and returns the rows exactly as the writer gets them from the block. */
-  const storedRows = (events: TestEvent[]) => {
+  const storedRows = (events: TestEvent[], tails = new Map<DeviceDims, Buffer>()) => {
     const packed = packEvents(events)
-    const rowOf = serverRows(packed, { receivedAt: 2000, transactionId: 'tx' })
+    const rowOf = serverRows(packed, { receivedAt: 2000, transactionId: 'tx' }, tails)
     const upload = { tx: 'tx', recv: 2000, org: 1, source: 'server' as const }
     const block = events.map((_, i) => {
       const result = attributeEvent(packed, i, ctx)
@@ -126,7 +133,7 @@ describe('attributeEvent', () => {
   it("tags the event with its customer's last device", () => {
     expect(attribute(event)).toEqual({ kind: 'ok', line: 2, app_id: 'app', uuid: event.uuid, device: dims })
     const [row] = storedRows([event])
-    expect(JSON.parse(row!)).toEqual({
+    expect(columnsOf(row!)).toEqual({
       app_id: 'app',
       uuid: event.uuid,
       customer_id: 'alice',
@@ -154,7 +161,7 @@ describe('attributeEvent', () => {
     const rows = storedRows([event, odd, plain])
     expect(rows).toHaveLength(3)
     for (const row of rows) expect(row.includes('\n')).toBe(false)
-    const parsed = rows.map((r) => JSON.parse(r) as Record<string, unknown>)
+    const parsed = rows.map(columnsOf)
     expect(parsed.map((p) => p.uuid)).toEqual([event.uuid, odd.uuid, plain.uuid])
     expect(parsed[1]).toMatchObject({
       event_name: odd.event_name,
@@ -163,6 +170,15 @@ describe('attributeEvent', () => {
     })
     expect(Object.is(parsed[1]!.ltv_change, 0)).toBe(true)
     expect(parsed[2]).toMatchObject({ attributes: {}, ltv_change: 5, customer_id: 'alice', ...dims })
+  })
+
+  it("serialises a device's values once for every upload of a batch that shares the cache", () => {
+    const tails = new Map<DeviceDims, Buffer>()
+    const first = storedRows([event], tails)
+    const second = storedRows([{ ...event, uuid: 'x'.repeat(32) }], tails)
+    expect([...tails.keys()]).toEqual([dims])
+    expect(columnsOf(second[0]!)).toMatchObject({ ...dims, uuid: 'x'.repeat(32) })
+    expect(columnsOf(first[0]!)).toMatchObject({ ...dims, uuid: event.uuid })
   })
 
   it.each([

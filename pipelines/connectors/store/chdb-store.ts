@@ -44,10 +44,12 @@ export class ChdbStore implements Store, RawExecutor {
   async insert(table: string, rows: readonly object[] | Buffer, options: InsertOptions = {}): Promise<void> {
     const values = Buffer.isBuffer(rows) ? rows : toJsonEachRow(rows)
     if (values.length === 0) return
+    const compact = Buffer.isBuffer(rows) ? options.compactColumns : undefined
     await this.insertSession.insert({
       table,
       values,
-      format: 'JSONEachRow',
+      format: compact ? 'JSONCompactEachRow' : 'JSONEachRow',
+      ...(compact ? { columns: [...compact] } : {}),
       settings: insertSettings(options),
     })
   }

@@ -3,6 +3,8 @@ import { createClient, type ClickHouseClient } from '@clickhouse/client'
 import type { InsertOptions, QueryParams, Store } from './store.ts'
 import { insertSettings } from './rows.ts'
 
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_.]*$/
+
 export interface ClickHouseStoreOptions {
   url: string
   username: string
@@ -57,11 +59,18 @@ export class ClickHouseStore implements Store {
     const settings = insertSettings(options)
     if (Buffer.isBuffer(rows)) {
       if (rows.length === 0) return
-      if (!/^[A-Za-z_][A-Za-z0-9_.]*$/.test(table)) throw new Error(`invalid table name: ${table}`)
+      if (!IDENTIFIER.test(table)) throw new Error(`invalid table name: ${table}`)
+      const columns = options.compactColumns
+      for (const column of columns ?? []) {
+        if (!IDENTIFIER.test(column)) throw new Error(`invalid column name: ${column}`)
+      }
+      const target = columns
+        ? `${table} (${columns.join(', ')}) FORMAT JSONCompactEachRow`
+        : `${table} FORMAT JSONEachRow`
       // insert() would JSON-encode a stream item by item; exec() sends the bytes as they are,
-      // so the server parses the ready JSONEachRow itself.
+      // so the server parses the ready rows itself.
       const result = await this.client.exec({
-        query: `INSERT INTO ${table} FORMAT JSONEachRow`,
+        query: `INSERT INTO ${target}`,
         values: Readable.from([rows], { objectMode: false }),
         clickhouse_settings: settings,
       })
