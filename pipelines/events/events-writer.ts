@@ -67,9 +67,12 @@ export function eventsWriter(deps: WriterDeps) {
     const first = batch.records[0]!.offset
     const last = batch.records[batch.records.length - 1]!.offset
     if (toStore.length > 0) {
-      await deps.store.insert('events', Buffer.concat(toStore), {
+      // Through `events_ingest` (migration 005): the same rows, ~25 % less engine time. One
+      // parsing thread: on a busy engine, splitting a block between threads cost more than it saved.
+      await deps.store.insert('events_ingest', Buffer.concat(toStore), {
         dedupToken: `${batch.topic}:${batch.partition}:${first}-${last}`,
         compactColumns: EVENT_COLUMNS,
+        settings: { input_format_parallel_parsing: 0 },
       })
     }
     await recordRejects(deps.store, duplicates)

@@ -3,7 +3,7 @@ import type { RecordBatch } from '../../pipelines/connectors/bus/bus.ts'
 import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
 import { migrate } from '../../pipelines/connectors/store/migrations.ts'
 import { encodeBlock, type UploadRef } from '../../pipelines/events/event-block.ts'
-import { compactEventRow, type EventRow } from '../../pipelines/events/event-row.ts'
+import { EVENT_COLUMNS, compactEventRow, type EventRow } from '../../pipelines/events/event-row.ts'
 import { eventsWriter } from '../../pipelines/events/events-writer.ts'
 import { tempDir } from '../helpers/temp.ts'
 
@@ -120,6 +120,30 @@ describe('events writer against the embedded engine', () => {
       ltv_change: Number(row.ltv_change),
     })
     expect(stored.map(numeric)).toEqual([eventRow('u10', up10), eventRow('u11', up10)])
+  })
+
+  it('events_ingest has the writer columns, in order, with the types of events (LowCardinality as String)', async () => {
+    const columns = (table: string) =>
+      store.query<{ name: string; type: string }>(
+        'SELECT name, type FROM system.columns WHERE database = currentDatabase() AND table = {t:String} ORDER BY position',
+        { t: table },
+      )
+    const ingest = await columns('events_ingest')
+    expect(ingest.map((c) => c.name)).toEqual([...EVENT_COLUMNS])
+    const eventTypes = new Map((await columns('events')).map((c) => [c.name, c.type]))
+    for (const column of ingest) {
+      expect(column.type).toBe(eventTypes.get(column.name)!.replace(/^LowCardinality\((.*)\)$/, '$1'))
+    }
+  })
+
+  it('drops a block inserted again with the same deduplication token, through events_ingest', async () => {
+    const up12 = upload('tx-12', 1_795_300_009_000)
+    const rows = Buffer.from(`${row('u12', up12)}\n${row('u13', up12)}\n`)
+    const options = { dedupToken: 'events:0:900-901', compactColumns: EVENT_COLUMNS }
+    await store.insert('events_ingest', rows, options)
+    await store.insert('events_ingest', rows, options)
+    const stored = await counts()
+    expect([stored.u12, stored.u13]).toEqual([1, 1])
   })
 
   it('after a restart, finds events the index missed (a crash between the two writes of an insert)', async () => {
