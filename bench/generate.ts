@@ -279,8 +279,12 @@ export interface LoadMix {
 export const DEFAULT_MIX: LoadMix = { dupInBody: 0.005, dupPrevious: 0.015, invalid: 0.004 }
 
 /**
- * Event uuids of one scenario: `<run 8 hex>-<scenario 4 hex>-4000-8000-<counter 12 hex>`, so a
- * stored uuid maps back to its counter and each scenario's events are told apart.
+ * Event uuids of one scenario: `<run 8 hex>-<scenario 4 hex>-4000-8000-<12 hex>`, the last part a
+ * 48-bit permutation of the counter, so a stored uuid maps back to its counter and each
+ * scenario's events are told apart. The spec asks senders for randomly generated uuids: in the
+ * order of the dedupe index (app, uuid) consecutive events land far apart, as random uuids do
+ * (a plain counter would sort them next to each other and let every look-up prune the index to a
+ * few granules, which no real sender gets).
  */
 export class UuidSpace {
   readonly prefix: string
@@ -303,20 +307,51 @@ export class UuidSpace {
   }
 
   format(counter: number): string {
-    return this.prefix + counter.toString(16).padStart(12, '0')
+    return this.prefix + scrambleCounter(counter).toString(16).padStart(12, '0')
   }
 
   parse(uuid: string): number | undefined {
     if (uuid.length !== 36 || !uuid.startsWith(this.prefix)) return undefined
     const n = Number.parseInt(uuid.slice(24), 16)
-    return Number.isFinite(n) ? n : undefined
+    return Number.isFinite(n) ? unscrambleCounter(n) : undefined
   }
 }
 
+// A bijection of 48-bit integers: multiply by an odd constant, fold the high half into the low
+// half, multiply again (each step is invertible modulo 2^48). Plain bodies are patched with it per
+// send, so it stays in doubles: every partial product below is under 2^53.
+const P24 = 2 ** 24
+const P48 = 2 ** 48
+function mul48(a: number, b: number): number {
+  const aLow = a % P24
+  const aHigh = (a - aLow) / P24
+  const bLow = b % P24
+  const bHigh = (b - bLow) / P24
+  const cross = (aHigh * bLow + aLow * bHigh) % P24
+  return (aLow * bLow + cross * P24) % P48
+}
+function fold(x: number): number {
+  const low = x % P24
+  const high = (x - low) / P24
+  return high * P24 + (low ^ high)
+}
+function inverse48(a: number): number {
+  let x = a // Newton's iteration modulo 2^48: each step doubles the number of correct low bits
+  for (let i = 0; i < 6; i++) x = mul48(x, (2 - (mul48(a, x) % P48) + P48) % P48)
+  return x
+}
+const MUL_A = 0x5deece66d
+const MUL_B = 0x9e3779b97f4b
+const INV_A = inverse48(MUL_A)
+const INV_B = inverse48(MUL_B)
+
+export const scrambleCounter = (counter: number): number => mul48(fold(mul48(counter, MUL_A)), MUL_B)
+export const unscrambleCounter = (value: number): number => mul48(fold(mul48(value, INV_B)), INV_A)
+
 const HEX = Buffer.from('0123456789abcdef')
-/** Write `counter` as 12 lowercase hex digits at `offset`. */
+/** Write `counter`'s uuid tail (its 48-bit permutation, 12 lowercase hex digits) at `offset`. */
 export function writeCounter(buf: Buffer, offset: number, counter: number): void {
-  let n = counter
+  let n = scrambleCounter(counter)
   for (let i = 11; i >= 0; i--) {
     buf[offset + i] = HEX[n % 16]!
     n = Math.floor(n / 16)
