@@ -83,7 +83,7 @@ export function eventsWriter(deps: WriterDeps) {
 }
 
 /**
- * An INSERT writes `events` and then, through the materialized view, `event_uuids`: a crash in
+ * An INSERT writes `events` and then, through the materialized view, `event_uuid_index`: a crash in
  * between leaves events the index does not know, whether this batch replays them or a later batch
  * brings a copy. Where a replay is possible, every event received since `fromMs` that the index
  * misses is indexed first, so the index alone answers afterwards. Indexing a stored event twice is harmless (the look-up takes the
@@ -91,11 +91,11 @@ export function eventsWriter(deps: WriterDeps) {
  */
 async function repairIndex(store: Store, fromMs: number): Promise<void> {
   await store.command(
-    `INSERT INTO event_uuids (app_id, uuid, transaction_id, received_at)
+    `INSERT INTO event_uuid_index (app_id, uuid, transaction_id, received_at)
      SELECT app_id, uuid, transaction_id, received_at FROM events
      WHERE received_at >= fromUnixTimestamp64Milli({from:Int64}, 'UTC')
        AND (app_id, uuid) NOT IN (
-         SELECT app_id, uuid FROM event_uuids
+         SELECT app_id, uuid FROM event_uuid_index
          WHERE (app_id, uuid) IN (
            SELECT app_id, uuid FROM events WHERE received_at >= fromUnixTimestamp64Milli({from:Int64}, 'UTC')))`,
     { from: Math.max(0, Math.floor(fromMs)) },
@@ -110,7 +110,7 @@ function minReceivedAt(items: readonly WriterItem[]): number {
 
 /**
  * Which keys of the batch are already stored, and by which transaction: the dedupe index
- * (`event_uuids`, filled in the same INSERT by a materialized view, and made whole by
+ * (`event_uuid_index`, filled in the same INSERT by a materialized view, and made whole by
  * repairIndex wherever a replay is possible) answers for everything.
  */
 async function findStored(store: Store, items: readonly WriterItem[]) {
@@ -118,7 +118,7 @@ async function findStored(store: Store, items: readonly WriterItem[]) {
   const uuids = [...new Set(items.map((i) => i.headers.u))]
   const uuidSet = stringSet('uuids', uuids)
   const rows = await store.query<{ app_id: string; uuid: string; tx: string }>(
-    `SELECT app_id, uuid, argMin(transaction_id, received_at) AS tx FROM event_uuids
+    `SELECT app_id, uuid, argMin(transaction_id, received_at) AS tx FROM event_uuid_index
      WHERE app_id IN {apps:Array(String)} AND uuid IN ${uuidSet.sql}
      GROUP BY app_id, uuid`,
     { apps, uuids: uuidSet.value },

@@ -1,7 +1,9 @@
+import { copyFile, readdir } from 'node:fs/promises'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { RecordBatch } from '../../pipelines/connectors/bus/bus.ts'
 import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
-import { migrate } from '../../pipelines/connectors/store/migrations.ts'
+import { MIGRATIONS_DIR, migrate } from '../../pipelines/connectors/store/migrations.ts'
 import { encodeBlock, type UploadRef } from '../../pipelines/events/event-block.ts'
 import { EVENT_COLUMNS, compactEventRow, type EventRow } from '../../pipelines/events/event-row.ts'
 import { eventsWriter } from '../../pipelines/events/events-writer.ts'
@@ -52,10 +54,12 @@ const batch = (events: [string, UploadRef, number][]): RecordBatch => ({
 
 describe('events writer against the embedded engine', () => {
   let store: ChdbStore
+  let dataDir: string
   let cleanup: () => Promise<void>
   beforeAll(async () => {
     const dir = await tempDir('writer')
     cleanup = dir.cleanup
+    dataDir = dir.path
     store = await ChdbStore.open(dir.path)
     await migrate(store)
   })
@@ -122,6 +126,47 @@ describe('events writer against the embedded engine', () => {
     expect(stored.map(numeric)).toEqual([eventRow('u10', up10), eventRow('u11', up10)])
   })
 
+  it('indexes every stored event in event_uuid_index, and the old event_uuids is gone', async () => {
+    const up14 = upload('tx-14', 1_795_300_010_000)
+    await eventsWriter({ store })(batch([['u14', up14, 1]]))
+    expect(
+      await store.query("SELECT app_id, uuid, transaction_id FROM event_uuid_index WHERE uuid = 'u14'"),
+    ).toEqual([{ app_id: 'app', uuid: 'u14', transaction_id: 'tx-14' }])
+    const granularity = await store.query<{ engine_full: string }>(
+      "SELECT engine_full FROM system.tables WHERE database = currentDatabase() AND name = 'event_uuid_index'",
+    )
+    expect(granularity[0]?.engine_full).toMatch(/index_granularity = 256/)
+    expect(
+      await store.query(
+        "SELECT name FROM system.tables WHERE database = currentDatabase() AND name IN ('event_uuids', 'event_uuids_mv')",
+      ),
+    ).toEqual([])
+  })
+
+  it('an upgrade past migration 006 copies the old index into event_uuid_index', async () => {
+    // A database migrated up to 005, with events indexed the old way, then upgraded.
+    const upgraded = await ChdbStore.open(dataDir, 'sluice_upgrade')
+    const old = await tempDir('migrations-before-006')
+    try {
+      for (const file of await readdir(MIGRATIONS_DIR)) {
+        if (/^00[1-5]_.*\.sql$/.test(file)) await copyFile(join(MIGRATIONS_DIR, file), join(old.path, file))
+      }
+      await migrate(upgraded, old.path)
+      const up15 = upload('tx-15', 1_795_300_011_000)
+      await upgraded.insert('events', [eventRow('u15', up15), eventRow('u16', up15)])
+      expect((await migrate(upgraded)).applied).toEqual([6, 7])
+      expect(
+        await upgraded.query('SELECT uuid, transaction_id FROM event_uuid_index FINAL ORDER BY uuid'),
+      ).toEqual([
+        { uuid: 'u15', transaction_id: 'tx-15' },
+        { uuid: 'u16', transaction_id: 'tx-15' },
+      ])
+    } finally {
+      await upgraded.close()
+      await old.cleanup()
+    }
+  })
+
   it('events_ingest has the writer columns, in order, with the types of events (LowCardinality as String)', async () => {
     const columns = (table: string) =>
       store.query<{ name: string; type: string }>(
@@ -150,8 +195,8 @@ describe('events writer against the embedded engine', () => {
     const up3 = upload('tx-3', 1_795_300_002_000)
     await eventsWriter({ store })(batch([['u4', up3, 1]]))
     // Simulate the crash window: the events row is there, its index row is not.
-    await store.command("ALTER TABLE event_uuids DELETE WHERE uuid = 'u4' SETTINGS mutations_sync = 1")
-    expect(await store.query("SELECT uuid FROM event_uuids WHERE uuid = 'u4'")).toEqual([])
+    await store.command("ALTER TABLE event_uuid_index DELETE WHERE uuid = 'u4' SETTINGS mutations_sync = 1")
+    expect(await store.query("SELECT uuid FROM event_uuid_index WHERE uuid = 'u4'")).toEqual([])
     // A new writer (a restarted process) gets the uncommitted batch again.
     await eventsWriter({ store })(batch([['u4', up3, 1]]))
     expect((await counts()).u4).toBe(1)
@@ -163,14 +208,14 @@ describe('events writer against the embedded engine', () => {
     const up9 = upload('tx-9', 1_795_300_007_000)
     await eventsWriter({ store })(batch([['u7', up7, 1]]))
     // The crash window: u7 is in events, not in the index.
-    await store.command("ALTER TABLE event_uuids DELETE WHERE uuid = 'u7' SETTINGS mutations_sync = 1")
+    await store.command("ALTER TABLE event_uuid_index DELETE WHERE uuid = 'u7' SETTINGS mutations_sync = 1")
     // The restarted writer's first batch does not hold u7 (it was committed before the crash)...
     const restarted = eventsWriter({ store })
     await restarted(batch([['u8', up8, 1]]))
     // ...and a copy from another upload comes right after, when only the index is consulted.
     await restarted(batch([['u7', up9, 3]]))
     expect((await counts()).u7).toBe(1)
-    expect(await store.query("SELECT transaction_id FROM event_uuids FINAL WHERE uuid = 'u7'")).toEqual([
+    expect(await store.query("SELECT transaction_id FROM event_uuid_index FINAL WHERE uuid = 'u7'")).toEqual([
       { transaction_id: 'tx-7' },
     ])
     expect((await rejects()).filter((r) => r.transaction_id === 'tx-9')).toEqual([
@@ -185,7 +230,7 @@ describe('events writer against the embedded engine', () => {
     await writer(batch([['u5', up4, 1]]))
     // Meanwhile another owner inserted tx-5's events and crashed before its index row and commit.
     await eventsWriter({ store })(batch([['u6', up5, 1]]))
-    await store.command("ALTER TABLE event_uuids DELETE WHERE uuid = 'u6' SETTINGS mutations_sync = 1")
+    await store.command("ALTER TABLE event_uuid_index DELETE WHERE uuid = 'u6' SETTINGS mutations_sync = 1")
     await new Promise((r) => setTimeout(r, 2100))
     await writer(batch([['u6', up5, 1]]))
     expect((await counts()).u6).toBe(1)

@@ -19,7 +19,7 @@ describe('migrations', () => {
     for (const m of migrations) {
       expect(m.statements.length).toBeGreaterThan(0)
       expect(m.checksum).toMatch(/^[0-9a-f]{64}$/)
-      for (const s of m.statements) expect(s).toMatch(/^(CREATE|ALTER)\b/)
+      for (const s of m.statements) expect(s).toMatch(/^(CREATE|ALTER|INSERT|DROP)\b/)
     }
   })
 })
