@@ -52,7 +52,7 @@ export const configSchema = z.object({
   SLUICE_EVENT_PAST_WINDOW_HOURS: int(72, 0),
   SLUICE_EVENT_FUTURE_WINDOW_HOURS: int(48, 0),
   /** Uncommitted bus records per topic above which the edge answers 503 (bodies on upload topics, event blocks on the events topic). */
-  SLUICE_MAX_BUS_LAG: int(20_000, 1),
+  SLUICE_MAX_BUS_LAG: int(2_000, 1),
   SLUICE_WORKER_THREADS: int(0, 0),
   SLUICE_KEY_CACHE_SECONDS: int(5, 0),
   SLUICE_SHUTDOWN_TIMEOUT_MS: int(15_000, 0),
