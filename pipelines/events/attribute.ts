@@ -56,9 +56,9 @@ export function attributeEvent(events: PackedEvents, i: number, ctx: Attribution
 
 /**
  * The `events` rows of one server upload's attributed events, as JSONCompactEachRow arrays in
- * `EVENT_COLUMNS` order: the upload's head for the event's app (app, receipt time, source,
- * transaction), the event's own values (a slice of the buffer the CPU pool serialised), and the
- * device's tail, copied once into the event block. A head is serialised once per app of the
+ * `EVENT_COLUMNS` order: the upload's head for the event's app (`UPLOAD_COLUMNS`), the event's
+ * own values (`OWN_COLUMNS`, a slice of the buffer the CPU pool serialised), and the device's tail
+ * (`DEVICE_DIMENSIONS`), copied once into the event block. A head is serialised once per app of the
  * upload; a tail once per device, in `tails`, which the caller shares across the uploads of a batch.
  */
 export function serverRows(

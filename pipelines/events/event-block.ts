@@ -42,7 +42,7 @@ interface BlockHeader {
   k: [string, string, number, number][]
 }
 
-/** Bounds one record (about 2 MB of rows), so the writer's batches stay a size the engine inserts quickly. */
+/** Bounds one record (about 1.7 MB of compact rows), so a writer batch is a known number of events. */
 export const MAX_EVENTS_PER_BLOCK = 5000
 
 /**

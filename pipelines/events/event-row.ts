@@ -51,7 +51,7 @@ export const eventKey = (appId: string, uuid: string) => `${appId}\n${uuid}`
 
 /**
  * Validated events as the CPU pool hands them to the splitter: columns of identity fields, plus
- * each event's own columns already serialised as JSON values in `EVENT_COLUMNS` order
+ * each event's `OWN_COLUMNS` already serialised as JSON values in that order
  * (`"<uuid>","<customer>","<name>",<time>,{attributes},<ltv>`), all in one buffer (`ownEnd[i]` is
  * where event i's values end; they start where i-1's end). A few columns cross the thread
  * boundary far more cheaply than one object per event, and the splitter only copies the app's
@@ -114,6 +114,19 @@ export const DEVICE_DIMENSIONS = [
   'device_timezone',
 ] as const satisfies readonly (keyof DeviceDims)[]
 
+/** The columns the splitter knows per upload: the head of a row (`serverRows`). */
+export const UPLOAD_COLUMNS = ['app_id', 'received_at', 'source', 'transaction_id'] as const
+
+/** The event's own columns: the values the CPU pool serialises once (`packEvents`). */
+export const OWN_COLUMNS = [
+  'uuid',
+  'customer_id',
+  'event_name',
+  'event_time',
+  'attributes',
+  'ltv_change',
+] as const
+
 /**
  * The columns of an `events` row as the pipeline inserts it (JSONCompactEachRow: one JSON array
  * per row, values in this order). The order groups what is known per upload, per event and per
@@ -121,16 +134,8 @@ export const DEVICE_DIMENSIONS = [
  * own values from the CPU pool, the device's tail.
  */
 export const EVENT_COLUMNS = [
-  'app_id',
-  'received_at',
-  'source',
-  'transaction_id',
-  'uuid',
-  'customer_id',
-  'event_name',
-  'event_time',
-  'attributes',
-  'ltv_change',
+  ...UPLOAD_COLUMNS,
+  ...OWN_COLUMNS,
   ...DEVICE_DIMENSIONS,
 ] as const satisfies readonly (keyof EventRow)[]
 

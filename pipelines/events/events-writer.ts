@@ -86,8 +86,9 @@ export function eventsWriter(deps: WriterDeps) {
  * An INSERT writes `events` and then, through the materialized view, `event_uuid_index`: a crash in
  * between leaves events the index does not know, whether this batch replays them or a later batch
  * brings a copy. Where a replay is possible, every event received since `fromMs` that the index
- * misses is indexed first, so the index alone answers afterwards. Indexing a stored event twice is harmless (the look-up takes the
- * earliest transaction), so this is safe to repeat and to race with another owner.
+ * misses is indexed first, so the index alone answers afterwards. Indexing a stored event twice is
+ * harmless (the look-up takes the earliest transaction), so this is safe to repeat and to race
+ * with another owner.
  */
 async function repairIndex(store: Store, fromMs: number): Promise<void> {
   await store.command(

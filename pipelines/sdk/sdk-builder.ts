@@ -1,11 +1,11 @@
 import type { Bus, BusRecord, RecordBatch } from '../connectors/bus/bus.ts'
 import type { Store } from '../connectors/store/store.ts'
+import { stringSet } from '../connectors/store/string-set.ts'
 import type { CpuPool } from '../cpu/pool.ts'
 import { blockMessages, eventPartitions, type BlockEvent, type UploadRef } from '../events/event-block.ts'
 import { compactEventRow, type EventRow } from '../events/event-row.ts'
 import { receiptRow, recordRejects, rejectRow, type RejectRow } from '../events/upload-outcomes.ts'
 import type { UploadHeaders } from '../events/topics.ts'
-import { stringSet } from '../connectors/store/string-set.ts'
 import {
   applyRowToCustomer,
   applyRowToDevice,

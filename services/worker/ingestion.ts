@@ -72,8 +72,8 @@ export const ingestionPipeline: WorkerPipeline = {
 
     const MB = 1024 * 1024
     const consumers = await Promise.all([
-      // Records are blocks of up to 5,000 events (~2.5 MB): a batch is up to 40,000 events, the
-      // output of one splitter batch of gzip bodies. Every batch costs engine round trips and a
+      // Records are blocks of up to 5,000 events (~1.7 MB of compact rows): a batch is up to
+      // 40,000 events, the output of one splitter batch of gzip bodies. Every batch costs engine round trips and a
       // new part per table (and the merges that follow); 10,000-event batches (the old limit,
       // 8 MB) held gzip uploads to 21,000-24,000 events/s, 35,000-event batches reached 28,000.
       stage(
@@ -94,7 +94,7 @@ export const ingestionPipeline: WorkerPipeline = {
         'upload-splitter',
         groups.uploads,
         topics.uploads,
-        // About 1 MB of bodies: four gzip bodies (~36,000 events) or a dozen plain ones per batch,
+        // About 1 MB of bodies: four gzip bodies (~30,000 events) or a dozen plain ones per batch,
         // which bounds the memory a batch holds while it is attributed.
         { maxBatchRecords: 16, maxBatchBytes: 1 * MB },
         splitter,
