@@ -8,7 +8,7 @@ import {
   type Scope,
 } from './credentials.ts'
 import { Mutex } from './mutex.ts'
-import { TtlCache } from './ttl-cache.ts'
+import { TtlCache, type TtlCacheOptions } from './ttl-cache.ts'
 
 export interface Org {
   id: number
@@ -38,14 +38,20 @@ export interface ProfileDb {
   app_id: string
 }
 
+/**
+ * No app id (at most 128 characters, see schemas/admin.ts) or API key (24) is longer: a longer one
+ * is unknown without a look-up, and the cache never holds a client's kilobytes-long guesses.
+ */
+const MAX_ID_LENGTH = 128
+
 export class AppIdTakenError extends Error {
   override name = 'AppIdTakenError'
 }
 
 /**
  * Orgs, apps, API keys and profile dbs: the control plane, kept in ClickHouse like everything else.
- * Reads that every request makes (keys, apps) go through a short TTL cache, which is also what
- * bounds how long a revoked key keeps working on an edge (SLUICE_KEY_CACHE_SECONDS).
+ * Reads that every request makes (keys, apps) go through a short, bounded TTL cache, which is also
+ * what bounds how long a revoked key keeps working on an edge (SLUICE_KEY_CACHE_SECONDS).
  *
  * Integer ids are allocated as max+1 under an in-process lock: run admin writes through one
  * process at a time (the embedded process, or one edge in distributed mode).
@@ -56,10 +62,10 @@ export class ControlStore {
   private readonly keyCache: TtlCache<ApiKeyRecord | undefined>
   private readonly appCache: TtlCache<App | undefined>
 
-  constructor(store: Store, cacheTtlMs = 5000) {
+  constructor(store: Store, cacheTtlMs = 5000, cache: TtlCacheOptions = {}) {
     this.store = store
-    this.keyCache = new TtlCache(cacheTtlMs)
-    this.appCache = new TtlCache(cacheTtlMs)
+    this.keyCache = new TtlCache(cacheTtlMs, cache)
+    this.appCache = new TtlCache(cacheTtlMs, cache)
   }
 
   createOrg(name: string): Promise<Org> {
@@ -112,6 +118,7 @@ export class ControlStore {
 
   /** Cached: used on every request that names an app. */
   getApp(appId: string): Promise<App | undefined> {
+    if (appId.length > MAX_ID_LENGTH) return Promise.resolve(undefined)
     return this.appCache.get(appId, () => this.loadApp(appId))
   }
 
@@ -172,6 +179,7 @@ export class ControlStore {
 
   /** Cached for at most the TTL, which bounds how long a revoked key still works. */
   getKey(apiKey: string): Promise<ApiKeyRecord | undefined> {
+    if (apiKey.length > MAX_ID_LENGTH) return Promise.resolve(undefined)
     return this.keyCache.get(apiKey, () => this.loadKey(apiKey))
   }
 

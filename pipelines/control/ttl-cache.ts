@@ -1,32 +1,57 @@
-/** A small TTL cache for look-ups every request makes (keys, apps); entries expire, never grow stale. */
-export class TtlCache<V> {
-  private readonly entries = new Map<string, { value: V; expires: number }>()
-  private readonly ttlMs: number
-  private readonly maxEntries: number
+import { LRUCache } from 'lru-cache'
+import type { Clock } from '../clock.ts'
 
-  constructor(ttlMs: number, maxEntries = 100_000) {
-    this.ttlMs = ttlMs
-    this.maxEntries = maxEntries
+export interface TtlCacheOptions {
+  /** Most entries kept; past it the least recently used goes. Bounds memory whatever keys arrive. */
+  max?: number
+  /** For tests; the default is the monotonic `performance.now()`. */
+  clock?: Pick<Clock, 'now'>
+}
+
+/** Boxed, so that "not found" (undefined) is cached like any answer. */
+interface Box<V> {
+  value: V
+}
+
+type Loader<V> = () => Promise<V>
+
+/**
+ * A bounded LRU cache with a TTL for look-ups every request makes (keys, apps): an entry is served
+ * for at most `ttlMs`, and concurrent misses of one key share a single load. "Not found" is cached
+ * too (a deleted app's SDKs keep uploading), but it takes an LRU slot like any entry, so keys
+ * nobody has are evicted first and never grow the cache. A TTL of 0 caches nothing.
+ */
+export class TtlCache<V> {
+  private readonly cache: LRUCache<string, Box<V>, Loader<V>> | undefined
+
+  constructor(ttlMs: number, options: TtlCacheOptions = {}) {
+    if (ttlMs <= 0) return
+    this.cache = new LRUCache<string, Box<V>, Loader<V>>({
+      max: options.max ?? 10_000,
+      ttl: ttlMs,
+      // Read the clock at every check: lru-cache's default keeps a reading for 1 ms with a timer.
+      ttlResolution: 0,
+      perf: options.clock,
+      fetchMethod: async (_key, _stale, { context: load }) => ({ value: await load() }),
+      // A delete (key created or revoked) while a load runs aborts it: callers already waiting
+      // still get its answer, but the answer is not kept, so the delete is never undone.
+      ignoreFetchAbort: true,
+    })
   }
 
-  async get(key: string, load: () => Promise<V>): Promise<V> {
-    const now = Date.now()
-    const hit = this.entries.get(key)
-    if (hit && hit.expires > now) return hit.value
-    const value = await load()
-    if (this.ttlMs > 0) {
-      if (this.entries.size >= this.maxEntries) this.evictExpired(now)
-      if (this.entries.size >= this.maxEntries) this.entries.clear()
-      this.entries.set(key, { value, expires: now + this.ttlMs })
-    }
-    return value
+  async get(key: string, load: Loader<V>): Promise<V> {
+    if (!this.cache) return load()
+    const box = await this.cache.fetch(key, { context: load })
+    // The fetch method always answers a box; undefined would mean lru-cache dropped it.
+    return box === undefined ? load() : box.value
   }
 
   delete(key: string): void {
-    this.entries.delete(key)
+    this.cache?.delete(key)
   }
 
-  private evictExpired(now: number): void {
-    for (const [key, entry] of this.entries) if (entry.expires <= now) this.entries.delete(key)
+  /** Entries held now (for tests of the bound). */
+  get size(): number {
+    return this.cache?.size ?? 0
   }
 }

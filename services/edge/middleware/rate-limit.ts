@@ -1,4 +1,5 @@
 import type { Context, MiddlewareHandler } from 'hono'
+import { systemClock, type Clock } from '../../../pipelines/clock.ts'
 import { tooManyRequests } from '../../shared/errors.ts'
 import type { EdgeEnv } from '../env.ts'
 
@@ -10,26 +11,47 @@ export class TokenBuckets {
   private readonly buckets = new Map<string, { tokens: number; at: number }>()
   private readonly rate: number
   private readonly perMs: number
-  private sweptAt = Date.now()
+  private readonly clock: Pick<Clock, 'now'>
+  private sweptAt: number
 
-  constructor(rate: number, perMs: number) {
+  constructor(rate: number, perMs: number, clock: Pick<Clock, 'now'> = systemClock) {
     this.rate = rate
     this.perMs = perMs
+    this.clock = clock
+    this.sweptAt = clock.now()
   }
 
   /** Takes one token; returns 0 when allowed, else the seconds until a token is available. */
-  take(key: string, now = Date.now()): number {
+  take(key: string, now = this.clock.now()): number {
     this.sweep(now)
-    const bucket = this.buckets.get(key) ?? { tokens: this.rate, at: now }
-    const refill = ((now - bucket.at) / this.perMs) * this.rate
-    bucket.tokens = Math.min(this.rate, bucket.tokens + refill)
-    bucket.at = now
+    const bucket = this.refilled(key, now)
     this.buckets.set(key, bucket)
     if (bucket.tokens >= 1) {
       bucket.tokens -= 1
       return 0
     }
-    return ((1 - bucket.tokens) / this.rate) * (this.perMs / 1000)
+    return this.secondsUntilToken(bucket.tokens)
+  }
+
+  /** Like take, without taking: 0 when a token is there, else the seconds until one is. */
+  wait(key: string, now = this.clock.now()): number {
+    const bucket = this.buckets.get(key)
+    if (!bucket) return 0
+    const { tokens } = this.refilled(key, now)
+    return tokens >= 1 ? 0 : this.secondsUntilToken(tokens)
+  }
+
+  private refilled(key: string, now: number): { tokens: number; at: number } {
+    const bucket = this.buckets.get(key) ?? { tokens: this.rate, at: now }
+    // A wall clock may step back (NTP): that refills nothing rather than taking tokens away.
+    const elapsed = Math.max(0, now - bucket.at)
+    bucket.tokens = Math.min(this.rate, bucket.tokens + (elapsed / this.perMs) * this.rate)
+    bucket.at = Math.max(bucket.at, now)
+    return bucket
+  }
+
+  private secondsUntilToken(tokens: number): number {
+    return ((1 - tokens) / this.rate) * (this.perMs / 1000)
   }
 
   /** Full buckets carry no information; dropping them bounds memory to the active keys. */
