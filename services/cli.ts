@@ -2,10 +2,10 @@ import { parseArgs } from 'node:util'
 import { resolve } from 'node:path'
 import { readStoredToken } from './admin-token.ts'
 import { ConfigError, loadConfig, type Config } from './config.ts'
-import { startProcess, type Role } from './processes.ts'
-import { openStore } from './runtime.ts'
-import { createLogger } from './shared/logger.ts'
-import { migrate } from '../pipelines/connectors/store/migrations.ts'
+import type { Role } from './processes.ts'
+
+// The engine (chdb), the bus and the logger are imported by the commands that run them, so
+// `sluice admin`, an HTTP client, starts without loading ClickHouse into the process.
 
 const USAGE = `usage: sluice <command>
 
@@ -67,6 +67,10 @@ async function runRoles(config: Config, roles: Role[], distributed: boolean): Pr
     )
     return 78
   }
+  const [{ createLogger }, { startProcess }] = await Promise.all([
+    import('./shared/logger.ts'),
+    import('./processes.ts'),
+  ])
   const logger = createLogger(config.SLUICE_LOG_LEVEL)
   const running = await startProcess(config, logger, roles)
   const banner = [`sluice ${roles.join('+')} running (${running.runtime.mode} mode)`]
@@ -101,6 +105,10 @@ async function runRoles(config: Config, roles: Role[], distributed: boolean): Pr
 }
 
 async function runMigrate(config: Config): Promise<number> {
+  const [{ openStore }, { migrate }] = await Promise.all([
+    import('./runtime.ts'),
+    import('../pipelines/connectors/store/migrations.ts'),
+  ])
   const store = await openStore(config, resolve(config.SLUICE_DATA_DIR))
   try {
     const result = await migrate(store)
