@@ -1,6 +1,7 @@
 import type { RecordBatch } from '../connectors/bus/bus.ts'
 import type { Store } from '../connectors/store/store.ts'
 import { stringSet } from '../connectors/store/string-set.ts'
+import { deadLetter, PermanentError, type StageReport } from '../failures/outcome.ts'
 import { classifyBatch, type WriterItem } from './classify-stored.ts'
 import { decodeBlock } from './event-block.ts'
 import { EVENT_COLUMNS, eventKey } from './event-row.ts'
@@ -10,6 +11,8 @@ export interface WriterDeps {
   store: Store
   onStored?: (count: number, source: string) => void
   onDuplicate?: (count: number) => void
+  /** The clock of the settle-time rule (tests move it instead of sleeping). Default Date.now. */
+  now?: () => number
 }
 
 const NEWLINE = Buffer.from('\n')
@@ -27,16 +30,17 @@ const REPAIR_MARGIN_MS = 10_000
  * token (from the source offsets) makes an immediate retry of the same block a no-op as well.
  */
 export function eventsWriter(deps: WriterDeps) {
+  const now = deps.now ?? Date.now
   // When each partition's last batch was written here. A batch that follows one written moments ago
   // cannot be a replay of a half-finished insert (another owner would first have to take the
   // partition, crash, and wait out a session timeout of 6 s or more), so the index alone answers.
   const settled = new Map<string, number>()
-  return async (batch: RecordBatch): Promise<void> => {
-    const items: WriterItem[] = batch.records.flatMap((r) => decodeBlock(r.value))
-    if (items.length === 0) return
+  return async (batch: RecordBatch): Promise<StageReport> => {
+    const { items, report } = decodeBatch(batch)
+    if (items.length === 0) return report
     const partitionKey = `${batch.topic}:${batch.partition}`
     const lastWritten = settled.get(partitionKey)
-    const replayPossible = lastWritten === undefined || Date.now() - lastWritten > SETTLED_MS
+    const replayPossible = lastWritten === undefined || now() - lastWritten > SETTLED_MS
     settled.delete(partitionKey)
     if (replayPossible) await repairIndex(deps.store, minReceivedAt(items) - REPAIR_MARGIN_MS)
     const stored = await findStored(deps.store, items)
@@ -76,10 +80,33 @@ export function eventsWriter(deps: WriterDeps) {
       })
     }
     await recordRejects(deps.store, duplicates)
-    settled.set(partitionKey, Date.now())
+    settled.set(partitionKey, now())
     for (const [source, n] of counts) deps.onStored?.(n, source)
     if (duplicates.length > 0) deps.onDuplicate?.(duplicates.length)
+    return report
   }
+}
+
+/**
+ * Each record decoded on its own: a block that does not decode can never be written, so it is
+ * reported as a dead letter (kept with its error) instead of failing, on every attempt, the whole
+ * batch and the partition behind it.
+ */
+function decodeBatch(batch: RecordBatch): { items: WriterItem[]; report: StageReport } {
+  const items: WriterItem[] = []
+  const report: StageReport = { outcomes: [] }
+  for (const record of batch.records) {
+    let decoded: WriterItem[]
+    try {
+      decoded = decodeBlock(record.value)
+    } catch (err) {
+      const error = new PermanentError('undecodable event block', { cause: err })
+      report.outcomes.push({ record, outcome: deadLetter(error) })
+      continue
+    }
+    for (const item of decoded) items.push(item)
+  }
+  return { items, report }
 }
 
 /**

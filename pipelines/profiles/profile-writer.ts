@@ -2,6 +2,7 @@ import type { IgnoredChange } from '../../schemas/profiles.ts'
 import { stringSet } from '../connectors/store/string-set.ts'
 import type { BusRecord, RecordBatch } from '../connectors/bus/bus.ts'
 import type { Store } from '../connectors/store/store.ts'
+import { deadLetter, PermanentError, type StageReport } from '../failures/outcome.ts'
 import { applyChanges, diffAttributes, type Attributes } from './apply-changes.ts'
 import { decodeCommand, type ProfileCommand } from './commands.ts'
 import { attributesFromRow, toProfileRow, type ProfileRow } from './stored-profile.ts'
@@ -11,7 +12,10 @@ export interface ProfileWriterDeps {
   now?: () => number
   /** A change valid at the edge that the profile's state refused (e.g. increment of a string). */
   onIgnored?: (command: ProfileCommand, ignored: IgnoredChange[], changeId: string) => void
-  /** A record that does not decode: logged and skipped, never redelivered forever. */
+  /**
+   * A record that does not decode: skipped, never redelivered forever, and reported as a dead
+   * letter in the writer's result, so the guard keeps it in the dead-letter store.
+   */
   onUndecodable?: (record: BusRecord, reason: string) => void
   onApplied?: (count: number) => void
 }
@@ -56,12 +60,15 @@ interface ChangeRow {
  */
 export function profileWriter(deps: ProfileWriterDeps) {
   const now = deps.now ?? Date.now
-  return async (batch: RecordBatch): Promise<void> => {
+  return async (batch: RecordBatch): Promise<StageReport> => {
+    const report: StageReport = { outcomes: [] }
     const groups = new Map<string, { record: BusRecord; command: ProfileCommand }[]>()
     for (const record of batch.records) {
       const decoded = decodeCommand(record)
       if (!decoded.ok) {
         deps.onUndecodable?.(record, decoded.reason)
+        const error = new PermanentError(`undecodable profile command: ${decoded.reason}`)
+        report.outcomes.push({ record, outcome: deadLetter(error) })
         continue
       }
       const key = profileKey(decoded.command.db, decoded.command.customer)
@@ -69,7 +76,7 @@ export function profileWriter(deps: ProfileWriterDeps) {
       group.push({ record, command: decoded.command })
       groups.set(key, group)
     }
-    if (groups.size === 0) return
+    if (groups.size === 0) return report
 
     const commands = [...groups.values()].map((g) => g[0]!.command)
     const current = await loadCurrent(deps.store, commands)
@@ -151,6 +158,7 @@ export function profileWriter(deps: ProfileWriterDeps) {
     if (changeRows.length > 0) await deps.store.insert('profile_changes', changeRows)
     if (profileRows.length > 0) await deps.store.insert('profiles', profileRows)
     deps.onApplied?.(applied)
+    return report
   }
 }
 

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { RecordBatch } from '../../pipelines/connectors/bus/bus.ts'
 import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
 import { MIGRATIONS_DIR, migrate } from '../../pipelines/connectors/store/migrations.ts'
+import type { Store } from '../../pipelines/connectors/store/store.ts'
 import { encodeBlock, type UploadRef } from '../../pipelines/events/event-block.ts'
 import { EVENT_COLUMNS, compactEventRow, type EventRow } from '../../pipelines/events/event-row.ts'
 import { eventsWriter } from '../../pipelines/events/events-writer.ts'
@@ -154,7 +155,8 @@ describe('events writer against the embedded engine', () => {
       await migrate(upgraded, old.path)
       const up15 = upload('tx-15', 1_795_300_011_000)
       await upgraded.insert('events', [eventRow('u15', up15), eventRow('u16', up15)])
-      expect((await migrate(upgraded)).applied).toEqual([6, 7])
+      // Later migrations (008 on) apply too; the ones this upgrade is about are 006 and 007.
+      expect((await migrate(upgraded)).applied.filter((v) => v <= 7)).toEqual([6, 7])
       expect(
         await upgraded.query('SELECT uuid, transaction_id FROM event_uuid_index FINAL ORDER BY uuid'),
       ).toEqual([
@@ -226,13 +228,63 @@ describe('events writer against the embedded engine', () => {
   it('checks for replays again when a partition comes back after a pause (another owner may have crashed mid-insert)', async () => {
     const up4 = upload('tx-4', 1_795_300_003_000)
     const up5 = upload('tx-5', 1_795_300_004_000)
-    const writer = eventsWriter({ store })
+    // The writer's clock, moved by hand: the settle time passes without sleeping.
+    let now = 1_795_400_000_000
+    const writer = eventsWriter({ store, now: () => now })
     await writer(batch([['u5', up4, 1]]))
     // Meanwhile another owner inserted tx-5's events and crashed before its index row and commit.
     await eventsWriter({ store })(batch([['u6', up5, 1]]))
     await store.command("ALTER TABLE event_uuid_index DELETE WHERE uuid = 'u6' SETTINGS mutations_sync = 1")
-    await new Promise((r) => setTimeout(r, 2100))
+    now += 2100
     await writer(batch([['u6', up5, 1]]))
     expect((await counts()).u6).toBe(1)
+  })
+  it('within the settle time the index alone answers; past it, the index is repaired first', async () => {
+    const up15 = upload('tx-15', 1_795_300_011_000)
+    let now = 1_795_500_000_000
+    const repairs: number[] = []
+    const spy: Store = {
+      kind: store.kind,
+      command: async (sql, params) => {
+        if (sql.includes('INSERT INTO event_uuid_index')) repairs.push(now)
+        return store.command(sql, params)
+      },
+      query: (sql, params) => store.query(sql, params),
+      insert: (table, rows, options) => store.insert(table, rows, options),
+      ping: () => store.ping(),
+      close: async () => {},
+    }
+    const writer = eventsWriter({ store: spy, now: () => now })
+    const t0 = now
+    await writer(batch([['u15', up15, 1]]))
+    now += 1_000
+    await writer(batch([['u16', up15, 2]]))
+    now += 2_001
+    await writer(batch([['u17', up15, 3]]))
+    // The first batch (nothing written here yet) and the one after more than 2 s repair; the one 1 s after does not.
+    expect(repairs).toEqual([t0, t0 + 3_001])
+    const stored = await counts()
+    expect([stored.u15, stored.u16, stored.u17]).toEqual([1, 1, 1])
+  })
+
+  it('a block that does not decode is reported as a dead letter; the other blocks of the batch are stored', async () => {
+    const up17 = upload('tx-17', 1_795_300_013_000)
+    const good = batch([['u18', up17, 1]])
+    const poison = { ...good.records[0]!, offset: String(offset++), value: Buffer.from('no header line') }
+    const after = batch([['u19', up17, 2]]).records[0]!
+    const report = await eventsWriter({ store })({
+      topic: 'events',
+      partition: 0,
+      records: [good.records[0]!, poison, after],
+    })
+    expect(report.outcomes).toHaveLength(1)
+    expect(report.outcomes[0]!.record.offset).toBe(poison.offset)
+    expect(report.outcomes[0]!.outcome).toMatchObject({ kind: 'dead-letter' })
+    const error = (report.outcomes[0]!.outcome as { error: Error }).error
+    expect(`${error.message}: ${(error.cause as Error).message}`).toBe(
+      'undecodable event block: event block without a header line',
+    )
+    const stored = await counts()
+    expect([stored.u18, stored.u19]).toEqual([1, 1])
   })
 })

@@ -326,7 +326,7 @@ describe('profile writer', () => {
       store,
       onUndecodable: (r, reason) => undecodable.push(`${r.offset}: ${reason}`),
     })
-    await write(
+    const report = await write(
       batch(0, 0, [
         Buffer.from('not json'),
         Buffer.from(JSON.stringify({ v: 9 })),
@@ -334,6 +334,17 @@ describe('profile writer', () => {
       ]),
     )
     expect(undecodable).toEqual(['0: record is not JSON', '1: unknown record version 9'])
+    // Reported as dead letters, so the guard keeps them (with why) in the dead-letter store.
+    expect(
+      report.outcomes.map(({ record, outcome }) => [
+        record.offset,
+        outcome.kind,
+        outcome.kind === 'dead-letter' ? (outcome.error as Error).message : '',
+      ]),
+    ).toEqual([
+      ['0', 'dead-letter', 'undecodable profile command: record is not JSON'],
+      ['1', 'dead-letter', 'undecodable profile command: unknown record version 9'],
+    ])
     expect(await profileOf(db, 'f')).toMatchObject({ attributes: { ok: 1 } })
   })
 })
