@@ -54,6 +54,7 @@ export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | unde
       maxBytes: config.SLUICE_UPLOAD_MAX_BYTES,
       maxInflatedBytes: config.SLUICE_UPLOAD_MAX_DECOMPRESSED_BYTES,
       ratePerKeyPerSecond: config.SLUICE_UPLOAD_RATE_PER_KEY,
+      sdkRatePerAppPerSecond: config.SLUICE_SDK_UPLOAD_RATE_PER_APP,
     },
   })
   const profiles = profileRoutes({

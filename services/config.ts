@@ -1,3 +1,4 @@
+import { isIP } from 'node:net'
 import { z } from 'zod'
 
 const int = (def: number, min = 0) => z.coerce.number().int().min(min).default(def)
@@ -5,6 +6,13 @@ const optionalString = z
   .string()
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v))
+
+const isAddressOrRange = (entry: string): boolean => {
+  const [address = '', bits, extra] = entry.split('/')
+  const family = isIP(address)
+  if (family === 0 || extra !== undefined) return false
+  return bits === undefined || (/^\d+$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128))
+}
 
 /**
  * Every setting Sluice reads, parsed once at start-up. Unknown variables are ignored; a bad value
@@ -46,6 +54,8 @@ export const configSchema = z.object({
   SLUICE_UPLOAD_MAX_BYTES: int(256 * 1024, 1),
   SLUICE_UPLOAD_MAX_DECOMPRESSED_BYTES: int(64 * 1024 * 1024, 1),
   SLUICE_UPLOAD_RATE_PER_KEY: int(150, 1),
+  /** SDK upload requests per second per app key (many devices share one; per edge process). */
+  SLUICE_SDK_UPLOAD_RATE_PER_APP: int(1000, 1),
   SLUICE_PROFILE_RATE_PER_KEY_PER_MIN: int(50_000, 1),
   SLUICE_PROFILE_RATE_PER_CUSTOMER_PER_MIN: int(15, 1),
   SLUICE_EXPORT_RATE_PER_KEY_PER_MIN: int(50, 1),
@@ -55,6 +65,21 @@ export const configSchema = z.object({
   SLUICE_MAX_BUS_LAG: int(2_000, 1),
   SLUICE_WORKER_THREADS: int(0, 0),
   SLUICE_KEY_CACHE_SECONDS: int(5, 0),
+  /** Failed authentications per client address per minute before 429; 0: no limit. */
+  SLUICE_AUTH_FAILURES_PER_ADDRESS_PER_MIN: int(60, 0),
+  /** Proxies (addresses or CIDR ranges, comma-separated) whose X-Forwarded-For names the client. */
+  SLUICE_TRUSTED_PROXIES: optionalString.pipe(
+    z
+      .string()
+      .optional()
+      .transform((v) =>
+        (v ?? '')
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+      )
+      .refine((entries) => entries.every(isAddressOrRange), 'must be IP addresses or CIDR ranges'),
+  ),
   SLUICE_SHUTDOWN_TIMEOUT_MS: int(15_000, 0),
 })
 

@@ -77,6 +77,12 @@ export async function startProcess(
         readiness: readinessChecks(runtime),
         isDraining: () => draining,
         areas: areas.routers,
+        ...(config.SLUICE_AUTH_FAILURES_PER_ADDRESS_PER_MIN > 0 && {
+          authFailureLimit: {
+            perAddressPerMinute: config.SLUICE_AUTH_FAILURES_PER_ADDRESS_PER_MIN,
+            trustedProxies: config.SLUICE_TRUSTED_PROXIES,
+          },
+        }),
       })
       const server = await listen(app, config.HOST, config.PORT)
       closers.push(() => server.close())

@@ -1,8 +1,11 @@
 import { Hono } from 'hono'
 import type { ControlStore } from '../../pipelines/control/control-store.ts'
+import { notFound } from '../shared/errors.ts'
 import type { Logger } from '../shared/logger.ts'
 import type { Metrics } from '../shared/metrics.ts'
 import type { EdgeEnv } from './env.ts'
+import { apiAuth } from './middleware/api-auth.ts'
+import { authFailureLimit, type AuthFailureLimitOptions } from './middleware/auth-failure-limit.ts'
 import { errorHandler, notFoundHandler } from './middleware/errors.ts'
 import { httpMetrics } from './middleware/metrics.ts'
 import { adminRoutes } from './routes/admin.ts'
@@ -18,16 +21,31 @@ export interface EdgeDeps {
   isDraining: () => boolean
   /** Routers of the API areas (events, profiles, ...), mounted at the root. */
   areas?: readonly Hono<EdgeEnv>[]
+  /** The per-address limit on failed authentications; absent: no limit. */
+  authFailureLimit?: AuthFailureLimitOptions
 }
+
+/**
+ * Where the public APIs live (every base address the spec names). A path under one of them that no
+ * route serves asks for credentials first, as /admin/v1 does: 401 without valid ones, then 404, so
+ * a client without credentials learns nothing about which paths exist.
+ */
+const API_PREFIXES = ['/v0', '/v1', '/v2', '/events', '/api'] as const
 
 /** The edge: one Hono app serving every base address (profile, messaging, events, api). */
 export function createEdgeApp(deps: EdgeDeps) {
   const app = new Hono<EdgeEnv>()
   app.use('*', httpMetrics(deps.metrics))
+  if (deps.authFailureLimit) app.use('*', authFailureLimit(deps.authFailureLimit))
   app.route('/', healthRoutes(deps.metrics, deps.readiness, deps.isDraining))
   app.route('/admin/v1', adminRoutes(deps.control, deps.adminToken))
   app.route('/', authCheckRoutes(deps.control))
   for (const area of deps.areas ?? []) app.route('/', area)
+  // Registered last: reached only when no route above answered.
+  for (const prefix of API_PREFIXES)
+    app.all(`${prefix}/*`, apiAuth(deps.control), () => {
+      throw notFound()
+    })
   app.notFound(notFoundHandler)
   app.onError(errorHandler(deps.logger))
   return app

@@ -29,6 +29,15 @@ describe('loadConfig', () => {
     expect(config.SLUICE_ADMIN_TOKEN).toBe('x'.repeat(20))
   })
 
+  it('reads the auth and SDK upload limits', () => {
+    const defaults = loadConfig({})
+    expect(defaults.SLUICE_SDK_UPLOAD_RATE_PER_APP).toBe(1000)
+    expect(defaults.SLUICE_AUTH_FAILURES_PER_ADDRESS_PER_MIN).toBe(60)
+    expect(defaults.SLUICE_TRUSTED_PROXIES).toEqual([])
+    const config = loadConfig({ SLUICE_TRUSTED_PROXIES: '10.0.0.0/8, 192.0.2.1,fd00::/8' })
+    expect(config.SLUICE_TRUSTED_PROXIES).toEqual(['10.0.0.0/8', '192.0.2.1', 'fd00::/8'])
+  })
+
   it('treats empty strings as unset', () => {
     const config = loadConfig({ KAFKA_BROKERS: '', CLICKHOUSE_URL: ' ', SLUICE_ADMIN_TOKEN: '' })
     expect(config.KAFKA_BROKERS).toBeUndefined()
@@ -45,6 +54,10 @@ describe('loadConfig', () => {
     ['SLUICE_UPLOAD_RATE_PER_KEY', '0'],
     ['CLICKHOUSE_DATABASE', 'drop table;'],
     ['SLUICE_LOG_LEVEL', 'loud'],
+    ['SLUICE_SDK_UPLOAD_RATE_PER_APP', '0'],
+    ['SLUICE_AUTH_FAILURES_PER_ADDRESS_PER_MIN', '-1'],
+    ['SLUICE_TRUSTED_PROXIES', 'proxy.internal'],
+    ['SLUICE_TRUSTED_PROXIES', '10.0.0.0/33'],
   ])('rejects %s=%s with a message naming the variable', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError)
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`${name}=`))

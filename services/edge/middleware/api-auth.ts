@@ -12,16 +12,23 @@ const invalidCredentials = () =>
 /**
  * HTTP Basic auth with an org's API key and secret. Unknown key and wrong secret answer the same
  * 401 after the same work (a hash and a constant-time compare), so responses never reveal whether
- * a key exists. A key without the scope the route needs gets 403.
+ * a key exists. A key without the scope the route needs gets 403. Before any of it, the
+ * per-address limit on failed attempts (auth-failure-limit.ts); a request without credentials is
+ * no guess and does not count.
  */
 export function apiAuth(control: ControlStore, scope?: Scope): MiddlewareHandler<EdgeEnv> {
   return async (c, next) => {
+    const attempts = c.get('authAttempts')
+    attempts?.check()
     const credentials = parseBasicAuth(c.req.header('Authorization'))
     if (!credentials) throw invalidCredentials()
     const key = await control.getKey(credentials.user)
     const storedHash = key && !key.revoked ? key.secret_hash : '0'.repeat(64)
     const ok = verifySecret(credentials.user, credentials.password, storedHash)
-    if (!ok || !key || key.revoked) throw invalidCredentials()
+    if (!ok || !key || key.revoked) {
+      attempts?.failed()
+      throw invalidCredentials()
+    }
     if (scope && !key.scopes.includes(scope)) throw forbidden(`this API key lacks the '${scope}' scope`)
     c.set('principal', { orgId: key.org_id, apiKey: key.api_key, scopes: key.scopes })
     await next()

@@ -3,6 +3,9 @@ import { systemClock, type Clock } from '../../../pipelines/clock.ts'
 import { tooManyRequests } from '../../shared/errors.ts'
 import type { EdgeEnv } from '../env.ts'
 
+/** A refill summed from many small steps may miss 1 by a rounding error; the token is still due. */
+const WHOLE_TOKEN = 1 - 1e-9
+
 /**
  * Token buckets per key: `rate` requests per `perMs`, bursts up to `rate`. Limits are per edge
  * process (each edge enforces the full rate; put a shared limiter in front to make them global).
@@ -26,8 +29,8 @@ export class TokenBuckets {
     this.sweep(now)
     const bucket = this.refilled(key, now)
     this.buckets.set(key, bucket)
-    if (bucket.tokens >= 1) {
-      bucket.tokens -= 1
+    if (bucket.tokens >= WHOLE_TOKEN) {
+      bucket.tokens = Math.max(0, bucket.tokens - 1)
       return 0
     }
     return this.secondsUntilToken(bucket.tokens)
@@ -38,7 +41,7 @@ export class TokenBuckets {
     const bucket = this.buckets.get(key)
     if (!bucket) return 0
     const { tokens } = this.refilled(key, now)
-    return tokens >= 1 ? 0 : this.secondsUntilToken(tokens)
+    return tokens >= WHOLE_TOKEN ? 0 : this.secondsUntilToken(tokens)
   }
 
   private refilled(key: string, now: number): { tokens: number; at: number } {

@@ -22,7 +22,7 @@ export interface UploadRouteDeps {
   shedder: LoadShedder
   metrics: Metrics
   transactionKey: Buffer
-  limits: UploadLimits & { ratePerKeyPerSecond: number }
+  limits: UploadLimits & { ratePerKeyPerSecond: number; sdkRatePerAppPerSecond: number }
 }
 
 /**
@@ -33,6 +33,7 @@ export interface UploadRouteDeps {
 export function uploadRoutes(deps: UploadRouteDeps) {
   const app = new Hono<EdgeEnv>()
   const buckets = new TokenBuckets(deps.limits.ratePerKeyPerSecond, 1000)
+  const sdkBuckets = new TokenBuckets(deps.limits.sdkRatePerAppPerSecond, 1000)
 
   app.get('/schemas/events/v0.json', (c) => c.json(eventJsonSchema()))
 
@@ -59,6 +60,11 @@ export function uploadRoutes(deps: UploadRouteDeps) {
     return c.json(await readReceipt(deps.store, tx, info, { orgId }))
   })
 
+  // Per app key, before the app is looked up: a flood under an unknown key is limited too.
+  app.use(
+    '/v1/sdk/apps/:app_key/uploads',
+    rateLimit(sdkBuckets, (c) => c.req.param('app_key') ?? ''),
+  )
   app.post('/v1/sdk/apps/:app_key/uploads', async (c) => {
     const appKey = c.req.param('app_key')
     const target = await deps.control.getApp(appKey)

@@ -1,0 +1,52 @@
+import type { Context, MiddlewareHandler } from 'hono'
+import type { Clock } from '../../../pipelines/clock.ts'
+import { tooManyRequests } from '../../shared/errors.ts'
+import { addressLimitKey, clientAddress, trustedProxyList } from '../client-address.ts'
+import type { AuthAttempts, EdgeEnv } from '../env.ts'
+import { TokenBuckets } from './rate-limit.ts'
+
+export interface AuthFailureLimitOptions {
+  /** Failed authentications an address may make per minute (a burst of as many, then refilled). */
+  perAddressPerMinute: number
+  /** Proxies whose X-Forwarded-For names the client; none: the socket's peer is the client. */
+  trustedProxies: readonly string[]
+  clock?: Pick<Clock, 'now'>
+}
+
+/**
+ * Puts the per-address limit on failed authentications on the context, for the auth middleware
+ * to consult before it checks any credential (apiAuth, adminAuth). Only failures count, so a busy
+ * client with good credentials is never limited; an address over the limit gets 429 for every
+ * authenticated request, good credentials included, since answering those would let a guesser
+ * keep testing guesses.
+ */
+export function authFailureLimit(options: AuthFailureLimitOptions): MiddlewareHandler<EdgeEnv> {
+  const failures = new TokenBuckets(options.perAddressPerMinute, 60_000, options.clock)
+  const trusted = options.trustedProxies.length > 0 ? trustedProxyList(options.trustedProxies) : undefined
+  return async (c, next) => {
+    let key: string | undefined
+    const keyOf = () =>
+      (key ??= addressLimitKey(clientAddress(peerAddress(c), c.req.header('X-Forwarded-For'), trusted)))
+    c.set('authAttempts', {
+      check() {
+        const wait = failures.wait(keyOf())
+        if (wait > 0) throw tooManyRequests(wait, 'too many failed authentication attempts; retry later')
+      },
+      failed() {
+        failures.take(keyOf())
+      },
+    })
+    await next()
+  }
+}
+
+/** The limit for this request, if the edge runs one (admin routes are a router of their own env). */
+export function authAttemptsOf(c: Context): AuthAttempts | undefined {
+  return (c as Context<EdgeEnv>).get('authAttempts')
+}
+
+/** The socket's peer under @hono/node-server; absent in `app.request()` without an env. */
+function peerAddress(c: Context): string | undefined {
+  const env = c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined
+  return env?.incoming?.socket?.remoteAddress
+}
