@@ -18,3 +18,12 @@ export const createKeyBody = z.object({
 })
 
 export const orgIdParam = z.coerce.number().int().positive()
+
+/** GET /admin/v1/dead-letters?stage=&limit= */
+export const deadLettersQuery = z.object({
+  stage: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,100}$/, 'stage: 1..100 characters of letters, digits, . _ -')
+    .optional(),
+  limit: z.coerce.number().int().min(1).max(1000).default(100),
+})

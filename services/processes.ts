@@ -1,5 +1,6 @@
 import { ChdbStore } from '../pipelines/connectors/store/chdb-store.ts'
 import { safeEqual } from '../pipelines/control/credentials.ts'
+import { DeadLetterStore } from '../pipelines/failures/dead-letters.ts'
 import { resolveAdminToken } from './admin-token.ts'
 import { edgeAreas, readinessChecks, scheduledJobs, workerPipelines } from './composition.ts'
 import type { Config } from './config.ts'
@@ -77,6 +78,7 @@ export async function startProcess(
         readiness: readinessChecks(runtime),
         isDraining: () => draining,
         areas: areas.routers,
+        deadLetters: { store: new DeadLetterStore(runtime.store), bus: runtime.bus },
         ...(config.SLUICE_AUTH_FAILURES_PER_ADDRESS_PER_MIN > 0 && {
           authFailureLimit: {
             perAddressPerMinute: config.SLUICE_AUTH_FAILURES_PER_ADDRESS_PER_MIN,

@@ -82,7 +82,7 @@ function clickhouseCode(err: unknown): number | undefined {
 /** One line naming the error and each cause, cut to `max` characters, valid UTF-8 for the engine. */
 export function describeFailure(error: unknown, max = 8000): string {
   const parts = causeChain(error).map((err) => {
-    if (err instanceof Error) return `${err.name}: ${err.message}`
+    if (err instanceof Error) return `${errorName(err)}: ${clickhouseCodePrefix(err)}${err.message}`
     if (typeof err === 'string') return err
     try {
       return JSON.stringify(err) ?? String(err)
@@ -91,6 +91,19 @@ export function describeFailure(error: unknown, max = 8000): string {
     }
   })
   return wellFormed(parts.join('; caused by ').slice(0, max))
+}
+
+// Error subclasses that keep name 'Error' (e.g. @clickhouse/client's ClickHouseError) are named by class.
+function errorName(err: Error): string {
+  const className = err.constructor?.name
+  return err.name === 'Error' && className && className !== 'Error' ? className : err.name
+}
+
+// A ClickHouse server's error carries its code beside the message (chdb's has it in the message).
+function clickhouseCodePrefix(err: Error): string {
+  const { code, type } = err as Error & { code?: unknown; type?: unknown }
+  if (typeof code !== 'string' || !/^\d+$/.test(code) || err.message.startsWith('Code:')) return ''
+  return `Code: ${code}${typeof type === 'string' ? ` (${type})` : ''}. `
 }
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g

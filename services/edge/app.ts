@@ -8,7 +8,7 @@ import { apiAuth } from './middleware/api-auth.ts'
 import { authFailureLimit, type AuthFailureLimitOptions } from './middleware/auth-failure-limit.ts'
 import { errorHandler, notFoundHandler } from './middleware/errors.ts'
 import { httpMetrics } from './middleware/metrics.ts'
-import { adminRoutes } from './routes/admin.ts'
+import { adminRoutes, type DeadLetterAdmin } from './routes/admin.ts'
 import { authCheckRoutes } from './routes/auth-check.ts'
 import { healthRoutes, type ReadinessCheck } from './routes/health.ts'
 
@@ -21,6 +21,8 @@ export interface EdgeDeps {
   isDraining: () => boolean
   /** Routers of the API areas (events, profiles, ...), mounted at the root. */
   areas?: readonly Hono<EdgeEnv>[]
+  /** The dead-letter store and the bus, for /admin/v1/dead-letters; absent: those routes 404. */
+  deadLetters?: DeadLetterAdmin
   /** The per-address limit on failed authentications; absent: no limit. */
   authFailureLimit?: AuthFailureLimitOptions
 }
@@ -38,7 +40,7 @@ export function createEdgeApp(deps: EdgeDeps) {
   app.use('*', httpMetrics(deps.metrics))
   if (deps.authFailureLimit) app.use('*', authFailureLimit(deps.authFailureLimit))
   app.route('/', healthRoutes(deps.metrics, deps.readiness, deps.isDraining))
-  app.route('/admin/v1', adminRoutes(deps.control, deps.adminToken))
+  app.route('/admin/v1', adminRoutes(deps.control, deps.adminToken, deps.deadLetters))
   app.route('/', authCheckRoutes(deps.control))
   for (const area of deps.areas ?? []) app.route('/', area)
   // Registered last: reached only when no route above answered.

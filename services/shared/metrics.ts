@@ -49,6 +49,18 @@ export function createMetrics() {
       labelNames: ['reason'] as const,
       registers: [registry],
     }),
+    deadLetters: new Counter({
+      name: 'sluice_dead_letters_total',
+      help: 'Records a stage gave up on, kept in the dead_letters table, by stage',
+      labelNames: ['stage'] as const,
+      registers: [registry],
+    }),
+    stageRetries: new Counter({
+      name: 'sluice_stage_retries_total',
+      help: 'Retries of a failed stage call (a batch, or one record of it), by stage',
+      labelNames: ['stage'] as const,
+      registers: [registry],
+    }),
   }
 }
 

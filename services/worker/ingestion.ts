@@ -1,10 +1,11 @@
-import type { RecordBatch } from '../../pipelines/connectors/bus/bus.ts'
 import { CpuPool } from '../../pipelines/cpu/pool.ts'
 import { eventsWriter } from '../../pipelines/events/events-writer.ts'
 import { ingestionGroups, ingestionTopics } from '../../pipelines/events/topics.ts'
 import { serverUploadSplitter } from '../../pipelines/events/upload-splitter.ts'
+import type { StageHandler } from '../../pipelines/failures/outcome.ts'
 import { sdkBuilder } from '../../pipelines/sdk/sdk-builder.ts'
 import type { Runtime } from '../runtime.ts'
+import { consumeStage } from './guarded-consumer.ts'
 import type { WorkerPipeline } from './worker.ts'
 
 export async function ensureIngestionTopics(runtime: Runtime): Promise<void> {
@@ -17,33 +18,20 @@ export async function ensureIngestionTopics(runtime: Runtime): Promise<void> {
 export const ingestionPipeline: WorkerPipeline = {
   name: 'ingestion',
   async start(runtime) {
-    const { config, bus, store, control, metrics, logger } = runtime
+    const { config, bus, store, control, metrics } = runtime
     const topics = ingestionTopics(config.SLUICE_TOPIC_PREFIX)
     const groups = ingestionGroups(config.SLUICE_TOPIC_PREFIX)
     await ensureIngestionTopics(runtime)
     const pool = new CpuPool(config.SLUICE_WORKER_THREADS)
-    // One consumer per stage: commit after the stage, count what was committed, log what failed.
+    // One consumer per stage, behind the failure guard: commit after the stage, count what was
+    // committed, dead-letter what keeps failing.
     const stage = (
       name: string,
       group: string,
       topic: string,
       limits: { maxBatchRecords: number; maxBatchBytes: number },
-      run: (batch: RecordBatch) => Promise<void>,
-    ) =>
-      bus.consume({
-        group,
-        topics: [topic],
-        ...limits,
-        handler: async (batch) => {
-          await run(batch)
-          metrics.busConsumed.inc({ topic: batch.topic }, batch.records.length)
-        },
-        onError: (err, batch) =>
-          logger.error(
-            { err, stage: name, topic: batch.topic, partition: batch.partition },
-            'batch failed; will retry',
-          ),
-      })
+      run: StageHandler,
+    ) => consumeStage(runtime, { stage: name, group, topic, ...limits, run })
 
     const writer = eventsWriter({
       store,

@@ -1,6 +1,7 @@
 import { profileGroups, profileTopics } from '../../pipelines/profiles/commands.ts'
 import { profileWriter } from '../../pipelines/profiles/profile-writer.ts'
 import type { Runtime } from '../runtime.ts'
+import { consumeStage } from './guarded-consumer.ts'
 import type { WorkerPipeline } from './worker.ts'
 
 export async function ensureProfileTopics(runtime: Runtime): Promise<void> {
@@ -13,10 +14,11 @@ export async function ensureProfileTopics(runtime: Runtime): Promise<void> {
 export const profilesPipeline: WorkerPipeline = {
   name: 'profiles',
   async start(runtime) {
-    const { config, bus, store, metrics, logger } = runtime
+    const { config, store, logger } = runtime
     const topics = profileTopics(config.SLUICE_TOPIC_PREFIX)
     const groups = profileGroups(config.SLUICE_TOPIC_PREFIX)
     await ensureProfileTopics(runtime)
+    // An undecodable record is dead-lettered by the guard (the writer reports it), not only logged.
     const writer = profileWriter({
       store,
       onIgnored: (command, ignored, changeId) =>
@@ -24,26 +26,14 @@ export const profilesPipeline: WorkerPipeline = {
           { profiledb_id: command.db, customer_id: command.customer, change_id: changeId, ignored },
           'profile changes refused by the current profile',
         ),
-      onUndecodable: (record, reason) =>
-        logger.error(
-          { topic: record.topic, partition: record.partition, offset: record.offset, reason },
-          'skipped an undecodable profile record',
-        ),
     })
-    const consumer = await bus.consume({
+    const consumer = await consumeStage(runtime, {
+      stage: 'profile-writer',
       group: groups.writer,
-      topics: [topics.changes],
+      topic: topics.changes,
       maxBatchRecords: 5000,
       maxBatchBytes: 16 * 1024 * 1024,
-      handler: async (batch) => {
-        await writer(batch)
-        metrics.busConsumed.inc({ topic: batch.topic }, batch.records.length)
-      },
-      onError: (err, batch) =>
-        logger.error(
-          { err, stage: 'profile-writer', topic: batch.topic, partition: batch.partition },
-          'batch failed; will retry',
-        ),
+      run: writer,
     })
     return { consumers: [consumer] }
   },

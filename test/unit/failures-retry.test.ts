@@ -155,3 +155,15 @@ describe('describeFailure', () => {
     expect(describeFailure('plain')).toBe('plain')
   })
 })
+
+describe('describeFailure of a ClickHouse server error', () => {
+  it('names the class and the code the client keeps beside the message', () => {
+    class ClickHouseError extends Error {
+      readonly code = '469'
+      readonly type = 'VIOLATED_CONSTRAINT'
+    }
+    expect(describeFailure(new ClickHouseError('Constraint `c` is violated'))).toBe(
+      'ClickHouseError: Code: 469 (VIOLATED_CONSTRAINT). Constraint `c` is violated',
+    )
+  })
+})

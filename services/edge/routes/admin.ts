@@ -1,12 +1,31 @@
 import { Hono } from 'hono'
+import type { Bus } from '../../../pipelines/connectors/bus/bus.ts'
 import { AppIdTakenError, type ControlStore } from '../../../pipelines/control/control-store.ts'
-import { createAppBody, createKeyBody, createOrgBody, orgIdParam } from '../../../schemas/admin.ts'
-import { conflict, notFound } from '../../shared/errors.ts'
+import type { DeadLetterStore } from '../../../pipelines/failures/dead-letters.ts'
+import { replayDeadLetter } from '../../../pipelines/failures/replay.ts'
+import {
+  createAppBody,
+  createKeyBody,
+  createOrgBody,
+  deadLettersQuery,
+  orgIdParam,
+} from '../../../schemas/admin.ts'
+import { badRequest, conflict, notFound } from '../../shared/errors.ts'
 import { adminAuth } from '../middleware/admin-auth.ts'
-import { jsonBody, parseParam } from '../validate.ts'
+import { formatIssues, jsonBody, parseParam } from '../validate.ts'
 
-/** The "dashboard": orgs, apps and API keys, behind the admin bearer token. */
-export function adminRoutes(control: ControlStore, adminToken: string | undefined) {
+/** What the dead-letter endpoints need: the store to read, the bus to replay onto. */
+export interface DeadLetterAdmin {
+  store: DeadLetterStore
+  bus: Bus
+}
+
+/** The "dashboard": orgs, apps, API keys and dead letters, behind the admin bearer token. */
+export function adminRoutes(
+  control: ControlStore,
+  adminToken: string | undefined,
+  deadLetters?: DeadLetterAdmin,
+) {
   const app = new Hono()
   app.use('*', adminAuth(adminToken))
 
@@ -61,6 +80,31 @@ export function adminRoutes(control: ControlStore, adminToken: string | undefine
     if (!revoked) throw notFound('api key not found')
     return c.body(null, 204)
   })
+
+  if (deadLetters) {
+    // Newest first; a value over 64 KB is listed as null (GET /dead-letters/:id has it whole).
+    app.get('/dead-letters', async (c) => {
+      const query = deadLettersQuery.safeParse(c.req.query())
+      if (!query.success) throw badRequest(formatIssues(query.error.issues))
+      return c.json(await deadLetters.store.list(query.data))
+    })
+
+    app.get('/dead-letters/:id', async (c) => {
+      const letter = await deadLetters.store.get(c.req.param('id'))
+      if (!letter) throw notFound('dead letter not found')
+      return c.json(letter)
+    })
+
+    // Produces the record again onto its topic and partition, with its key and headers.
+    app.post('/dead-letters/:id/replay', async (c) => {
+      const replayed = await replayDeadLetter(
+        { deadLetters: deadLetters.store, bus: deadLetters.bus },
+        c.req.param('id'),
+      )
+      if (!replayed) throw notFound('dead letter not found')
+      return c.json(replayed, 202)
+    })
+  }
 
   return app
 }
