@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from '../clock.ts'
 import type { Store } from '../connectors/store/store.ts'
 import { stringSet } from '../connectors/store/string-set.ts'
 
@@ -37,10 +38,12 @@ export class PendingWrites {
   private readonly chains = new Map<string, Promise<unknown>>()
   private readonly maxEntries: number
   private readonly forgetAfterMs: number
+  private readonly clock: Clock
 
-  constructor(options: { maxEntries?: number; forgetAfterMs?: number } = {}) {
+  constructor(options: { maxEntries?: number; forgetAfterMs?: number; clock?: Clock } = {}) {
     this.maxEntries = options.maxEntries ?? 100_000
     this.forgetAfterMs = options.forgetAfterMs ?? 60_000
+    this.clock = options.clock ?? systemClock
   }
 
   /**
@@ -51,7 +54,7 @@ export class PendingWrites {
     const id = idOf(key)
     const step = async () => {
       const previous = this.stamps.get(id)
-      const receivedAt = Math.max(Date.now(), (previous?.last ?? 0) + 1)
+      const receivedAt = Math.max(this.clock.now(), (previous?.last ?? 0) + 1)
       this.set(id, { key, last: receivedAt, pending: previous?.pending })
       const result = await produce(receivedAt)
       this.set(id, { key, last: receivedAt, pending: receivedAt })
@@ -89,7 +92,7 @@ export class PendingWrites {
    * shows what is there). Returns whether all were applied.
    */
   async waitApplied(store: Store, writes: PendingWrite[], timeoutMs: number): Promise<boolean> {
-    const deadline = Date.now() + timeoutMs
+    const deadline = this.clock.now() + timeoutMs
     let waiting = writes
     let interval = 5
     while (waiting.length > 0) {
@@ -108,8 +111,8 @@ export class PendingWrites {
       }
       waiting = still
       if (waiting.length === 0) break
-      if (Date.now() + interval > deadline) return false
-      await new Promise((resolve) => setTimeout(resolve, interval))
+      if (this.clock.now() + interval > deadline) return false
+      await this.clock.sleep(interval)
       interval = Math.min(interval * 2, 50)
     }
     return true
@@ -119,7 +122,7 @@ export class PendingWrites {
     // Re-inserted last, so the map stays in stamp order and the sweep below stops early.
     this.stamps.delete(id)
     this.stamps.set(id, stamp)
-    const horizon = Date.now() - this.forgetAfterMs
+    const horizon = this.clock.now() - this.forgetAfterMs
     for (const [oldId, old] of this.stamps) {
       if (old.last >= horizon && this.stamps.size <= this.maxEntries) break
       this.stamps.delete(oldId)

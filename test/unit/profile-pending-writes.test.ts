@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { Store } from '../../pipelines/connectors/store/store.ts'
 import { PendingWrites } from '../../pipelines/profiles/pending-writes.ts'
+import { manualClock } from '../helpers/manual-clock.ts'
 
 /** A store that answers the applied-up-to query from a map the test controls. */
 function fakeStore(applied: Map<string, number>) {
@@ -24,7 +25,8 @@ const key = { db: 1, customer: 'c' }
 
 describe('PendingWrites', () => {
   it('stamps one key’s writes in strictly increasing order, one produce at a time', async () => {
-    const pending = new PendingWrites()
+    // The clock stands still: stamps must grow anyway.
+    const pending = new PendingWrites({ clock: manualClock() })
     const order: string[] = []
     let inFlight = 0
     const stamps = await Promise.all(
@@ -33,7 +35,8 @@ describe('PendingWrites', () => {
           inFlight++
           expect(inFlight).toBe(1)
           order.push(`start ${i}`)
-          await new Promise((r) => setTimeout(r, 2))
+          // A turn of the event loop, in which a produce not serialised would start.
+          await new Promise((r) => setImmediate(r))
           order.push(`end ${i}`)
           inFlight--
           return receivedAt
@@ -65,12 +68,18 @@ describe('PendingWrites', () => {
   })
 
   it('waits until the writer applied the write, then forgets it', async () => {
-    const pending = new PendingWrites()
     const applied = new Map<string, number>()
+    let at = 0
+    // The writer applies the write while the reader sleeps for the second time.
+    const clock = manualClock(1_700_000_000_000, () => {
+      if (clock.slept.length === 2) applied.set('1:c', at)
+    })
+    const pending = new PendingWrites({ clock })
     const { store, queries } = fakeStore(applied)
-    const at = await pending.write(key, async (receivedAt) => receivedAt)
-    setTimeout(() => applied.set('1:c', at), 30)
+    at = await pending.write(key, async (receivedAt) => receivedAt)
     expect(await pending.waitApplied(store, pending.pendingFor([key]), 2000)).toBe(true)
+    expect(clock.slept).toEqual([5, 10])
+    expect(queries()).toBe(3)
     expect(pending.pendingFor([key])).toEqual([])
     const before = queries()
     expect(await pending.waitApplied(store, pending.pendingFor([key]), 2000)).toBe(true)
@@ -78,13 +87,16 @@ describe('PendingWrites', () => {
   })
 
   it('gives up after the timeout, and keeps the write pending', async () => {
-    const pending = new PendingWrites()
+    const clock = manualClock()
+    const pending = new PendingWrites({ clock })
     const applied = new Map([['1:c', 0]])
     const { store } = fakeStore(applied)
     await pending.write(key, async () => undefined)
-    const started = Date.now()
+    const started = clock.now()
     expect(await pending.waitApplied(store, pending.pendingFor([key]), 60)).toBe(false)
-    expect(Date.now() - started).toBeLessThan(500)
+    // Backing off 5, 10, 20 ms; the next 40 would pass the deadline, so it stops there.
+    expect(clock.slept).toEqual([5, 10, 20])
+    expect(clock.now() - started).toBeLessThanOrEqual(60)
     expect(pending.pendingFor([key])).toHaveLength(1)
   })
 
@@ -93,6 +105,17 @@ describe('PendingWrites', () => {
     await pending.write({ db: 1, customer: 'a' }, async () => undefined)
     await pending.write({ db: 2, customer: 'b' }, async () => undefined)
     expect(pending.pendingInDbs([2]).map((w) => w.key)).toEqual([{ db: 2, customer: 'b' }])
+  })
+
+  it('forgets stamps older than forgetAfterMs', async () => {
+    const clock = manualClock()
+    const pending = new PendingWrites({ forgetAfterMs: 60_000, clock })
+    await pending.write({ db: 1, customer: 'a' }, async () => undefined)
+    clock.advance(30_000)
+    await pending.write({ db: 1, customer: 'b' }, async () => undefined)
+    clock.advance(30_001)
+    await pending.write({ db: 1, customer: 'c' }, async () => undefined)
+    expect(pending.pendingInDbs([1]).map((w) => w.key.customer)).toEqual(['b', 'c'])
   })
 
   it('forgets old stamps', async () => {
