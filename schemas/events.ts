@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { canonicalEventUuid } from './uuid.ts'
 
 /**
  * Wire format of one server-side event request line (POST {events_url}/v0/uploads, JSON lines).
@@ -173,8 +174,10 @@ export const eventLineSchema = z
       .meta({
         minLength: EVENT_LIMITS.uuidMinChars,
         maxLength: EVENT_LIMITS.uuidMaxChars,
-        description: 'Randomly generated UUID; an event uuid is processed exactly once.',
-      }),
+        description:
+          'Randomly generated UUID; an event uuid is processed exactly once however it is spelled: a 128-bit UUID (32 hex digits, either case, dashes anywhere) is compared and stored as lower case 8-4-4-4-12, any other id in lower case.',
+      })
+      .transform(canonicalEventUuid),
     event_time: z
       .number({ error: 'event_time must be a number' })
       .int({ error: 'event_time must be an integer number of milliseconds' })

@@ -14,6 +14,7 @@ export type CpuTask =
       pastWindowMs: number
       futureWindowMs: number
       maxInflatedBytes: number
+      maxRejects: number
     }
   | {
       kind: 'sdk-upload'
@@ -21,11 +22,13 @@ export type CpuTask =
       encoding: 'gzip' | 'identity'
       receivedAt: number
       maxInflatedBytes: number
+      maxRejects: number
     }
 
+/** `rejects` holds the first `maxRejects` rejected lines; `rejected` counts them all. */
 export type CpuResult =
-  | { kind: 'server-upload'; events: PackedEvents; rejects: RejectedLine[]; lines: number }
-  | { kind: 'sdk-upload'; rows: SdkRow[]; rejects: RejectedLine[]; lines: number }
+  | { kind: 'server-upload'; events: PackedEvents; rejects: RejectedLine[]; rejected: number; lines: number }
+  | { kind: 'sdk-upload'; rows: SdkRow[]; rejects: RejectedLine[]; rejected: number; lines: number }
   | { kind: 'unreadable'; reason: 'invalid_gzip' | 'too_large'; detail: string }
 
 export default function runTask(task: CpuTask): CpuResult {
@@ -46,14 +49,16 @@ export default function runTask(task: CpuTask): CpuResult {
       receivedAt: task.receivedAt,
       pastWindowMs: task.pastWindowMs,
       futureWindowMs: task.futureWindowMs,
+      maxRejects: task.maxRejects,
     })
     return {
       kind: 'server-upload',
       events: packEvents(result.events),
       rejects: result.rejects,
+      rejected: result.rejected,
       lines: result.lines,
     }
   }
-  const result = validateSdkBody(body, { receivedAt: task.receivedAt })
+  const result = validateSdkBody(body, { receivedAt: task.receivedAt, maxRejects: task.maxRejects })
   return { kind: 'sdk-upload', ...result }
 }

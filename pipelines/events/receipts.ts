@@ -1,5 +1,6 @@
 import type { Store } from '../connectors/store/store.ts'
 import type { TransactionInfo } from './transaction-id.ts'
+import { MAX_REJECTED_LINES_PER_UPLOAD } from './upload-outcomes.ts'
 
 export interface RejectedLineView {
   line: number
@@ -30,8 +31,14 @@ export async function readReceipt(
   scope: { orgId: number; appId?: string },
 ): Promise<UploadReceipt> {
   const receivedAt = new Date(info.receivedAt).toISOString()
-  const receipts = await store.query<{ lines: number; forwarded: number; direct: number; app_id: string }>(
-    `SELECT lines, forwarded, direct, app_id FROM upload_receipts FINAL
+  const receipts = await store.query<{
+    lines: number
+    forwarded: number
+    direct: number
+    rejected: number
+    app_id: string
+  }>(
+    `SELECT lines, forwarded, direct, rejected, app_id FROM upload_receipts FINAL
      WHERE transaction_id = {tx:String} AND org_id = {org:UInt64}`,
     { tx: transactionId, org: scope.orgId },
   )
@@ -52,13 +59,20 @@ export async function readReceipt(
      WHERE received_at = fromUnixTimestamp64Milli({recv:Int64}, 'UTC') AND transaction_id = {tx:String}`,
     { recv: info.receivedAt, tx: transactionId },
   )
-  const rejectedRows = await store.query<RejectedLineView>(
-    `SELECT line, uuid, reason, detail FROM rejected_lines FINAL
-     WHERE transaction_id = {tx:String} AND org_id = {org:UInt64} ORDER BY line`,
+  // The splitter counted every line it rejected; the writer adds a row per duplicate. Only the first
+  // rows are listed, so a receipt stays small whatever the upload held.
+  const [dup] = await store.query<{ n: number | string }>(
+    `SELECT count() AS n FROM rejected_lines FINAL
+     WHERE transaction_id = {tx:String} AND org_id = {org:UInt64} AND reason = 'duplicate'`,
     { tx: transactionId, org: scope.orgId },
   )
+  const rejectedRows = await store.query<RejectedLineView>(
+    `SELECT line, uuid, reason, detail FROM rejected_lines FINAL
+     WHERE transaction_id = {tx:String} AND org_id = {org:UInt64} ORDER BY line LIMIT {max:UInt32}`,
+    { tx: transactionId, org: scope.orgId, max: MAX_REJECTED_LINES_PER_UPLOAD },
+  )
   const storedEvents = Number(stored?.n ?? 0)
-  const duplicates = rejectedRows.filter((r) => r.reason === 'duplicate').length
+  const duplicates = Number(dup?.n ?? 0)
   const done = storedEvents + duplicates >= Number(receipt.forwarded)
   const accepted = storedEvents + Number(receipt.direct)
   return {
@@ -67,7 +81,7 @@ export async function readReceipt(
     received_at: receivedAt,
     lines: Number(receipt.lines),
     accepted,
-    rejected: rejectedRows.length,
+    rejected: Number(receipt.rejected) + duplicates,
     rejected_lines: rejectedRows.map((r) => ({
       line: Number(r.line),
       uuid: r.uuid,

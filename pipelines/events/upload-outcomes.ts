@@ -7,6 +7,13 @@ import type { UploadHeaders } from './topics.ts'
  * natural keys, so a replayed batch rewrites the same rows.
  */
 
+/**
+ * Rejected lines recorded with their reason per upload (the first ones); the receipt counts the
+ * rest. A 2 KB gzip body can hold a million bad lines: their reasons would cost gigabytes of
+ * memory and a receipt of a hundred megabytes, and say nothing the first thousand do not.
+ */
+export const MAX_REJECTED_LINES_PER_UPLOAD = 1000
+
 /** A rejected line as recorded in `rejected_lines`. */
 export interface RejectRow {
   transaction_id: string

@@ -6,7 +6,13 @@ import { attributeEvent, serverRows } from './attribute.ts'
 import { customerKey, lookupDevices, waitForSdkBacklog } from './attribution.ts'
 import { blockMessages, eventPartitions, type BlockEvent, type UploadRef } from './event-block.ts'
 import { noPackedEvents, type DeviceDims, type PackedEvents } from './event-row.ts'
-import { receiptRow, recordRejects, rejectRow, type RejectRow } from './upload-outcomes.ts'
+import {
+  MAX_REJECTED_LINES_PER_UPLOAD,
+  receiptRow,
+  recordRejects,
+  rejectRow,
+  type RejectRow,
+} from './upload-outcomes.ts'
 import type { UploadHeaders } from './topics.ts'
 
 export interface SplitterDeps {
@@ -27,7 +33,10 @@ interface ParsedUpload {
   record: BusRecord
   headers: UploadHeaders
   events: PackedEvents
+  /** The first rejected lines (at most MAX_REJECTED_LINES_PER_UPLOAD). */
   rejects: RejectRow[]
+  /** Every rejected line. */
+  rejected: number
   lines: number
 }
 
@@ -57,16 +66,26 @@ export function serverUploadSplitter(deps: SplitterDeps) {
       const orgId = Number(upload.headers.org)
       const receivedAt = Number(upload.headers.recv)
       let forwarded = 0
-      const uploadRejects = [...upload.rejects]
+      let rejected = upload.rejected
+      const uploadRejects = upload.rejects
       const ref: UploadRef = { tx: upload.headers.tx, recv: receivedAt, org: orgId, source: 'server' }
       const context = { orgId, appOrg, devices }
       const rowOf = serverRows(upload.events, { receivedAt, transactionId: upload.headers.tx }, deviceTails)
       for (let i = 0; i < upload.events.uuid.length; i++) {
         const result = attributeEvent(upload.events, i, context)
         if (result.kind === 'reject') {
-          uploadRejects.push(
-            rejectRow(upload.headers, result.line, result.uuid, result.reason, result.detail, result.app_id),
-          )
+          rejected++
+          if (uploadRejects.length < MAX_REJECTED_LINES_PER_UPLOAD)
+            uploadRejects.push(
+              rejectRow(
+                upload.headers,
+                result.line,
+                result.uuid,
+                result.reason,
+                result.detail,
+                result.app_id,
+              ),
+            )
           continue
         }
         forward.push({
@@ -78,13 +97,10 @@ export function serverUploadSplitter(deps: SplitterDeps) {
         })
         forwarded++
       }
-      rejects.push(...uploadRejects)
+      // No spread: an argument list has a size limit, an upload's rejects do not.
+      for (const r of uploadRejects) rejects.push(r)
       receipts.push(
-        receiptRow(
-          upload.headers,
-          { lines: upload.lines, forwarded, direct: 0, rejected: uploadRejects.length },
-          processedAt,
-        ),
+        receiptRow(upload.headers, { lines: upload.lines, forwarded, direct: 0, rejected }, processedAt),
       )
     }
     if (forward.length > 0)
@@ -109,6 +125,7 @@ async function parse(deps: SplitterDeps, record: BusRecord): Promise<ParsedUploa
     pastWindowMs: deps.pastWindowMs,
     futureWindowMs: deps.futureWindowMs,
     maxInflatedBytes: deps.maxInflatedBytes,
+    maxRejects: MAX_REJECTED_LINES_PER_UPLOAD,
   })
   if (result.kind === 'server-upload') {
     return {
@@ -116,6 +133,7 @@ async function parse(deps: SplitterDeps, record: BusRecord): Promise<ParsedUploa
       headers,
       events: result.events,
       rejects: result.rejects.map((r) => rejectRow(headers, r.line, r.uuid, r.reason, r.detail)),
+      rejected: result.rejected,
       lines: result.lines,
     }
   }
@@ -127,6 +145,7 @@ async function parse(deps: SplitterDeps, record: BusRecord): Promise<ParsedUploa
     headers,
     events: noPackedEvents(),
     rejects: [rejectRow(headers, 0, null, reason, detail)],
+    rejected: 1,
     lines: 0,
   }
 }

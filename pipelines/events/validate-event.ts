@@ -7,7 +7,9 @@ import {
   eventLineSchema,
   isV0SchemaUrl,
 } from '../../schemas/events.ts'
+import { canonicalEventUuid } from '../../schemas/uuid.ts'
 import type { SdkRejectReason } from '../sdk/validate-sdk-row.ts'
+import { abbreviate, parseJsonWellFormed, wellFormed } from '../text/unicode.ts'
 import { forEachLine, utf8LongerThan } from './lines.ts'
 
 /**
@@ -72,11 +74,16 @@ export interface ValidateContext {
   futureWindowMs: number
   /** Longer lines (in UTF-8 bytes, terminator excluded) are refused unparsed. No limit if absent. */
   maxLineBytes?: number
+  /** Rejected lines kept with their reason (the first ones); the rest are only counted. */
+  maxRejects?: number
 }
 
 export interface EventBodyResult {
   events: ValidEvent[]
+  /** The first `maxRejects` rejected lines, in line order. */
   rejects: RejectedLine<EventRejectReason>[]
+  /** Every rejected line, kept or not. */
+  rejected: number
   /** Non-blank lines in the body. */
   lines: number
 }
@@ -95,32 +102,39 @@ export function validateEventLine(text: string, line: number, ctx: ValidateConte
  * another reason does not claim its uuid.
  */
 export function validateEventBody(body: Buffer, ctx: ValidateContext): EventBodyResult {
-  const { items, rejects, lines } = validateLines(
+  const { items, rejects, rejected, lines } = validateLines(
     body,
     (text, lineNumber) => checkEventText(text, lineNumber, ctx),
     (event) => `${event.app_uuid}\n${event.uuid}`,
-    ctx.maxLineBytes,
+    ctx,
   )
-  return { events: items, rejects, lines }
+  return { events: items, rejects, rejected, lines }
 }
 
 /**
  * The walk both upload validators share: check each line, refuse what cannot be read, and keep
  * the first line of each identity (`identity` of a valid item), refusing later ones as
- * `duplicate_in_body`.
+ * `duplicate_in_body`. Only the first `maxRejects` rejected lines are kept; the others are
+ * counted, so a small body of a million bad lines costs a count, not a million reasons.
  */
 export function validateLines<T extends { uuid: string }, R extends string>(
   body: Buffer,
   check: (text: string, line: number) => T | RejectedLine<R>,
   identity: (item: T) => string,
-  maxLineBytes: number | undefined,
+  limits: { maxLineBytes?: number | undefined; maxRejects?: number | undefined },
 ): {
   items: T[]
   rejects: RejectedLine<R | 'duplicate_in_body' | 'line_too_long' | 'invalid_json'>[]
+  rejected: number
   lines: number
 } {
+  const { maxLineBytes, maxRejects = Infinity } = limits
   const items: T[] = []
   const rejects: RejectedLine<R | 'duplicate_in_body' | 'line_too_long' | 'invalid_json'>[] = []
+  let rejectedCount = 0
+  const reject = (r: RejectedLine<R | 'duplicate_in_body' | 'line_too_long' | 'invalid_json'>) => {
+    if (rejectedCount++ < maxRejects) rejects.push(r)
+  }
   const seen = new Map<string, number>()
   const lines = forEachLine(
     body,
@@ -128,22 +142,20 @@ export function validateLines<T extends { uuid: string }, R extends string>(
       line(text, lineNumber) {
         const result = check(text, lineNumber)
         if ('reason' in result) {
-          rejects.push(result)
+          reject(result)
           return
         }
         const key = identity(result)
         const first = seen.get(key)
         if (first !== undefined) {
-          rejects.push(
-            rejected(lineNumber, result.uuid, 'duplicate_in_body', `uuid already used on line ${first}`),
-          )
+          reject(rejected(lineNumber, result.uuid, 'duplicate_in_body', `uuid already used on line ${first}`))
           return
         }
         seen.set(key, lineNumber)
         items.push(result)
       },
       refused(lineNumber, why, bytes) {
-        rejects.push(
+        reject(
           why === 'line_too_long'
             ? tooLong(lineNumber, bytes, maxLineBytes ?? Infinity)
             : rejected(lineNumber, null, 'invalid_json', 'line is not valid UTF-8'),
@@ -152,7 +164,7 @@ export function validateLines<T extends { uuid: string }, R extends string>(
     },
     maxLineBytes,
   )
-  return { items, rejects, lines }
+  return { items, rejects, rejected: rejectedCount, lines }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -163,7 +175,7 @@ type EventCheck = ValidEvent | RejectedLine<EventRejectReason>
 function checkEventText(text: string, line: number, ctx: ValidateContext): EventCheck {
   let value: unknown
   try {
-    value = JSON.parse(text)
+    value = parseJsonWellFormed(text)
   } catch (err) {
     return invalidJson(line, err)
   }
@@ -211,7 +223,7 @@ function checkEventValue(value: unknown, line: number, ctx: ValidateContext): Ev
     customer_id: customerId as string,
     event_name: eventName as string,
     event_time: eventTime as number,
-    uuid: uuid as string,
+    uuid: canonicalEventUuid(uuid as string),
     attributes,
     // -0 would survive into storage as a distinct value in some encoders
     ltv_change: (ltvChange as number) + 0,
@@ -273,6 +285,10 @@ export function charsProblem(field: string, value: unknown, max: number, min = 1
   return `${field} must be a string, not ${jsonType(value)}`
 }
 
+/**
+ * An event uuid as the spec allows it: 32 to 75 hex digits and dashes. Canonicalising (schemas/uuid.ts)
+ * keeps the length and the alphabet, so the rule holds of the canonical form too.
+ */
 export function uuidProblem(field: string, value: unknown): string | undefined {
   if (typeof value === 'string') {
     if (UUID_PATTERN.test(value)) return undefined
@@ -326,7 +342,7 @@ function hoursText(ms: number): string {
 }
 
 function shortName(name: string): string {
-  return name.length <= 40 ? name : `${name.slice(0, 40)}…`
+  return abbreviate(name, 40)
 }
 
 /**
@@ -367,13 +383,15 @@ export function rejected<R extends string>(
   reason: R,
   detail: string,
 ): RejectedLine<R> {
-  return { line, uuid, reason, detail }
+  // Details quote what was sent; whatever cut them, they leave for the engine well formed.
+  return { line, uuid, reason, detail: wellFormed(detail) }
 }
 
 export function invalidJson(line: number, err: unknown): RejectedLine<'invalid_json'> {
   const message = err instanceof Error ? err.message : String(err)
-  // V8 quotes the start of the input in its message; keep details short
-  return rejected(line, null, 'invalid_json', message.length > 160 ? `${message.slice(0, 160)}…` : message)
+  // V8 quotes the start of the input in its message (cutting it anywhere, even inside a
+  // surrogate pair); keep details short and whole code points.
+  return rejected(line, null, 'invalid_json', abbreviate(message, 160))
 }
 
 export function notAnObject(line: number, value: unknown): RejectedLine<'not_an_object'> {
@@ -422,7 +440,7 @@ export function validateEventLineBySchema(text: string, line: number, ctx: Valid
     return toLineResult(tooLong(line, Buffer.byteLength(text, 'utf8'), ctx.maxLineBytes))
   let value: unknown
   try {
-    value = JSON.parse(text)
+    value = parseJsonWellFormed(text)
   } catch (err) {
     return toLineResult(invalidJson(line, err))
   }

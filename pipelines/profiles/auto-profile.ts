@@ -43,9 +43,9 @@ export function vendorAttributes(facts: readonly DeviceFacts[], now: number): Ve
   out.total_sessions = facts.reduce((sum, f) => sum + f.sessions, 0)
   const firsts = facts.map((f) => f.first_session_at).filter((t): t is number => t !== null)
   const lasts = facts.map((f) => f.last_session_at).filter((t): t is number => t !== null)
-  if (firsts.length > 0) out.birthdate = isoDate(Math.min(...firsts))
+  if (firsts.length > 0) out.birthdate = isoDate(firsts.reduce((a, b) => Math.min(a, b)))
   if (lasts.length > 0) {
-    const last = Math.max(...lasts)
+    const last = lasts.reduce((a, b) => Math.max(a, b))
     out.last_session_date = isoDate(last)
     out.seconds_since_last_session = Math.max(0, Math.floor((now - last) / 1000))
   }

@@ -4,7 +4,13 @@ import { stringSet } from '../connectors/store/string-set.ts'
 import type { CpuPool } from '../cpu/pool.ts'
 import { blockMessages, eventPartitions, type BlockEvent, type UploadRef } from '../events/event-block.ts'
 import { compactEventRow, type EventRow } from '../events/event-row.ts'
-import { receiptRow, recordRejects, rejectRow, type RejectRow } from '../events/upload-outcomes.ts'
+import {
+  MAX_REJECTED_LINES_PER_UPLOAD,
+  receiptRow,
+  recordRejects,
+  rejectRow,
+  type RejectRow,
+} from '../events/upload-outcomes.ts'
 import type { UploadHeaders } from '../events/topics.ts'
 import {
   applyRowToCustomer,
@@ -28,7 +34,10 @@ export interface SdkBuilderDeps {
 interface ParsedSdkUpload {
   headers: UploadHeaders
   rows: SdkRow[]
+  /** The first rejected lines (at most MAX_REJECTED_LINES_PER_UPLOAD). */
   rejects: RejectRow[]
+  /** Every rejected line. */
+  rejected: number
   lines: number
 }
 
@@ -122,7 +131,7 @@ export function sdkBuilder(deps: SdkBuilderDeps) {
           lines: u.lines,
           forwarded: events,
           direct: u.rows.length - events,
-          rejected: u.rejects.length,
+          rejected: u.rejected,
         }
         return receiptRow(u.headers, counts, now)
       }),
@@ -138,17 +147,25 @@ async function parse(deps: SdkBuilderDeps, record: BusRecord): Promise<ParsedSdk
     encoding: headers.enc,
     receivedAt: Number(headers.recv),
     maxInflatedBytes: deps.maxInflatedBytes,
+    maxRejects: MAX_REJECTED_LINES_PER_UPLOAD,
   })
   if (result.kind === 'sdk-upload') {
     return {
       headers,
       rows: result.rows,
       rejects: result.rejects.map((r) => rejectRow(headers, r.line, r.uuid, r.reason, r.detail)),
+      rejected: result.rejected,
       lines: result.lines,
     }
   }
   const detail = result.kind === 'unreadable' ? result.detail : 'unexpected task result'
-  return { headers, rows: [], rejects: [rejectRow(headers, 0, null, 'unreadable', detail)], lines: 0 }
+  return {
+    headers,
+    rows: [],
+    rejects: [rejectRow(headers, 0, null, 'unreadable', detail)],
+    rejected: 1,
+    lines: 0,
+  }
 }
 
 function eventToForward(

@@ -1,5 +1,7 @@
 import { EVENT_LIMITS, charsAtMost } from '../../schemas/events.ts'
+import { canonicalDeviceId, canonicalEventUuid } from '../../schemas/uuid.ts'
 import { utf8LongerThan } from '../events/lines.ts'
+import { cutCodePoints, parseJsonWellFormed } from '../text/unicode.ts'
 import {
   charsProblem,
   integerProblem,
@@ -110,11 +112,16 @@ export interface SdkValidateContext {
   futureWindowMs?: number
   /** Longer lines (UTF-8 bytes) are refused unparsed; no limit if absent. */
   maxLineBytes?: number
+  /** Rejected lines kept with their reason (the first ones); the rest are only counted. */
+  maxRejects?: number
 }
 
 export interface SdkBodyResult {
   rows: SdkRow[]
+  /** The first `maxRejects` rejected lines, in line order. */
   rejects: RejectedLine<SdkRejectReason>[]
+  /** Every rejected line, kept or not. */
+  rejected: number
   /** Non-blank lines in the body. */
   lines: number
 }
@@ -140,19 +147,19 @@ export function validateSdkLine(text: string, line: number, ctx: SdkValidateCont
 /** Validates every line of an SDK upload body; a repeated uuid (after a valid row) is a duplicate. */
 export function validateSdkBody(body: Buffer, ctx: SdkValidateContext): SdkBodyResult {
   const window = windowOf(ctx)
-  const { items, rejects, lines } = validateLines(
+  const { items, rejects, rejected, lines } = validateLines(
     body,
     (text, lineNumber) => checkSdkText(text, lineNumber, window),
     (row) => row.uuid,
-    ctx.maxLineBytes,
+    ctx,
   )
-  return { rows: items, rejects, lines }
+  return { rows: items, rejects, rejected, lines }
 }
 
 function checkSdkText(text: string, line: number, window: Window): SdkRow | RejectedLine<SdkRejectReason> {
   let value: unknown
   try {
-    value = JSON.parse(text)
+    value = parseJsonWellFormed(text)
   } catch (err) {
     return invalidJson(line, err)
   }
@@ -211,8 +218,9 @@ function checkSdkValue(value: unknown, line: number, window: Window): SdkRow | R
   const row: SdkRow = {
     line,
     type,
-    uuid: uuid as string,
-    install_uuid: installUuid as string,
+    // One spelling per id, so a retry in another spelling is a duplicate and one device stays one.
+    uuid: canonicalEventUuid(uuid as string),
+    install_uuid: canonicalDeviceId(installUuid as string),
     at_millis: atMillis as number,
     customer_id: customerId,
     name,
@@ -261,7 +269,7 @@ function checkSdkValue(value: unknown, line: number, window: Window): SdkRow | R
         `invalid_${field}`,
         `${field} is longer than ${SDK_STRING_MAX_CHARS} characters`,
       )
-    row[field] = v
+    row[field] = field === 'device_uuid' || field === 'session_uuid' ? canonicalDeviceId(v) : v
   }
   for (const field of SDK_NUMBER_FIELDS) {
     const v = o[field]
@@ -302,6 +310,6 @@ function checkSdkValue(value: unknown, line: number, window: Window): SdkRow | R
 
 function typeDetail(type: unknown): string {
   if (type === undefined) return 'type is required'
-  if (typeof type === 'string') return `type must be "s", "e" or "c", not "${type.slice(0, 20)}"`
+  if (typeof type === 'string') return `type must be "s", "e" or "c", not "${cutCodePoints(type, 20)}"`
   return `type must be "s", "e" or "c", not ${jsonType(type)}`
 }

@@ -6,11 +6,12 @@ import { waitFor } from './temp.ts'
 export const SCHEMA_URL = 'https://sluice.example/schemas/events/v0.json'
 
 let counter = 0
-/** A valid-looking event uuid, unique within the test run. */
+/** An event uuid in canonical form (lower case 8-4-4-4-12), unique within the test run. */
 export function uuid(): string {
   counter++
   const rand = Math.random().toString(16).slice(2, 10).padEnd(8, '0')
-  return `${rand}-${Date.now().toString(16).padStart(12, '0')}-${counter.toString(16).padStart(12, '0')}`
+  const hex = `${rand}${Date.now().toString(16).padStart(12, '0')}${counter.toString(16).padStart(12, '0')}`
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
 }
 
 export const lines = (objects: unknown[]) =>

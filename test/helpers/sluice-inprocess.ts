@@ -15,10 +15,15 @@ export interface InProcessSluice {
 
 /**
  * A whole Sluice (edge + workers + scheduler) in this test process. Embedded unless `env` names
- * Kafka brokers and a ClickHouse URL, in which case the same code runs against those.
+ * Kafka brokers and a ClickHouse URL, in which case the same code runs against those. With
+ * `dataDir`, the data directory is the caller's and stays after `close()`.
  */
-export async function startInProcess(env: Record<string, string> = {}): Promise<InProcessSluice> {
-  const dir = await tempDir('sluice')
+export async function startInProcess(
+  env: Record<string, string> = {},
+  options: { dataDir?: string } = {},
+): Promise<InProcessSluice> {
+  // A given data directory outlives this process (a restart test reopens it); a temporary one does not.
+  const dir = options.dataDir ? { path: options.dataDir, cleanup: async () => {} } : await tempDir('sluice')
   const config = loadConfig({
     SLUICE_DATA_DIR: dir.path,
     PORT: '0',

@@ -403,3 +403,56 @@ describe('profile routes: reads of absent profiles', () => {
     expect(await res.json()).toEqual({ customers: [] })
   })
 })
+
+describe('profile routes: body encoding (issue 11)', () => {
+  const raw = (body: Buffer | string, contentType?: string) =>
+    app.request('/v1/profiles/cust-enc', {
+      method: 'PATCH',
+      headers: { ...auth, ...(contentType === undefined ? {} : { 'Content-Type': contentType }) },
+      body,
+    })
+
+  it('refuses a body that is not valid UTF-8 (400), producing nothing', async () => {
+    const body = Buffer.concat([
+      Buffer.from('{"attributes":{"plan":"'),
+      Buffer.from([0xc3, 0x28]),
+      Buffer.from('"}}'),
+    ])
+    const res = await raw(body, 'application/json')
+    expect(res.status).toBe(400)
+    expect(await res.json()).toMatchObject({ error: 'request body is not valid UTF-8' })
+    expect(produced).toEqual([])
+  })
+
+  it.each(['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x'])(
+    'refuses Content-Type %s (415)',
+    async (type) => {
+      const res = await raw('{"attributes":{"plan":"gold"}}', type)
+      expect(res.status).toBe(415)
+      expect(((await res.json()) as { error: string }).error).toContain('application/json')
+      expect(produced).toEqual([])
+    },
+  )
+
+  it.each(['application/json; charset=utf-8', 'application/merge-patch+json', undefined])(
+    'accepts Content-Type %s',
+    async (type) => {
+      // A Buffer body, because fetch labels a string body text/plain when no type is given.
+      const res = await raw(Buffer.from('{"attributes":{"plan":"gold"}}'), type)
+      expect(res.status).toBe(202)
+      expect(decoded()[0]!.value.changes).toEqual([
+        { index: 0, op: 'assign', attr: 'plan', value: { type: 'string', value: 'gold' } },
+      ])
+    },
+  )
+
+  it('turns a JSON-escaped lone surrogate into U+FFFD and keeps non-BMP text', async () => {
+    const res = await raw('{"attributes":{"note":"a\\ud800b","mood":"🎉"}}', 'application/json')
+    expect(res.status).toBe(202)
+    const changes = decoded()[0]!.value.changes as { attr: string; value: { value: string } }[]
+    expect(changes.map((c) => [c.attr, c.value.value])).toEqual([
+      ['note', 'a\uFFFDb'],
+      ['mood', '🎉'],
+    ])
+  })
+})

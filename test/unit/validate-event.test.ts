@@ -37,6 +37,8 @@ function expectedEvent(line: number, overrides: Partial<ValidEvent> = {}): Valid
 const s = (n: number, ch = 'x') => ch.repeat(n)
 const EMOJI = '\u{1F600}' // one character, two UTF-16 code units
 const hexOf = (n: number) => s(n, 'a')
+const canonical = (hex32: string) =>
+  `${hex32.slice(0, 8)}-${hex32.slice(8, 12)}-${hex32.slice(12, 16)}-${hex32.slice(16, 20)}-${hex32.slice(20)}`
 const attrs = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`a${i}`, `v${i}`]))
 
 interface Case {
@@ -120,14 +122,21 @@ const cases: Case[] = [
 
   // uuid
   { name: 'uuid 31', line: ev({ uuid: hexOf(31) }), expect: 'invalid_uuid', uuid: hexOf(31) },
-  { name: 'uuid 32', line: ev({ uuid: hexOf(32) }), expect: 'ok', event: { uuid: hexOf(32) } },
+  // 32 hex digits are a 128-bit UUID: stored in its canonical spelling (issue 18)
+  { name: 'uuid 32', line: ev({ uuid: hexOf(32) }), expect: 'ok', event: { uuid: canonical(hexOf(32)) } },
   { name: 'uuid 75', line: ev({ uuid: hexOf(75) }), expect: 'ok', event: { uuid: hexOf(75) } },
   { name: 'uuid 76', line: ev({ uuid: hexOf(76) }), expect: 'invalid_uuid', uuid: hexOf(75) },
   {
-    name: 'uuid upper case and dashes, stored as sent',
+    name: 'uuid upper case and dashes, stored in lower case',
     line: ev({ uuid: '6F1C2A9E-3B4D-4E5F-8A7B-9C0D1E2F3A4B' }),
     expect: 'ok',
-    event: { uuid: '6F1C2A9E-3B4D-4E5F-8A7B-9C0D1E2F3A4B' },
+    event: { uuid: '6f1c2a9e-3b4d-4e5f-8a7b-9c0d1e2f3a4b' },
+  },
+  {
+    name: 'uuid 40 hex digits in upper case, stored in lower case',
+    line: ev({ uuid: s(40, 'A') }),
+    expect: 'ok',
+    event: { uuid: s(40, 'a') },
   },
   {
     name: 'uuid with a g',
@@ -446,20 +455,39 @@ describe('validateEventBody', () => {
     expect(result.rejects[2]?.detail).toBe('uuid already used on line 1')
   })
 
-  it('treats uuids as case-sensitive strings, as stored', () => {
-    const result = validateEventBody(body([ev(), ev({ uuid: UUID.toUpperCase() })]), ctx)
-    expect(result.events.map((e) => e.uuid)).toEqual([UUID, UUID.toUpperCase()])
-    expect(result.rejects).toEqual([])
+  it('treats one uuid in several spellings as one uuid (issue 18)', () => {
+    const bare = UUID.replaceAll('-', '')
+    const result = validateEventBody(
+      body([ev(), ev({ uuid: UUID.toUpperCase() }), ev({ uuid: bare }), ev({ uuid: bare.toUpperCase() })]),
+      ctx,
+    )
+    expect(result.events.map((e) => e.uuid)).toEqual([UUID])
+    expect(result.rejects.map((r) => [r.line, r.reason, r.detail])).toEqual([
+      [2, 'duplicate_in_body', 'uuid already used on line 1'],
+      [3, 'duplicate_in_body', 'uuid already used on line 1'],
+      [4, 'duplicate_in_body', 'uuid already used on line 1'],
+    ])
   })
 
   it('accepts a body without a trailing newline, with a BOM, or empty', () => {
     expect(validateEventBody(Buffer.from(`\uFEFF${ev()}`), ctx)).toEqual({
       events: [expectedEvent(1)],
       rejects: [],
+      rejected: 0,
       lines: 1,
     })
-    expect(validateEventBody(Buffer.alloc(0), ctx)).toEqual({ events: [], rejects: [], lines: 0 })
-    expect(validateEventBody(Buffer.from('\n\r\n  \n'), ctx)).toEqual({ events: [], rejects: [], lines: 0 })
+    expect(validateEventBody(Buffer.alloc(0), ctx)).toEqual({
+      events: [],
+      rejects: [],
+      rejected: 0,
+      lines: 0,
+    })
+    expect(validateEventBody(Buffer.from('\n\r\n  \n'), ctx)).toEqual({
+      events: [],
+      rejects: [],
+      rejected: 0,
+      lines: 0,
+    })
   })
 
   it('refuses a line of invalid UTF-8 and keeps the others', () => {

@@ -107,7 +107,13 @@ const cases: Case[] = [
 
   // uuid
   { name: 'uuid 31', line: row({ uuid: hexOf(31) }), expect: 'invalid_uuid', uuid: hexOf(31) },
-  { name: 'uuid 32', line: row({ uuid: hexOf(32) }), expect: 'ok', row: { uuid: hexOf(32) } },
+  // 32 hex digits are a 128-bit UUID: stored in its canonical spelling (issue 18)
+  {
+    name: 'uuid 32',
+    line: row({ uuid: hexOf(32) }),
+    expect: 'ok',
+    row: { uuid: `${s(8, 'b')}-${s(4, 'b')}-${s(4, 'b')}-${s(4, 'b')}-${s(12, 'b')}` },
+  },
   { name: 'uuid 75', line: row({ uuid: hexOf(75) }), expect: 'ok', row: { uuid: hexOf(75) } },
   { name: 'uuid 76', line: row({ uuid: hexOf(76) }), expect: 'invalid_uuid', uuid: hexOf(75) },
   {

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream'
 import { createClient, type ClickHouseClient } from '@clickhouse/client'
 import type { InsertOptions, QueryParams, Store } from './store.ts'
-import { insertSettings } from './rows.ts'
+import { insertSettings, toJsonEachRow } from './rows.ts'
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_.]*$/
 
@@ -79,13 +79,8 @@ export class ClickHouseStore implements Store {
       }
       return
     }
-    if (rows.length === 0) return
-    await this.client.insert({
-      table,
-      values: rows,
-      format: 'JSONEachRow',
-      clickhouse_settings: settings,
-    })
+    // Serialised here rather than by the client, so both adapters send the same well-formed bytes.
+    if (rows.length > 0) await this.insert(table, toJsonEachRow(rows), options)
   }
 
   async ping(): Promise<boolean> {

@@ -1,8 +1,37 @@
-/** Serialise rows as JSONEachRow, the one insert format both engines parse natively. */
+import { wellFormed } from '../../text/unicode.ts'
+
+/**
+ * Serialise rows as JSONEachRow, the one insert format both engines parse natively. The last
+ * guard of "every string bound for the engine is valid UTF-8": JSON.stringify writes a lone
+ * surrogate as a `\udXXX` escape, which the engine refuses (Code 25) on every retry, so such a row
+ * is written again with its strings made well formed. Well-formed pairs are never escaped, so
+ * the check costs one scan of rows that have an escape at all.
+ */
 export function toJsonEachRow(rows: readonly object[]): Buffer {
   let out = ''
-  for (const row of rows) out += JSON.stringify(row) + '\n'
+  for (const row of rows) {
+    let line = JSON.stringify(row)
+    if (line.includes('\\ud') && LONE_SURROGATE_ESCAPE.test(line))
+      line = JSON.stringify(row, wellFormedStrings)
+    out += line + '\n'
+  }
   return Buffer.from(out)
+}
+
+// An escape of a surrogate code unit; `\\ud800` (an escaped backslash, then text) matches too,
+// which only costs a needless second stringify.
+const LONE_SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/
+
+function wellFormedStrings(this: unknown, key: string, value: unknown): unknown {
+  if (typeof value === 'string') return wellFormed(value)
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return value
+  // Member names are not passed through a replacer: rename the ill-formed ones here.
+  let renamed = false
+  for (const name in value) if (!name.isWellFormed()) renamed = true
+  if (!renamed) return value
+  const out: Record<string, unknown> = {}
+  for (const [name, v] of Object.entries(value)) out[wellFormed(name)] = v
+  return out
 }
 
 export function parseJsonEachRow<T>(text: string): T[] {
