@@ -8,7 +8,9 @@ import { createLogger } from '../../services/shared/logger.ts'
 /** An app whose routes throw the given errors, and the log lines its onError wrote. */
 function appThrowing(errors: Record<string, () => Error>) {
   const lines: Record<string, unknown>[] = []
-  const logger = createLogger('info', { write: (line: string) => lines.push(JSON.parse(line)) })
+  const logger = createLogger('info', {
+    write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>),
+  })
   const app = new Hono()
   for (const [path, make] of Object.entries(errors)) {
     app.get(path, () => {
