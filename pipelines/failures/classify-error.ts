@@ -35,6 +35,8 @@ const OUTAGE_ERRNOS = new Set([
   'UND_ERR_CONNECT_TIMEOUT',
 ])
 
+const OUTAGE_MESSAGES = /^(?:Timeout error\.$|MDB_[A-Z_]+|local log is closed$)/
+
 export function classifyFailure(error: unknown): FailureKind {
   const chain = causeChain(error)
   // A bad record anywhere in the chain decides: an outage cannot make its bytes parse.
@@ -54,8 +56,9 @@ function isOutage(err: unknown): boolean {
   if (!isObject(err)) return false
   // SluiceError and kafkajs errors say themselves whether a retry may succeed.
   if (err.retriable === true) return true
-  // @clickhouse/client's request timeout: the server did not answer in time.
-  if (err.message === 'Timeout error.') return true
+  // @clickhouse/client's request timeout (the server did not answer in time), an lmdb failure of
+  // the local log (MDB_MAP_FULL, MDB_CORRUPTED, ...: never a record's fault), or a closed log.
+  if (typeof err.message === 'string' && OUTAGE_MESSAGES.test(err.message)) return true
   return typeof err.code === 'string' && OUTAGE_ERRNOS.has(err.code)
 }
 

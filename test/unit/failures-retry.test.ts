@@ -132,6 +132,18 @@ describe('classifyFailure', () => {
       'outage',
     ],
     ['a kafkajs retriable error', Object.assign(new Error('leader'), { retriable: true }), 'outage'],
+    [
+      'a full lmdb map (the local log)',
+      new Error('MDB_MAP_FULL: Environment mapsize limit reached'),
+      'outage',
+    ],
+    ['a closed local log', new Error('local log is closed'), 'outage'],
+    ['a ClickHouse request timeout', new Error('Timeout error.'), 'outage'],
+    [
+      'a Kafka protocol error (numeric code 6, not ClickHouse 6)',
+      Object.assign(new Error('x'), { code: 6 }),
+      'unknown',
+    ],
     ['a plain error', new Error('Maximum call stack size exceeded'), 'unknown'],
     ['a constraint violation (code 469)', new Error('Code: 469. DB::Exception: Constraint'), 'unknown'],
     ['a thrown string', 'oops', 'unknown'],
