@@ -3,13 +3,23 @@ import { fileURLToPath } from 'node:url'
 
 const BIN = fileURLToPath(new URL('../../bin/sluice.js', import.meta.url))
 
+/**
+ * Time limits of the helpers, each well below vitest's 60 s test timeout, so a child that hangs
+ * fails its own step with the child's output in the error instead of timing out the whole test
+ * without a word. A start takes ~2 s and a stop ~2 s on a busy 2-core machine.
+ */
+export const START_TIMEOUT_MS = 30_000
+/** Above the child's own graceful-shutdown limit (SLUICE_SHUTDOWN_TIMEOUT_MS, 15 s by default). */
+export const STOP_TIMEOUT_MS = 20_000
+export const RUN_TIMEOUT_MS = 20_000
+
 export interface SluiceChild {
   child: ChildProcess
   url: string
   sqlUrl: string | undefined
   output: () => string
-  /** SIGTERM and wait for exit; returns the exit code. */
-  stop(): Promise<number | null>
+  /** SIGTERM and wait for exit; returns the exit code. Past the limit: SIGKILL, and an error. */
+  stop(timeoutMs?: number): Promise<number | null>
   /** SIGKILL: a crash, no shutdown of any kind. */
   kill9(): Promise<void>
 }
@@ -18,7 +28,7 @@ export interface SluiceChild {
 export async function startSluice(
   env: Record<string, string>,
   command: string[] = ['start'],
-  timeoutMs = 60_000,
+  timeoutMs = START_TIMEOUT_MS,
 ): Promise<SluiceChild> {
   const child = spawn(process.execPath, [BIN, ...command], {
     env: { ...process.env, PORT: '0', SLUICE_SQL_PORT: '0', SLUICE_LOG_LEVEL: 'warn', ...env },
@@ -27,24 +37,27 @@ export async function startSluice(
   let out = ''
   child.stdout.on('data', (d: Buffer) => (out += d.toString()))
   child.stderr.on('data', (d: Buffer) => (out += d.toString()))
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`sluice did not start in ${timeoutMs} ms:\n${out}`)),
-      timeoutMs,
-    )
-    const check = () => {
-      if (/API:\s+http:\/\/\S+/.test(out) || /running \(/.test(out)) {
-        clearTimeout(timer)
-        resolve()
+  const exited = exitOf(child)
+  const what = `sluice ${command.join(' ')}`
+  const started = await settleWithin(
+    timeoutMs,
+    new Promise<boolean>((resolve) => {
+      const check = () => {
+        if (/API:\s+http:\/\/\S+/.test(out) || /running \(/.test(out)) resolve(true)
       }
-    }
-    child.stdout.on('data', check)
-    child.once('exit', (code) => {
-      clearTimeout(timer)
-      reject(new Error(`sluice exited with ${code} before starting:\n${out}`))
-    })
-  })
+      child.stdout.on('data', check)
+      void exited.then(() => resolve(false))
+    }),
+  )
+  if (started !== true) {
+    child.kill('SIGKILL')
+    const code = await exited
+    throw new Error(
+      started === undefined
+        ? `${what} did not start within ${timeoutMs} ms (killed); output:\n${out}`
+        : `${what} exited with ${code} before starting; output:\n${out}`,
+    )
+  }
   const url = /API:\s+(http:\/\/\S+)/.exec(out)?.[1] ?? ''
   const sqlUrl = /SQL port:\s+(http:\/\/\S+)/.exec(out)?.[1]
   return {
@@ -52,9 +65,13 @@ export async function startSluice(
     url,
     sqlUrl,
     output: () => out,
-    async stop() {
+    async stop(stopTimeoutMs = STOP_TIMEOUT_MS) {
       child.kill('SIGTERM')
-      return exited
+      const code = await settleWithin(stopTimeoutMs, exited)
+      if (code !== undefined) return code
+      child.kill('SIGKILL')
+      await exited
+      throw new Error(`${what} did not stop within ${stopTimeoutMs} ms of SIGTERM (killed); output:\n${out}`)
     },
     async kill9() {
       child.kill('SIGKILL')
@@ -63,18 +80,46 @@ export async function startSluice(
   }
 }
 
-/** Run `sluice admin ...` (or any short command) to completion. */
+/** Run `sluice admin ...` (or any short command) to completion, killed past `timeoutMs`. */
 export async function runSluice(
   args: string[],
   env: Record<string, string>,
+  timeoutMs = RUN_TIMEOUT_MS,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env } })
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+  const exited = exitOf(child)
+  const code = await settleWithin(timeoutMs, exited)
+  if (code === undefined) {
+    child.kill('SIGKILL')
+    await exited
+    throw new Error(
+      `sluice ${args.join(' ')} did not finish within ${timeoutMs} ms (killed); stdout:\n${stdout}\nstderr:\n${stderr}`,
+    )
+  }
   return { code, stdout, stderr }
+}
+
+/** The child's exit code (null when a signal ended it); also settles if it could not be spawned. */
+function exitOf(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => {
+    child.once('exit', (code) => resolve(code))
+    child.once('error', () => resolve(child.exitCode))
+  })
+}
+
+/** What `promise` resolves to, or undefined once `ms` have passed first. */
+async function settleWithin<T>(ms: number, promise: Promise<T>): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)))
+  try {
+    return await Promise.race([promise, timeout])
+  } finally {
+    clearTimeout(timer)
+  }
 }
 
 /** Through a running Sluice's admin API: an org with one app and an all-scopes key; its Basic auth. */

@@ -7,7 +7,8 @@ import { tempDir } from '../helpers/temp.ts'
 
 const basic = (key: string, secret: string) => `Basic ${Buffer.from(`${key}:${secret}`).toString('base64')}`
 
-describe('sluice start (embedded, as a user runs it)', () => {
+// Tests here start Sluice twice: more than one helper's time limit, so more than vitest's default.
+describe('sluice start (embedded, as a user runs it)', { timeout: 120_000 }, () => {
   let dir: Awaited<ReturnType<typeof tempDir>>
   let sluice: SluiceChild | undefined
   beforeAll(async () => {
@@ -97,6 +98,20 @@ describe('sluice start (embedded, as a user runs it)', () => {
       app_id: string
     }[]
     expect(apps.map((a) => a.app_id)).toEqual([app.app_id])
+  })
+
+  it('a child that fails or overruns its time limit is killed, and the error carries its output', async () => {
+    const bad = { SLUICE_DATA_DIR: dir.path, PORT: 'eighty' }
+    await expect(startSluice(bad)).rejects.toThrow(
+      /^sluice start exited with 78 before starting; output:\n.*PORT="eighty"/s,
+    )
+    // Limits no start can meet: the helpers give up, kill the child and say so.
+    await expect(startSluice(bad, ['start'], 1)).rejects.toThrow(
+      /^sluice start did not start within 1 ms \(killed\); output:/,
+    )
+    await expect(runSluice(['start'], bad, 1)).rejects.toThrow(
+      /^sluice start did not finish within 1 ms \(killed\); stdout:\n.*\nstderr:/s,
+    )
   })
 
   it('stops with a message naming a bad variable', async () => {

@@ -18,7 +18,8 @@ describe('kill -9 of the embedded process while uploads stream in', () => {
     await dir.cleanup()
   })
 
-  it('stores every event answered 202 exactly once after a restart', async () => {
+  // Two starts (30 s limit each) and a wait of up to 60 s for the events: above vitest's default.
+  it('stores every event answered 202 exactly once after a restart', { timeout: 180_000 }, async () => {
     const env = { SLUICE_DATA_DIR: dir.path, SLUICE_ADMIN_TOKEN: TOKEN }
     sluice = await startSluice(env)
     const { auth } = await createTenant(sluice.url, TOKEN, 'crash-app')
