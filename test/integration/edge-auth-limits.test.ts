@@ -1,5 +1,7 @@
 import type { Hono } from 'hono'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
+import type { Store } from '../../pipelines/connectors/store/store.ts'
+import { ControlStore } from '../../pipelines/control/control-store.ts'
 import { edgeAreas } from '../../services/composition.ts'
 import { loadConfig } from '../../services/config.ts'
 import { createEdgeApp } from '../../services/edge/app.ts'
@@ -197,6 +199,61 @@ describe('the edge asks for credentials first and limits failed attempts and SDK
       expect((await from(app, '2001:db8:1:2::1', check.path, { headers: wrongSecret })).status).toBe(401)
       expect((await from(app, '2001:db8:1:2::ffff', check.path, { headers: good })).status).toBe(429)
       expect((await from(app, '2001:db8:1:3::1', check.path, { headers: good })).status).toBe(200)
+    })
+  })
+
+  describe('the key cache', () => {
+    /** The edge's store, counting the look-ups that reach the engine. */
+    const countingStore = () => {
+      const store = running.runtime.store
+      let queries = 0
+      const counted: Store = {
+        kind: store.kind,
+        command: (sql, params) => store.command(sql, params),
+        query: (sql, params) => {
+          queries++
+          return store.query(sql, params)
+        },
+        insert: (table, rows, options) => store.insert(table, rows, options),
+        ping: () => store.ping(),
+        close: () => Promise.resolve(),
+      }
+      return { store: counted, queries: () => queries }
+    }
+
+    it('merges concurrent look-ups of one key into one query, found or not', async () => {
+      const { store, queries } = countingStore()
+      const control = new ControlStore(store, 5000, { clock: manualClock() })
+      const org = await running.runtime.control.createOrg('merge')
+      const { api_key } = await running.runtime.control.createKey(org.id)
+      const found = await Promise.all(Array.from({ length: 20 }, () => control.getKey(api_key)))
+      expect(new Set(found.map((k) => k?.org_id))).toEqual(new Set([org.id]))
+      expect(queries()).toBe(1)
+      const missing = await Promise.all(Array.from({ length: 20 }, () => control.getKey('no-such-key')))
+      expect(missing).toEqual(Array.from({ length: 20 }, () => undefined))
+      expect(queries()).toBe(2)
+      // An id longer than any key or app id is unknown without a query.
+      expect(await control.getKey('k'.repeat(129))).toBeUndefined()
+      expect(await control.getApp('a'.repeat(129))).toBeUndefined()
+      expect(queries()).toBe(2)
+    })
+
+    it('a revoked key stops at once on the edge that revoked it, and on another edge once the TTL has passed', async () => {
+      const clock = manualClock()
+      const otherEdge = new ControlStore(running.runtime.store, 5000, { clock })
+      const org = await running.runtime.control.createOrg('revoke')
+      const key = await running.runtime.control.createKey(org.id)
+      const app = appWith()
+      const auth = basic(key.api_key, key.api_secret)
+      expect((await app.request('/v1/auth/check', { headers: auth })).status).toBe(200)
+      expect((await otherEdge.getKey(key.api_key))?.revoked).toBe(false)
+
+      expect(await running.runtime.control.revokeKey(org.id, key.api_key)).toBe(true)
+      expect((await app.request('/v1/auth/check', { headers: auth })).status).toBe(401)
+      clock.advance(5000)
+      expect((await otherEdge.getKey(key.api_key))?.revoked).toBe(false)
+      clock.advance(1)
+      expect((await otherEdge.getKey(key.api_key))?.revoked).toBe(true)
     })
   })
 
