@@ -8,7 +8,15 @@ import { createGunzip, gunzipSync, constants } from 'node:zlib'
  */
 export const INFLATE_CHUNK_BYTES = 256 * 1024
 
-export type GunzipCheck = { kind: 'ok'; inflatedBytes: number } | { kind: 'invalid' } | { kind: 'too_large' }
+/** `hasContent`: the inflated body holds more than whitespace (a blank body is refused like a plain one). */
+export type GunzipCheck =
+  { kind: 'ok'; inflatedBytes: number; hasContent: boolean } | { kind: 'invalid' } | { kind: 'too_large' }
+
+/** Whether `bytes` hold anything but spaces, tabs and line breaks. */
+export function hasContent(bytes: Uint8Array): boolean {
+  for (const byte of bytes) if (byte !== 0x20 && byte !== 0x0a && byte !== 0x0d && byte !== 0x09) return true
+  return false
+}
 
 /**
  * Check that a body is complete, valid gzip whose inflated size stays under `maxBytes`, without
@@ -19,6 +27,7 @@ export function checkGzip(body: Buffer, maxBytes: number): Promise<GunzipCheck> 
   return new Promise((resolve) => {
     const gunzip = createGunzip({ chunkSize: INFLATE_CHUNK_BYTES })
     let inflated = 0
+    let content = false
     let settled = false
     const settle = (result: GunzipCheck) => {
       if (settled) return
@@ -27,13 +36,15 @@ export function checkGzip(body: Buffer, maxBytes: number): Promise<GunzipCheck> 
     }
     gunzip.on('data', (chunk: Buffer) => {
       inflated += chunk.length
+      // Only blank prefixes are scanned: the first non-blank byte ends the search.
+      if (!content) content = hasContent(chunk)
       if (inflated >= maxBytes) {
         settle({ kind: 'too_large' })
         gunzip.destroy()
       }
     })
     gunzip.on('error', () => settle({ kind: 'invalid' }))
-    gunzip.on('end', () => settle({ kind: 'ok', inflatedBytes: inflated }))
+    gunzip.on('end', () => settle({ kind: 'ok', inflatedBytes: inflated, hasContent: content }))
     gunzip.end(body)
   })
 }

@@ -22,9 +22,21 @@ export function mintTransactionId(key: Buffer, orgId: number, receivedAt: number
   return Buffer.concat([payload, mac(key, payload)]).toString('base64url')
 }
 
+const SHAPE = /^[A-Za-z0-9_-]{43}$/
+
+/**
+ * Whether `id` has the shape of an id Sluice issues (43 base64url characters). Ids are
+ * case-sensitive tokens, not UUIDs: no other spelling names the same upload, so a receipt request
+ * in another shape is malformed (400) and one of the right shape that was never issued is unknown
+ * (404).
+ */
+export function isTransactionIdShaped(id: string): boolean {
+  return SHAPE.test(id)
+}
+
 /** The org and receipt time of an id this deployment issued; undefined for anything else. */
 export function parseTransactionId(key: Buffer, id: string): TransactionInfo | undefined {
-  if (!/^[A-Za-z0-9_-]{43}$/.test(id)) return undefined
+  if (!SHAPE.test(id)) return undefined
   const raw = Buffer.from(id, 'base64url')
   if (raw.length !== PAYLOAD + MAC) return undefined
   const payload = raw.subarray(0, PAYLOAD)

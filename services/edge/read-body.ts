@@ -1,4 +1,4 @@
-import { payloadTooLarge } from '../shared/errors.ts'
+import { payloadTooLarge, SluiceError } from '../shared/errors.ts'
 
 /**
  * Read a request body, refusing it (413) as soon as it reaches `limit` bytes, so an oversized
@@ -12,7 +12,13 @@ export async function readBoundedBody(request: Request, limit: number): Promise<
   const chunks: Uint8Array[] = []
   let total = 0
   for (;;) {
-    const { done, value } = await reader.read()
+    let chunk: Awaited<ReturnType<typeof reader.read>>
+    try {
+      chunk = await reader.read()
+    } catch (err) {
+      throw aborted(err)
+    }
+    const { done, value } = chunk
     if (done) break
     total += value.byteLength
     if (total >= limit) {
@@ -23,6 +29,14 @@ export async function readBoundedBody(request: Request, limit: number): Promise<
   }
   return Buffer.concat(chunks, total)
 }
+
+/**
+ * The client went away before its body arrived: nothing was promised and nobody is listening for
+ * the answer, so this is routine, not a fault (the error handler logs it as one line at debug).
+ */
+export const REQUEST_ABORTED = 'request_aborted'
+const aborted = (cause: unknown) =>
+  new SluiceError(REQUEST_ABORTED, 400, 'the request body was not received completely', { cause })
 
 const tooLarge = (limit: number) =>
   payloadTooLarge(`body must be smaller than ${Math.round(limit / 1024)} KB`)

@@ -1,5 +1,5 @@
 import type { Context } from 'hono'
-import { checkGzip } from '../../pipelines/events/gzip.ts'
+import { checkGzip, hasContent } from '../../pipelines/events/gzip.ts'
 import { badRequest, payloadTooLarge, unsupportedMediaType } from '../shared/errors.ts'
 import { readBoundedBody } from './read-body.ts'
 
@@ -38,7 +38,8 @@ export async function readUploadBody(
     if (check.kind === 'invalid') throw badRequest('body is not valid gzip')
     if (check.kind === 'too_large')
       throw payloadTooLarge(`body inflates to ${humanBytes(limits.maxInflatedBytes)} or more`)
-    if (check.inflatedBytes === 0) throw badRequest('empty body: send one JSON object per line')
+    // The same answer as the same body sent plain.
+    if (!check.hasContent) throw badRequest('empty body: send one JSON object per line')
   } else if (isBlank(body)) {
     throw badRequest('empty body: send one JSON object per line')
   }
@@ -46,8 +47,7 @@ export async function readUploadBody(
 }
 
 function isBlank(body: Buffer): boolean {
-  for (const byte of body) if (byte !== 0x20 && byte !== 0x0a && byte !== 0x0d && byte !== 0x09) return false
-  return true
+  return !hasContent(body)
 }
 
 function humanBytes(n: number): string {

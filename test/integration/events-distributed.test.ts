@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { distributedEnv } from '../helpers/distributed-env.ts'
 import { startInProcess, type InProcessSluice } from '../helpers/sluice-inprocess.ts'
-import { runEdgeRefusals, runIngestionScenario } from './events-scenario.ts'
+import { runEdgeRefusals, runIngestionScenario, runUuidSpellings } from './events-scenario.ts'
 
 // Kafka (a broker, testcontainers, or librdkafka's mock cluster) and a ClickHouse server (or the
 // chdb-backed stand-in), as the global setup picked and printed.
@@ -20,6 +20,10 @@ describe('event ingestion, distributed mode (Kafka + ClickHouse over HTTP)', () 
 
   it('stores exactly the valid, attributed events and reports an exact receipt', async () => {
     await runIngestionScenario(sluice, sluice.running.runtime.store, 'dist')
+  })
+
+  it('stores an event once however its uuid is spelled (issue 18)', async () => {
+    await runUuidSpellings(sluice, sluice.running.runtime.store, 'dist')
   })
 
   it('refuses what a 202 cannot promise, and keeps serving', async () => {

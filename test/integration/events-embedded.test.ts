@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, it } from 'vitest'
 import { startInProcess, type InProcessSluice } from '../helpers/sluice-inprocess.ts'
-import { runEdgeRefusals, runIngestionScenario } from './events-scenario.ts'
+import { runEdgeRefusals, runIngestionScenario, runUuidSpellings } from './events-scenario.ts'
 
 describe('event ingestion, embedded mode (local log + chdb)', () => {
   let sluice: InProcessSluice
@@ -11,6 +11,10 @@ describe('event ingestion, embedded mode (local log + chdb)', () => {
 
   it('stores exactly the valid, attributed events and reports an exact receipt', async () => {
     await runIngestionScenario(sluice, sluice.running.runtime.store, 'emb')
+  })
+
+  it('stores an event once however its uuid is spelled (issue 18)', async () => {
+    await runUuidSpellings(sluice, sluice.running.runtime.store, 'emb')
   })
 
   it('refuses what a 202 cannot promise, and keeps serving', async () => {

@@ -196,6 +196,18 @@ export async function runIngestionScenario(sluice: InProcessSluice, store: Store
     headers: { Authorization: tenant.auth },
   })
   expect(unknown.status).toBe(404)
+  // Transaction ids are case-sensitive tokens: another spelling is not one we issued.
+  const upper = await fetch(`${sluice.url}/v0/uploads/${transaction_id.toUpperCase()}`, {
+    headers: { Authorization: tenant.auth },
+  })
+  expect(upper.status).toBe(transaction_id === transaction_id.toUpperCase() ? 200 : 404)
+  for (const malformed of [`{${transaction_id}}`, transaction_id.slice(0, 40), `${transaction_id}-`]) {
+    const res = await fetch(`${sluice.url}/v0/uploads/${encodeURIComponent(malformed)}`, {
+      headers: { Authorization: tenant.auth },
+    })
+    expect(res.status).toBe(400)
+    expect(((await res.json()) as { error: string }).error).toMatch(/^transaction_id is malformed/)
+  }
 
   return { tenant, appId }
 }
@@ -227,6 +239,13 @@ export async function runEdgeRefusals(sluice: InProcessSluice, auth: string) {
   expect(empty.status).toBe(400)
   const blank = await postUpload(sluice, auth, '\n\n')
   expect(blank.status).toBe(400)
+  // The same bodies gzipped get the same answer as plain (issue 11).
+  const gzipHeaders = { 'Content-Type': 'application/x-gzip' }
+  for (const text of ['', '\n\n', ' \r\n\t ']) {
+    const res = await postUpload(sluice, auth, gzipSync(text), gzipHeaders)
+    expect(res.status).toBe(400)
+    expect(await res.json()).toEqual({ error: 'empty body: send one JSON object per line' })
+  }
   const bad = await postUpload(sluice, 'Basic ' + Buffer.from('nokey:nosecret').toString('base64'), '{}\n')
   expect(bad.status).toBe(401)
   const schema = await fetch(`${sluice.url}/schemas/events/v0.json`)
@@ -236,4 +255,87 @@ export async function runEdgeRefusals(sluice: InProcessSluice, auth: string) {
     expect.arrayContaining(['schema_url', 'app_uuid', 'customer_id', 'event_name', 'event_time', 'uuid']),
   )
   expect((await fetch(`${sluice.url}/healthz`)).status).toBe(200)
+}
+
+/**
+ * Exactly once however a uuid is spelled (issue 18): one event uuid in upper case, without dashes
+ * and in both, in one upload and across uploads, server-side and from the SDK, is stored once, in
+ * canonical form, and the receipts count the copies as duplicates. An SDK install uuid in another
+ * spelling continues the same device.
+ */
+export async function runUuidSpellings(sluice: InProcessSluice, store: Store, suffix: string) {
+  const appId = `spell-${suffix}`
+  const tenant = await sluice.tenant(`spell-${suffix}`, [appId])
+  const now = Date.now()
+  const install = '9A1B2C3D-4E5F-4A6B-8C7D-0E1F2A3B4C5D'
+  const sdkTx = await postSdk(sluice, appId, [
+    sessionRow({ install, customer: 'carol', at: now - 5000, country: 'de', model: 'Pixel 8' }),
+  ])
+  await sdkReceiptDone(sluice, appId, sdkTx)
+
+  const canonical = uuid()
+  const spellings = [
+    canonical.toUpperCase(),
+    canonical.replaceAll('-', ''),
+    canonical.replaceAll('-', '').toUpperCase(),
+  ]
+  const event = (id: string, name: string) => ({
+    schema_url: SCHEMA_URL,
+    app_uuid: appId,
+    customer_id: 'carol',
+    event_name: name,
+    event_time: now,
+    uuid: id,
+  })
+  // One upload: the first spelling is stored, the other three are duplicates in the body.
+  const res1 = await postUpload(
+    sluice,
+    tenant.auth,
+    lines([event(canonical, 'first'), ...spellings.map((id) => event(id, 'copy'))]),
+  )
+  const receipt1 = await receiptDone(
+    sluice,
+    tenant.auth,
+    ((await res1.json()) as { transaction_id: string }).transaction_id,
+  )
+  expect(receipt1).toMatchObject({ state: 'done', lines: 4, accepted: 1, rejected: 3 })
+  expect(receipt1.rejected_lines.map((r) => [r.line, r.reason])).toEqual([
+    [2, 'duplicate_in_body'],
+    [3, 'duplicate_in_body'],
+    [4, 'duplicate_in_body'],
+  ])
+  // Across uploads, each spelling alone (gzip for one of them): each is a duplicate of the stored event.
+  for (const [i, id] of spellings.entries()) {
+    const body = lines([event(id, 'retry')])
+    const res =
+      i === 0
+        ? await postUpload(sluice, tenant.auth, gzipSync(body), { 'Content-Type': 'application/x-gzip' })
+        : await postUpload(sluice, tenant.auth, body)
+    expect(res.status).toBe(202)
+    const receipt = await receiptDone(
+      sluice,
+      tenant.auth,
+      ((await res.json()) as { transaction_id: string }).transaction_id,
+    )
+    expect(receipt).toMatchObject({ state: 'done', lines: 1, accepted: 0, rejected: 1 })
+    expect(receipt.rejected_lines.map((r) => r.reason)).toEqual(['duplicate'])
+  }
+  // The SDK route shares the index: the same uuid from an SDK row is a duplicate too.
+  const sdkDup = await postSdk(sluice, appId, [
+    { type: 'e', uuid: spellings[2], install_uuid: install.toLowerCase(), at_millis: now, name: 'sdk-copy' },
+  ])
+  const sdkReceipt = await sdkReceiptDone(sluice, appId, sdkDup)
+  expect(sdkReceipt).toMatchObject({ accepted: 0, rejected: 1 })
+  expect(sdkReceipt.rejected_lines.map((r) => r.reason)).toEqual(['duplicate'])
+
+  const stored = await eventsOf(store, appId)
+  expect(stored.map((e) => [e.uuid, e.event_name, e.install_uuid])).toEqual([
+    [canonical, 'first', install.toLowerCase()],
+  ])
+  // The install uuid sent in upper case and then in lower case is one device, stored canonically.
+  const devices = await store.query<{ install_uuid: string }>(
+    `SELECT install_uuid FROM devices FINAL WHERE app_id = {app:String}`,
+    { app: appId },
+  )
+  expect(devices).toEqual([{ install_uuid: install.toLowerCase() }])
 }

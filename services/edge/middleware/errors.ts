@@ -4,12 +4,18 @@ import type { ContentfulStatusCode } from 'hono/utils/http-status'
 import { stdSerializers } from 'pino'
 import type { Logger } from '../../shared/logger.ts'
 import { SluiceError } from '../../shared/errors.ts'
+import { REQUEST_ABORTED } from '../read-body.ts'
 
 /** The edge's one error handler: every error body is {"error": message} (plus any extra fields). */
 export function errorHandler(logger: Logger): ErrorHandler {
   return (err, c) => {
     if (err instanceof SluiceError) {
       if (err.status >= 500) logServerError(logger, err, c.req.method, c.req.path)
+      else if (err.code === REQUEST_ABORTED)
+        logger.debug(
+          { method: c.req.method, path: c.req.path },
+          'client closed the request before its body arrived',
+        )
       for (const [name, value] of Object.entries(err.headers ?? {})) c.header(name, value)
       return c.json({ error: err.message, ...err.extra }, err.status as ContentfulStatusCode)
     }

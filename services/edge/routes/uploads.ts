@@ -5,9 +5,14 @@ import type { ControlStore } from '../../../pipelines/control/control-store.ts'
 import type { LoadShedder } from '../../../pipelines/events/load-shedder.ts'
 import { readReceipt } from '../../../pipelines/events/receipts.ts'
 import type { IngestionTopics, UploadHeaders } from '../../../pipelines/events/topics.ts'
-import { mintTransactionId, parseTransactionId } from '../../../pipelines/events/transaction-id.ts'
+import {
+  isTransactionIdShaped,
+  mintTransactionId,
+  parseTransactionId,
+  type TransactionInfo,
+} from '../../../pipelines/events/transaction-id.ts'
 import { eventJsonSchema } from '../../../schemas/events.ts'
-import { notFound, SluiceError, unavailable } from '../../shared/errors.ts'
+import { badRequest, notFound, SluiceError, unavailable } from '../../shared/errors.ts'
 import type { Metrics } from '../../shared/metrics.ts'
 import type { EdgeEnv } from '../env.ts'
 import { apiAuth } from '../middleware/api-auth.ts'
@@ -55,8 +60,7 @@ export function uploadRoutes(deps: UploadRouteDeps) {
   app.get('/v0/uploads/:transaction_id', apiAuth(deps.control, 'events'), async (c) => {
     const orgId = c.get('principal').orgId
     const tx = c.req.param('transaction_id')
-    const info = parseTransactionId(deps.transactionKey, tx)
-    if (!info || info.orgId !== orgId) throw notFound('unknown transaction_id')
+    const info = issuedTransaction(deps, tx, orgId)
     return c.json(await readReceipt(deps.store, tx, info, { orgId }))
   })
 
@@ -84,12 +88,22 @@ export function uploadRoutes(deps: UploadRouteDeps) {
     const target = await deps.control.getApp(appKey)
     if (!target) throw new SluiceError('unauthorized', 401, 'unknown app key')
     const tx = c.req.param('transaction_id')
-    const info = parseTransactionId(deps.transactionKey, tx)
-    if (!info || info.orgId !== target.org_id) throw notFound('unknown transaction_id')
+    const info = issuedTransaction(deps, tx, target.org_id)
     return c.json(await readReceipt(deps.store, tx, info, { orgId: target.org_id, appId: appKey }))
   })
 
   return app
+}
+
+/** The transaction `tx` this deployment issued to `orgId`: 400 if it is malformed, 404 if unknown. */
+function issuedTransaction(deps: UploadRouteDeps, tx: string, orgId: number): TransactionInfo {
+  if (!isTransactionIdShaped(tx))
+    throw badRequest(
+      'transaction_id is malformed: send it exactly as the 202 gave it (43 characters, case-sensitive)',
+    )
+  const info = parseTransactionId(deps.transactionKey, tx)
+  if (!info || info.orgId !== orgId) throw notFound('unknown transaction_id')
+  return info
 }
 
 /**
