@@ -14,7 +14,9 @@ describe('an aborted request', () => {
   let started = 0
   let handled = 0
   beforeAll(async () => {
-    const logger = createLogger('debug', { write: (line: string) => void logged.push(JSON.parse(line)) })
+    const logger = createLogger('debug', {
+      write: (line: string) => void logged.push(JSON.parse(line) as Record<string, unknown>),
+    })
     const app = new Hono()
     app.post('/upload', async (c) => {
       started++
