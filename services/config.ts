@@ -66,7 +66,7 @@ export const configSchema = z.object({
   SLUICE_WORKER_THREADS: int(0, 0),
   SLUICE_KEY_CACHE_SECONDS: int(5, 0),
   /** Failed authentications per client address per minute before 429; 0: no limit. */
-  SLUICE_AUTH_FAILURES_PER_ADDRESS_PER_MIN: int(60, 0),
+  SLUICE_AUTH_FAILURES_PER_ADDRESS_PER_MIN: int(600, 0),
   /** Proxies (addresses or CIDR ranges, comma-separated) whose X-Forwarded-For names the client. */
   SLUICE_TRUSTED_PROXIES: optionalString.pipe(
     z

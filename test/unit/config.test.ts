@@ -32,7 +32,7 @@ describe('loadConfig', () => {
   it('reads the auth and SDK upload limits', () => {
     const defaults = loadConfig({})
     expect(defaults.SLUICE_SDK_UPLOAD_RATE_PER_APP).toBe(1000)
-    expect(defaults.SLUICE_AUTH_FAILURES_PER_ADDRESS_PER_MIN).toBe(60)
+    expect(defaults.SLUICE_AUTH_FAILURES_PER_ADDRESS_PER_MIN).toBe(600)
     expect(defaults.SLUICE_TRUSTED_PROXIES).toEqual([])
     const config = loadConfig({ SLUICE_TRUSTED_PROXIES: '10.0.0.0/8, 192.0.2.1,fd00::/8' })
     expect(config.SLUICE_TRUSTED_PROXIES).toEqual(['10.0.0.0/8', '192.0.2.1', 'fd00::/8'])
