@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startInProcess, type InProcessSluice } from '../helpers/sluice-inprocess.ts'
 import {
@@ -150,6 +151,23 @@ describe('no input stops a pipeline (embedded)', () => {
     // The receipt lists the first rejected lines only, with the total count above.
     expect(receipt.rejected_lines.length).toBeLessThanOrEqual(1000)
     expect(receipt.rejected_lines[0]).toMatchObject({ line: 1, reason: 'invalid_json' })
+    await validArrives()
+  })
+
+  it('a 2 KB gzip SDK upload of 1,000,000 invalid lines: counted, 1,000 listed', async () => {
+    const body = gzipSync('x\n'.repeat(1_000_000))
+    expect(body.length).toBeLessThan(4096)
+    const res = await fetch(`${sluice.url}/v1/sdk/apps/${APP}/uploads`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/x-gzip' },
+      body,
+    })
+    expect(res.status).toBe(202)
+    const tx = ((await res.json()) as { transaction_id: string }).transaction_id
+    const receipt = await sdkReceiptDone(sluice, APP, tx)
+    expect(receipt).toMatchObject({ lines: 1_000_000, accepted: 0, rejected: 1_000_000 })
+    expect(receipt.rejected_lines).toHaveLength(1000)
+    expect(receipt.rejected_lines.at(-1)).toMatchObject({ line: 1000, reason: 'invalid_json' })
     await validArrives()
   })
 
