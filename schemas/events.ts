@@ -26,6 +26,8 @@ export const EVENT_LIMITS = {
 } as const
 
 export const EVENT_SCHEMA_PATH = '/schemas/events/v0.json'
+/** Versions a line's schema_url may name: v1 (the current API of the original service) has v0's fields. */
+export const EVENT_SCHEMA_VERSIONS = ['v0', 'v1'] as const
 
 export const UUID_PATTERN = /^[0-9a-fA-F-]{32,75}$/
 
@@ -54,8 +56,8 @@ export function charsAtMost(s: string, max: number): boolean {
 // check a string comparison instead of a URL parse per line.
 let lastGoodSchemaUrl = ''
 
-/** An absolute http(s) URL whose path ends in `v0.json` (query and fragment are ignored). */
-export function isV0SchemaUrl(s: string): boolean {
+/** An absolute http(s) URL whose path ends in `v0.json` or `v1.json` (query and fragment are ignored). */
+export function isEventSchemaUrl(s: string): boolean {
   if (s === lastGoodSchemaUrl) return true
   // The WHATWG parser silently strips surrounding whitespace and control characters; a sender
   // that sends them has a bug worth reporting rather than papering over.
@@ -67,7 +69,7 @@ export function isV0SchemaUrl(s: string): boolean {
     return false
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return false
-  if (!url.pathname.endsWith('v0.json')) return false
+  if (!url.pathname.endsWith('v0.json') && !url.pathname.endsWith('v1.json')) return false
   lastGoodSchemaUrl = s
   return true
 }
@@ -150,13 +152,14 @@ export const eventLineSchema = z
   .object({
     schema_url: z
       .string({ error: 'schema_url must be a string' })
-      .refine(isV0SchemaUrl, {
-        error: 'schema_url must be an absolute http(s) URL whose path ends in v0.json',
+      .refine(isEventSchemaUrl, {
+        error: 'schema_url must be an absolute http(s) URL whose path ends in v0.json or v1.json',
       })
       .meta({
         format: 'uri',
-        pattern: '^[Hh][Tt][Tt][Pp][Ss]?://[^?#]*v0\\.json([?#].*)?$',
-        description: 'URL of the schema version of the request: an absolute http(s) URL ending in v0.json.',
+        pattern: '^[Hh][Tt][Tt][Pp][Ss]?://[^?#]*v[01]\\.json([?#].*)?$',
+        description:
+          'URL of the schema version of the request: an absolute http(s) URL ending in v0.json or v1.json (the same fields).',
         examples: [`https://events.example.com${EVENT_SCHEMA_PATH}`],
       }),
     app_uuid: chars('app_uuid', 1, EVENT_LIMITS.appUuidMaxChars).meta({ description: 'App ID' }),

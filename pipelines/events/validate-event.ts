@@ -5,7 +5,7 @@ import {
   charLength,
   charsAtMost,
   eventLineSchema,
-  isV0SchemaUrl,
+  isEventSchemaUrl,
 } from '../../schemas/events.ts'
 import { canonicalEventUuid } from '../../schemas/uuid.ts'
 import type { SdkRejectReason } from '../sdk/validate-sdk-row.ts'
@@ -270,7 +270,8 @@ export function rejectUuid(value: unknown): string | null {
 export function schemaUrlProblem(value: unknown): string | undefined {
   if (value === undefined) return 'schema_url is required'
   if (typeof value !== 'string') return `schema_url must be a string, not ${jsonType(value)}`
-  if (!isV0SchemaUrl(value)) return 'schema_url must be an absolute http(s) URL whose path ends in v0.json'
+  if (!isEventSchemaUrl(value))
+    return 'schema_url must be an absolute http(s) URL whose path ends in v0.json or v1.json'
   return undefined
 }
 

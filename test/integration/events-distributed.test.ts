@@ -1,7 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { distributedEnv } from '../helpers/distributed-env.ts'
 import { startInProcess, type InProcessSluice } from '../helpers/sluice-inprocess.ts'
-import { runEdgeRefusals, runIngestionScenario, runUuidSpellings } from './events-scenario.ts'
+import {
+  runEdgeRefusals,
+  runIngestionScenario,
+  runOriginalClientPaths,
+  runUuidSpellings,
+} from './events-scenario.ts'
 
 // Kafka (a broker, testcontainers, or librdkafka's mock cluster) and a ClickHouse server (or the
 // chdb-backed stand-in), as the global setup picked and printed.
@@ -24,6 +29,10 @@ describe('event ingestion, distributed mode (Kafka + ClickHouse over HTTP)', () 
 
   it('stores an event once however its uuid is spelled (issue 18)', async () => {
     await runUuidSpellings(sluice, sluice.running.runtime.store, 'dist')
+  })
+
+  it('takes uploads on the paths and schema versions clients of the original service use', async () => {
+    await runOriginalClientPaths(sluice, sluice.running.runtime.store, 'dist')
   })
 
   it('refuses what a 202 cannot promise, and keeps serving', async () => {

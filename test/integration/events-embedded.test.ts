@@ -1,6 +1,11 @@
 import { afterAll, beforeAll, describe, it } from 'vitest'
 import { startInProcess, type InProcessSluice } from '../helpers/sluice-inprocess.ts'
-import { runEdgeRefusals, runIngestionScenario, runUuidSpellings } from './events-scenario.ts'
+import {
+  runEdgeRefusals,
+  runIngestionScenario,
+  runOriginalClientPaths,
+  runUuidSpellings,
+} from './events-scenario.ts'
 
 describe('event ingestion, embedded mode (local log + chdb)', () => {
   let sluice: InProcessSluice
@@ -15,6 +20,10 @@ describe('event ingestion, embedded mode (local log + chdb)', () => {
 
   it('stores an event once however its uuid is spelled (issue 18)', async () => {
     await runUuidSpellings(sluice, sluice.running.runtime.store, 'emb')
+  })
+
+  it('takes uploads on the paths and schema versions clients of the original service use', async () => {
+    await runOriginalClientPaths(sluice, sluice.running.runtime.store, 'emb')
   })
 
   it('refuses what a 202 cannot promise, and keeps serving', async () => {

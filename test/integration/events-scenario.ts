@@ -339,3 +339,63 @@ export async function runUuidSpellings(sluice: InProcessSluice, store: Store, su
   )
   expect(devices).toEqual([{ install_uuid: install.toLowerCase() }])
 }
+
+/**
+ * What clients of the original service send (issue 12): uploads to {events_url}/v0|v1/uploads
+ * with events_url ending in /events, and schema_url naming v1.json. Each path is the one endpoint,
+ * with its receipt under the same path.
+ */
+export async function runOriginalClientPaths(sluice: InProcessSluice, store: Store, suffix: string) {
+  const appId = `paths-${suffix}`
+  const tenant = await sluice.tenant(`paths-${suffix}`, [appId])
+  const now = Date.now()
+  await sdkReceiptDone(
+    sluice,
+    appId,
+    await postSdk(sluice, appId, [
+      sessionRow({ install: 'i-erin', customer: 'erin', at: now - 5000, country: 'se', model: 'Pixel 7' }),
+    ]),
+  )
+  const sent: string[] = []
+  for (const [path, version] of [
+    ['/events/v1/uploads', 'v1'],
+    ['/events/v0/uploads', 'v0'],
+    ['/v1/uploads', 'v1'],
+  ] as const) {
+    const id = uuid()
+    sent.push(id)
+    const res = await fetch(`${sluice.url}${path}`, {
+      method: 'POST',
+      headers: { Authorization: tenant.auth, 'Content-Type': 'application/json' },
+      body: lines([
+        {
+          schema_url: `https://analytics.example.com/schemas/events/${version}.json`,
+          app_uuid: appId,
+          customer_id: 'erin',
+          event_name: `via ${path}`,
+          event_time: now,
+          uuid: id,
+        },
+      ]),
+    })
+    expect(res.status).toBe(202)
+    const { transaction_id } = (await res.json()) as { transaction_id: string }
+    const receipt = await waitForReceipt(sluice, tenant.auth, `${path}/${transaction_id}`)
+    expect(receipt).toMatchObject({ lines: 1, accepted: 1, rejected: 0 })
+  }
+  const stored = await eventsOf(store, appId)
+  expect(stored.map((e) => e.uuid).sort()).toEqual([...sent].sort())
+  const schema = (await (await fetch(`${sluice.url}/schemas/events/v1.json`)).json()) as { $id: string }
+  expect(schema.$id).toBe('/schemas/events/v1.json')
+}
+
+async function waitForReceipt(sluice: InProcessSluice, auth: string, path: string) {
+  for (let i = 0; i < 300; i++) {
+    const receipt = (await (
+      await fetch(`${sluice.url}${path}`, { headers: { Authorization: auth } })
+    ).json()) as { state: string }
+    if (receipt.state === 'done') return receipt
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  throw new Error(`receipt at ${path} never reached done`)
+}

@@ -65,7 +65,9 @@ describe('eventJsonSchema', () => {
     expect(pattern.test('https://events.example.com/schemas/events/v0.json')).toBe(true)
     expect(pattern.test('http://h/v0.json?x=1')).toBe(true)
     expect(pattern.test('/schemas/events/v0.json')).toBe(false)
-    expect(pattern.test('https://h/v1.json')).toBe(false)
+    // v1.json names the current API of the original service, with v0's fields (issue 12)
+    expect(pattern.test('https://h/v1.json')).toBe(true)
+    expect(pattern.test('https://h/v2.json')).toBe(false)
   })
 
   it('hands out a copy each time', () => {

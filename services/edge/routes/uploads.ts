@@ -11,7 +11,7 @@ import {
   parseTransactionId,
   type TransactionInfo,
 } from '../../../pipelines/events/transaction-id.ts'
-import { eventJsonSchema } from '../../../schemas/events.ts'
+import { EVENT_SCHEMA_VERSIONS, eventJsonSchema } from '../../../schemas/events.ts'
 import { badRequest, notFound, SluiceError, unavailable } from '../../shared/errors.ts'
 import type { Metrics } from '../../shared/metrics.ts'
 import type { EdgeEnv } from '../env.ts'
@@ -40,29 +40,37 @@ export function uploadRoutes(deps: UploadRouteDeps) {
   const buckets = new TokenBuckets(deps.limits.ratePerKeyPerSecond, 1000)
   const sdkBuckets = new TokenBuckets(deps.limits.sdkRatePerAppPerSecond, 1000)
 
-  app.get('/schemas/events/v0.json', (c) => c.json(eventJsonSchema()))
+  // The same schema under both versions' names: v1 has v0's fields (DESIGN.md).
+  for (const version of EVENT_SCHEMA_VERSIONS)
+    app.get(`/schemas/events/${version}.json`, (c) =>
+      c.json(eventJsonSchema(`/schemas/events/${version}.json`)),
+    )
 
-  app.post(
-    '/v0/uploads',
-    apiAuth(deps.control, 'events'),
-    rateLimit(buckets, (c) => c.get('principal').apiKey),
-    async (c) => {
-      const principal = c.get('principal')
-      const tx = await accept(deps, c, deps.topics.uploads, {
-        orgId: principal.orgId,
-        apiKey: principal.apiKey,
-        source: 'server',
-      })
-      return c.json({ transaction_id: tx }, 202)
-    },
-  )
+  // Clients of the original service post to {events_url}/{api_version}/uploads with events_url
+  // ending in /events (v0 beta, v1 current); every spelling is one endpoint.
+  for (const base of SERVER_UPLOAD_PATHS) {
+    app.post(
+      base,
+      apiAuth(deps.control, 'events'),
+      rateLimit(buckets, (c) => c.get('principal').apiKey),
+      async (c) => {
+        const principal = c.get('principal')
+        const tx = await accept(deps, c, deps.topics.uploads, {
+          orgId: principal.orgId,
+          apiKey: principal.apiKey,
+          source: 'server',
+        })
+        return c.json({ transaction_id: tx }, 202)
+      },
+    )
 
-  app.get('/v0/uploads/:transaction_id', apiAuth(deps.control, 'events'), async (c) => {
-    const orgId = c.get('principal').orgId
-    const tx = c.req.param('transaction_id')
-    const info = issuedTransaction(deps, tx, orgId)
-    return c.json(await readReceipt(deps.store, tx, info, { orgId }))
-  })
+    app.get(`${base}/:transaction_id`, apiAuth(deps.control, 'events'), async (c) => {
+      const orgId = c.get('principal').orgId
+      const tx = c.req.param('transaction_id')
+      const info = issuedTransaction(deps, tx, orgId)
+      return c.json(await readReceipt(deps.store, tx, info, { orgId }))
+    })
+  }
 
   // Per app key, before the app is looked up: a flood under an unknown key is limited too.
   app.use(
@@ -94,6 +102,14 @@ export function uploadRoutes(deps: UploadRouteDeps) {
 
   return app
 }
+
+/** Paths of the server-side upload endpoint (one endpoint; receipts under each as `<path>/:id`). */
+export const SERVER_UPLOAD_PATHS = [
+  '/v0/uploads',
+  '/v1/uploads',
+  '/events/v0/uploads',
+  '/events/v1/uploads',
+] as const
 
 /** The transaction `tx` this deployment issued to `orgId`: 400 if it is malformed, 404 if unknown. */
 function issuedTransaction(deps: UploadRouteDeps, tx: string, orgId: number): TransactionInfo {
