@@ -83,6 +83,9 @@ export function profileWriter(deps: ProfileWriterDeps) {
     const appliedAt = now()
     const changeRows: ChangeRow[] = []
     const profileRows: ProfileRow[] = []
+    // Profiles absent before and after this batch (a DELETE of one that never existed): a
+    // deleted row is written only where it hides an auto-profile, i.e. the SDK has seen them.
+    const stillAbsent: { command: ProfileCommand; row: ProfileRow }[] = []
     let applied = 0
     for (const [key, group] of groups) {
       const stored = current.get(key)
@@ -138,22 +141,30 @@ export function profileWriter(deps: ProfileWriterDeps) {
         applied++
       }
       if (!last) continue
-      profileRows.push(
-        toProfileRow(
-          {
-            profiledb_id: last.command.db,
-            org_id: last.command.org,
-            app_id: last.command.app,
-            customer_id: last.command.customer,
-            updated_at: updatedAt,
-            source_partition: last.record.partition,
-            source_offset: last.record.offset,
-            // Derived from the state read, so a replay of the same batch writes the same version.
-            version: (stored?.version ?? 0) + 1,
-          },
-          attributes,
-        ),
+      const row = toProfileRow(
+        {
+          profiledb_id: last.command.db,
+          org_id: last.command.org,
+          app_id: last.command.app,
+          customer_id: last.command.customer,
+          updated_at: updatedAt,
+          source_partition: last.record.partition,
+          source_offset: last.record.offset,
+          // Derived from the state read, so a replay of the same batch writes the same version.
+          version: (stored?.version ?? 0) + 1,
+        },
+        attributes,
       )
+      if (attributes === null && (stored?.attributes ?? null) === null)
+        stillAbsent.push({ command: last.command, row })
+      else profileRows.push(row)
+    }
+    if (stillAbsent.length > 0) {
+      const seen = await seenBySdk(
+        deps.store,
+        stillAbsent.map((a) => a.command),
+      )
+      for (const { command, row } of stillAbsent) if (seen(command)) profileRows.push(row)
     }
     if (changeRows.length > 0) await deps.store.insert('profile_changes', changeRows)
     if (profileRows.length > 0) await deps.store.insert('profiles', profileRows)
@@ -163,6 +174,31 @@ export function profileWriter(deps: ProfileWriterDeps) {
 }
 
 const profileKey = (db: number, customer: string) => `${db}\n${customer}`
+
+/**
+ * Which of these commands' customers the SDK has seen where their profile reads SDK state (the
+ * command's app, or any app of its org for an org-level profile): those have an auto-profile a
+ * DELETE must hide; the others never existed, and their DELETE leaves no row.
+ */
+async function seenBySdk(
+  store: Store,
+  commands: ProfileCommand[],
+): Promise<(command: ProfileCommand) => boolean> {
+  const customers = stringSet('customers', [...new Set(commands.map((c) => c.customer))])
+  const rows = await store.query<{ app_id: string; customer_id: string; org_id: number | string }>(
+    `SELECT DISTINCT d.app_id AS app_id, d.customer_id AS customer_id, a.org_id AS org_id
+     FROM customer_devices AS d
+     INNER JOIN (SELECT app_id, org_id FROM apps FINAL WHERE deleted = 0) AS a ON d.app_id = a.app_id
+     WHERE d.customer_id IN ${customers.sql}`,
+    { customers: customers.value },
+  )
+  const byApp = new Set(rows.map((r) => `${r.app_id}\n${r.customer_id}`))
+  const byOrg = new Set(rows.map((r) => `${Number(r.org_id)}\n${r.customer_id}`))
+  return (command) =>
+    command.app !== ''
+      ? byApp.has(`${command.app}\n${command.customer}`)
+      : byOrg.has(`${command.org}\n${command.customer}`)
+}
 
 async function loadCurrent(store: Store, commands: ProfileCommand[]): Promise<Map<string, CurrentProfile>> {
   const wanted = new Set(commands.map((c) => profileKey(c.db, c.customer)))

@@ -266,8 +266,9 @@ describe('profile writer', () => {
       ]),
     )
     expect(await profileOf(db, 'd')).toMatchObject({ attributes: { c: 2 }, deleted: 0 })
-    // A delete of a profile that never existed is stored (it hides an auto-profile) but logs nothing.
-    expect(await profileOf(db, 'gone')).toMatchObject({ attributes: {}, deleted: 1 })
+    // A delete of a profile that never existed (and has no auto-profile to hide) leaves no row
+    // and logs nothing (issue 12).
+    expect(await profileOf(db, 'gone')).toBeUndefined()
     expect(
       (await changesOf(db)).map((c) => [c.customer_id, c.updates, c.deletes, c.profile_deleted]),
     ).toEqual([
@@ -277,6 +278,40 @@ describe('profile writer', () => {
     ])
     await write(batch(0, 4, [deleteProfile(db, 'd')]))
     expect(await profileOf(db, 'd')).toMatchObject({ attributes: {}, deleted: 1, version: 2 })
+  })
+
+  it('a delete of a profile the SDK has seen leaves a deleted row that hides its auto-profile', async () => {
+    // An org (profile db `orgDb`) with one app (profile db `appDb`) whose SDK has seen 'seen'.
+    const orgDb = freshDb()
+    const appDb = freshDb()
+    const otherAppDb = freshDb()
+    const orgId = 9_000 + orgDb
+    const app = `app-${appDb}`
+    await store.insert('apps', [
+      { app_id: app, org_id: orgId, name: 'a', profiledb_id: appDb, created_at: T0, version: 1 },
+    ])
+    await store.insert('customer_devices', [
+      { app_id: app, customer_id: 'seen', install_uuid: 'i', last_active_at: T0, version: 1 },
+    ])
+    const del = (db: number, appId: string, customer: string) => ({
+      ...deleteProfile(db, customer),
+      org: orgId,
+      app: appId,
+    })
+    const write = profileWriter({ store })
+    await write(
+      batch(0, 0, [
+        del(orgDb, '', 'seen'),
+        del(orgDb, '', 'never-seen'),
+        del(appDb, app, 'seen'),
+        del(otherAppDb, 'another-app', 'seen'),
+      ]),
+    )
+    expect(await profileOf(orgDb, 'seen')).toMatchObject({ attributes: {}, deleted: 1 })
+    expect(await profileOf(orgDb, 'never-seen')).toBeUndefined()
+    expect(await profileOf(appDb, 'seen')).toMatchObject({ attributes: {}, deleted: 1 })
+    expect(await profileOf(otherAppDb, 'seen')).toBeUndefined()
+    for (const db of [orgDb, appDb, otherAppDb]) expect(await changesOf(db)).toEqual([])
   })
 
   it('records changes the state refuses, applies the others', async () => {
