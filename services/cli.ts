@@ -20,6 +20,8 @@ const USAGE = `usage: sluice <command>
     admin apps list --org ID
     admin keys create --org ID [--scopes profiles,events,...]
     admin keys list --org ID             admin keys revoke --org ID --key API_KEY
+    admin dead-letters list [--stage STAGE] [--limit N]
+    admin dead-letters replay --id ID
     (--url defaults to SLUICE_URL or http://127.0.0.1:$PORT; the token to
      SLUICE_ADMIN_TOKEN or the one stored in $SLUICE_DATA_DIR)
 `
@@ -131,13 +133,16 @@ async function runAdmin(config: Config, args: string[]): Promise<number> {
       'app-id': { type: 'string' },
       scopes: { type: 'string' },
       key: { type: 'string' },
+      stage: { type: 'string' },
+      limit: { type: 'string' },
+      id: { type: 'string' },
     },
   })
   const [resource, action] = positionals
   const base = values.url ?? process.env.SLUICE_URL ?? `http://127.0.0.1:${config.PORT}`
   const token =
     values.token ?? config.SLUICE_ADMIN_TOKEN ?? (await readStoredToken(resolve(config.SLUICE_DATA_DIR)))
-  const need = (name: 'org' | 'name' | 'key'): string => {
+  const need = (name: 'org' | 'name' | 'key' | 'id'): string => {
     const value = values[name]
     if (!value) throw new UsageError(`--${name} is required`)
     return value
@@ -167,8 +172,8 @@ class UsageError extends Error {}
 function adminRequest(
   resource: string | undefined,
   action: string | undefined,
-  need: (name: 'org' | 'name' | 'key') => string,
-  values: { 'app-id'?: string; scopes?: string },
+  need: (name: 'org' | 'name' | 'key' | 'id') => string,
+  values: { 'app-id'?: string; scopes?: string; stage?: string; limit?: string },
 ): { method: string; path: string; body?: unknown } {
   const org = () => encodeURIComponent(need('org'))
   switch (`${resource} ${action}`) {
@@ -194,6 +199,14 @@ function adminRequest(
       return { method: 'GET', path: `/orgs/${org()}/keys` }
     case 'keys revoke':
       return { method: 'DELETE', path: `/orgs/${org()}/keys/${encodeURIComponent(need('key'))}` }
+    case 'dead-letters list': {
+      const query = new URLSearchParams()
+      if (values.stage) query.set('stage', values.stage)
+      if (values.limit) query.set('limit', values.limit)
+      return { method: 'GET', path: `/dead-letters${query.size > 0 ? `?${query.toString()}` : ''}` }
+    }
+    case 'dead-letters replay':
+      return { method: 'POST', path: `/dead-letters/${encodeURIComponent(need('id'))}/replay` }
     default:
       throw new UsageError(`unknown admin command: ${resource ?? ''} ${action ?? ''}`)
   }
