@@ -1,7 +1,11 @@
 import type { Consumer } from '../../pipelines/connectors/bus/bus.ts'
 import type { Runtime } from '../runtime.ts'
 
-/** A pipeline the worker runs: it subscribes consumers to the bus and owns its own resources. */
+/**
+ * A pipeline the worker runs: it subscribes consumers to the bus and owns its own resources.
+ * Subscribe each stage with consumeStage (guarded-consumer.ts), so a record that keeps failing is
+ * dead-lettered instead of stalling its partition.
+ */
 export interface WorkerPipeline {
   name: string
   start(runtime: Runtime): Promise<{ consumers: Consumer[]; close?: () => Promise<void> }>
