@@ -24,6 +24,15 @@ export const configSchema = z.object({
   SLUICE_DATA_DIR: z.string().min(1).default('./data'),
   SLUICE_SQL_PORT: int(8123, 0).pipe(z.number().max(65535)),
   SLUICE_SQL_HOST: z.string().default('127.0.0.1'),
+  // Limits of the analysts' SQL port, set on its engine connections with readonly=1 (no query lifts them).
+  SLUICE_SQL_MAX_EXECUTION_SECONDS: int(60, 1),
+  SLUICE_SQL_MAX_MEMORY_BYTES: int(1024 * 1024 * 1024, 1),
+  SLUICE_SQL_MAX_RESULT_BYTES: int(128 * 1024 * 1024, 1),
+  /** Engine threads per analyst statement: fewer than the cores leaves CPU to the public API. */
+  SLUICE_SQL_MAX_THREADS: int(1, 1),
+  SLUICE_SQL_MAX_CONCURRENT_QUERIES: int(2, 1),
+  SLUICE_SQL_HEADERS_TIMEOUT_MS: int(10_000, 1),
+  SLUICE_SQL_REQUEST_TIMEOUT_MS: int(30_000, 1),
   SLUICE_ADMIN_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
   SLUICE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   KAFKA_BROKERS: optionalString.transform((v) =>

@@ -9,6 +9,7 @@ import { listen } from './edge/serve.ts'
 import { openRuntime, type Runtime } from './runtime.ts'
 import { startScheduler } from './scheduler/scheduler.ts'
 import type { Logger } from './shared/logger.ts'
+import { ChdbAnalystEngine } from './sql-port/analyst-engine.ts'
 import { startSqlPort } from './sql-port/sql-port.ts'
 import { ensureIngestionTopics } from './worker/ingestion.ts'
 import { ensureProfileTopics } from './worker/profiles.ts'
@@ -93,11 +94,23 @@ export async function startProcess(
     }
     if (roles.includes('edge') && runtime.store instanceof ChdbStore && token) {
       const adminToken = token
+      // Analysts' statements run on connections of their own, never on the pipelines' (analyst-engine.ts).
+      const analysts = await ChdbAnalystEngine.open(runtime.store, {
+        maxExecutionSeconds: config.SLUICE_SQL_MAX_EXECUTION_SECONDS,
+        maxMemoryBytes: config.SLUICE_SQL_MAX_MEMORY_BYTES,
+        maxResultBytes: config.SLUICE_SQL_MAX_RESULT_BYTES,
+        maxThreads: config.SLUICE_SQL_MAX_THREADS,
+      })
+      closers.push(() => analysts.close())
       const sql = await startSqlPort({
         executor: runtime.store,
         host: config.SLUICE_SQL_HOST,
         port: config.SLUICE_SQL_PORT,
         readOnly: true,
+        analysts,
+        maxConcurrentQueries: config.SLUICE_SQL_MAX_CONCURRENT_QUERIES,
+        headersTimeoutMs: config.SLUICE_SQL_HEADERS_TIMEOUT_MS,
+        requestTimeoutMs: config.SLUICE_SQL_REQUEST_TIMEOUT_MS,
         defaultDatabase: runtime.store.database,
         authenticate: (user, password) => safeEqual(user, 'admin') && safeEqual(password, adminToken),
       })

@@ -1,14 +1,11 @@
 /**
- * The SQL port: ClickHouse's HTTP interface in front of a RawExecutor (chdb in this process), close
- * enough that @clickhouse/client, curl, Grafana and DBeaver work against it. Read-only mode is the
- * analysts' port in embedded mode; writable mode is the test stand-in for a ClickHouse server.
- *
- * Requests run one at a time (chdb runs one query at a time anyway), which also keeps a
- * `database=` switch (`USE db; …; USE default` as one call on the shared session) from interleaving
- * with another request of this port. Other users of the same session (the pipelines, in embedded
- * mode) are outside that queue: when the statement fails, chdb stops before the trailing USE, and
- * until the port's restoring call runs, a query of theirs that chdb happens to run first would see
- * `db` as its current database.
+ * The SQL port: ClickHouse's HTTP interface, close enough that @clickhouse/client, curl, Grafana and
+ * DBeaver work against it. Read-only mode is the analysts' port in embedded mode: statements run on
+ * connections of their own (analyst-engine.ts) with the engine's readonly=1 and the port's limits, at
+ * most `maxConcurrentQueries` at a time, and a statement whose client goes away is killed. Writable
+ * mode is the test stand-in for a ClickHouse server (test/fixtures/clickhouse-standin-server.ts): it
+ * runs requests one at a time on the executor's connection, where a `database=` switch is
+ * `USE db; …; USE default` as one call; nothing else shares that process's engine.
  */
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto'
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http'
@@ -16,6 +13,7 @@ import type { AddressInfo } from 'node:net'
 import { promisify } from 'node:util'
 import zlib from 'node:zlib'
 import type { QueryParams, RawExecutor } from '../../pipelines/connectors/store/store.ts'
+import { AnalystQueryCancelled, ReadOnlyRefusal, type AnalystEngine } from './analyst-engine.ts'
 import {
   addSettings,
   analyzeStatement,
@@ -42,21 +40,23 @@ import {
   SqlPortError,
 } from './clickhouse-protocol.ts'
 
-export interface SqlPortOptions {
+interface SqlPortCommonOptions {
+  /** Writable mode runs every statement here; read-only mode only reads the engine's version and time zone. */
   executor: RawExecutor
   host: string
   /** 0 picks a free port. */
   port: number
-  readOnly: boolean
   authenticate(user: string, password: string): boolean
-  /** The executor session's current database, restored after a request names another one. */
+  /** The database a request runs in unless it names another (the executor's current one in writable mode). */
   defaultDatabase: string
   /** Largest accepted request body, before and after decompression. Default 1 MB read-only, 256 MB writable. */
   maxQueryBytes?: number
-  /** Read-only mode: max_execution_time forced on every statement. Default 300 s. */
-  maxExecutionTimeSeconds?: number
-  /** Requests waiting for the engine before new ones get TOO_MANY_SIMULTANEOUS_QUERIES. Default 100. */
+  /** Requests running or waiting for the engine before new ones get TOO_MANY_SIMULTANEOUS_QUERIES. Default 100. */
   maxQueuedRequests?: number
+  /** A connection that has not sent its whole header block within this time is answered 408 and closed. Default 10 s. */
+  headersTimeoutMs?: number
+  /** A connection that has not sent its whole request (headers and body) within this time is answered 408 and closed. Default 30 s. */
+  requestTimeoutMs?: number
   /** Reported in error bodies; read from the engine (SELECT version()) when absent. */
   serverVersion?: string
   /** X-ClickHouse-Timezone; read from the engine (SELECT timezone()) when absent. */
@@ -64,7 +64,20 @@ export interface SqlPortOptions {
   displayName?: string
 }
 
-export type SqlPortHandlerOptions = Omit<SqlPortOptions, 'host' | 'port'>
+export type SqlPortOptions = SqlPortCommonOptions &
+  (
+    | {
+        readOnly: true
+        /** Runs the analysts' statements: connections of their own, readonly=1, the limits. */
+        analysts: AnalystEngine
+        /** Statements running at once; the others wait in arrival order. Default 2. */
+        maxConcurrentQueries?: number
+      }
+    | { readOnly: false }
+  )
+
+export type SqlPortHandlerOptions = DistributiveOmit<SqlPortOptions, 'host' | 'port'>
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
 
 export interface SqlPortServer {
   port: number
@@ -80,16 +93,7 @@ const brotli = promisify(zlib.brotliCompress)
 export function createSqlPortHandler(
   options: SqlPortHandlerOptions,
 ): (req: IncomingMessage, res: ServerResponse) => void {
-  if (!isIdentifier(options.defaultDatabase))
-    throw new Error(`invalid defaultDatabase ${options.defaultDatabase}`)
-  const port = new SqlPort(options)
-  return (req, res) => {
-    port.handle(req, res).catch((err: unknown) => {
-      // handle() answers every error it can; this is the last resort for a broken socket.
-      if (!res.headersSent) res.writeHead(500).end()
-      else res.destroy(err instanceof Error ? err : undefined)
-    })
-  }
+  return new SqlPort(options).listener
 }
 
 /** Starts the port on host:port; resolves once it listens. */
@@ -98,12 +102,21 @@ export async function startSqlPort(options: SqlPortOptions): Promise<SqlPortServ
     options.serverVersion === undefined || options.timezone === undefined
       ? await readServerInfo(options.executor)
       : undefined
+  const port = new SqlPort({
+    ...options,
+    serverVersion: options.serverVersion ?? info?.version,
+    timezone: options.timezone ?? info?.timezone,
+  })
+  const requestTimeout = options.requestTimeoutMs ?? 30_000
+  const headersTimeout = Math.min(options.headersTimeoutMs ?? 10_000, requestTimeout)
+  // Node looks for connections past these limits every connectionsCheckingInterval (30 s by default).
   const server = createServer(
-    createSqlPortHandler({
-      ...options,
-      serverVersion: options.serverVersion ?? info?.version,
-      timezone: options.timezone ?? info?.timezone,
-    }),
+    {
+      headersTimeout,
+      requestTimeout,
+      connectionsCheckingInterval: Math.max(10, Math.min(1000, Math.floor(headersTimeout / 4))),
+    },
+    port.listener,
   )
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
@@ -112,13 +125,19 @@ export async function startSqlPort(options: SqlPortOptions): Promise<SqlPortServ
       resolve()
     })
   })
-  const { port } = server.address() as AddressInfo
+  const { port: listening } = server.address() as AddressInfo
   return {
-    port,
+    port: listening,
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.close((err) => (err ? reject(err) : resolve()))
         server.closeIdleConnections()
+        // An analyst's statement is not worth holding a shutdown for: it is killed, its client
+        // gets a closed connection. The writable stand-in lets requests in flight finish.
+        if (options.readOnly) {
+          port.abortAll()
+          server.closeAllConnections()
+        }
       }),
   }
 }
@@ -160,12 +179,30 @@ interface ServerInfo {
 class SqlPort {
   private readonly options: SqlPortHandlerOptions
   private readonly maxBytes: number
+  /** Writable mode: one request at a time on the executor's connection. */
   private readonly queue = new SerialQueue()
+  /** Read-only mode: at most maxConcurrentQueries statements at once. */
+  private readonly limiter: ConcurrencyLimit
+  /** Requests in flight, aborted when the port closes. */
+  private readonly inFlight = new Set<AbortController>()
   private readonly displayName: string
   private info: ServerInfo
+  readonly listener: (req: IncomingMessage, res: ServerResponse) => void
 
   constructor(options: SqlPortHandlerOptions) {
+    if (!isIdentifier(options.defaultDatabase))
+      throw new Error(`invalid defaultDatabase ${options.defaultDatabase}`)
+    if (options.readOnly && !options.analysts)
+      throw new Error('a read-only SQL port needs its analyst engine')
     this.options = options
+    this.limiter = new ConcurrencyLimit(options.readOnly ? (options.maxConcurrentQueries ?? 2) : 1)
+    this.listener = (req, res) => {
+      this.handle(req, res).catch((err: unknown) => {
+        // handle() answers every error it can; this is the last resort for a broken socket.
+        if (!res.headersSent) res.writeHead(500).end()
+        else res.destroy(err instanceof Error ? err : undefined)
+      })
+    }
     this.maxBytes = options.maxQueryBytes ?? (options.readOnly ? MB : 256 * MB)
     this.displayName = options.displayName ?? 'sluice-chdb'
     this.info = { version: options.serverVersion ?? 'unknown', timezone: options.timezone ?? 'UTC' }
@@ -180,7 +217,19 @@ class SqlPort {
     }
   }
 
-  async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  /** Cancels every request in flight (their statements are killed). */
+  abortAll(): void {
+    for (const controller of this.inFlight) controller.abort()
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // The response closing before it was all written means the client has gone.
+    const abort = new AbortController()
+    this.inFlight.add(abort)
+    res.once('close', () => {
+      this.inFlight.delete(abort)
+      if (!res.writableFinished) abort.abort()
+    })
     const started = process.hrtime.bigint()
     const url = new URL(req.url ?? '/', 'http://localhost')
     const method = req.method ?? 'GET'
@@ -188,6 +237,7 @@ class SqlPort {
     // Whether the request body has been read (or there is none to read) when an error is answered.
     let drained = method === 'GET' || method === 'HEAD'
     if (drained) req.resume()
+    let user: string | undefined
     try {
       if (url.pathname === '/ping' || url.pathname === '/replicas_status') {
         if (method !== 'GET' && method !== 'HEAD')
@@ -203,7 +253,7 @@ class SqlPort {
         return this.sendNotFound(req, res, url.pathname)
       }
 
-      const user = this.authenticate(req.headers, url.searchParams)
+      user = this.authenticate(req.headers, url.searchParams)
 
       let entries: [string, string][] = [...url.searchParams]
       let body = isPost ? await readBody(req, this.maxBytes) : Buffer.alloc(0)
@@ -216,12 +266,30 @@ class SqlPort {
       const http = splitHttpParams(entries)
       queryId = headerSafe(http.queryId) ?? queryId
 
-      const result = await this.execute(http, body, { isPost, user, headers: req.headers })
+      const result = await this.execute(http, body, {
+        isPost,
+        user,
+        headers: req.headers,
+        signal: abort.signal,
+      })
       const elapsedNs = process.hrtime.bigint() - started
       await this.sendResult(req, res, result, queryId, elapsedNs, http)
     } catch (err) {
-      this.sendError(req, res, fromEngineError(err), queryId, drained)
+      if (abort.signal.aborted || res.destroyed) return
+      this.sendError(req, res, this.portError(err, user), queryId, drained)
     }
+  }
+
+  private portError(err: unknown, user: string | undefined): SqlPortError {
+    if (err instanceof ReadOnlyRefusal) {
+      return new SqlPortError(
+        ErrorCode.READONLY,
+        `${user ?? 'default'}: Cannot execute query in readonly mode: ${err.why}`,
+      )
+    }
+    if (err instanceof AnalystQueryCancelled)
+      return new SqlPortError(ErrorCode.QUERY_WAS_CANCELLED, err.message)
+    return fromEngineError(err)
   }
 
   private authenticate(headers: IncomingHttpHeaders, params: URLSearchParams): string {
@@ -238,7 +306,7 @@ class SqlPort {
   private async execute(
     http: ReturnType<typeof splitHttpParams>,
     body: Buffer,
-    request: { isPost: boolean; user: string; headers: IncomingHttpHeaders },
+    request: { isPost: boolean; user: string; headers: IncomingHttpHeaders; signal: AbortSignal },
   ): Promise<{ bytes: Buffer; format: string }> {
     const { readOnly } = this.options
 
@@ -318,21 +386,29 @@ class SqlPort {
     if (database !== undefined && database !== '' && !isIdentifier(database)) {
       throw new SqlPortError(ErrorCode.BAD_ARGUMENTS, `Invalid database name ${JSON.stringify(database)}`)
     }
-
-    const types = queryParameterTypes(sql, analysis)
-    const params: QueryParams = {}
-    for (const [name, raw] of http.params) {
+    for (const name of http.params.keys()) {
       if (!isIdentifier(name))
         throw new SqlPortError(
           ErrorCode.BAD_QUERY_PARAMETER,
           `Invalid query parameter name ${JSON.stringify(name)}`,
         )
-      params[name] = decodeQueryParameter(raw, types.get(name))
     }
 
-    const statement = SETTINGS_KINDS.has(kind)
-      ? this.withSettings(sql, analysis, http.settings, request.user)
-      : sql
+    if (this.options.readOnly) {
+      const bytes = await this.runAnalyst(this.options.analysts, sql, analysis, http, {
+        database: database || this.options.defaultDatabase,
+        format: chdbFormat(defaultFormat),
+        user: request.user,
+        signal: request.signal,
+      })
+      return { bytes, format }
+    }
+
+    const types = queryParameterTypes(sql, analysis)
+    const params: QueryParams = {}
+    for (const [name, raw] of http.params) params[name] = decodeQueryParameter(raw, types.get(name))
+
+    const statement = SETTINGS_KINDS.has(kind) ? this.withSettings(sql, analysis, http.settings) : sql
     const bytes = await this.run(
       statement,
       { params, format: chdbFormat(defaultFormat), body: data },
@@ -342,33 +418,66 @@ class SqlPort {
     return { bytes, format }
   }
 
-  private withSettings(
+  /**
+   * Read-only mode: the statement, the URL's settings and query parameters go to the analysts' engine,
+   * which runs them on a connection of their own where the engine's readonly=1 judges every setting.
+   * Settings that name server files are refused here first (the engine refuses them too).
+   */
+  private async runAnalyst(
+    analysts: AnalystEngine,
     sql: string,
     analysis: StatementAnalysis,
-    given: Map<string, string>,
-    user: string,
-  ): string {
+    http: ReturnType<typeof splitHttpParams>,
+    request: { database: string; format: string; user: string; signal: AbortSignal },
+  ): Promise<Buffer> {
+    const settings = new Map<string, string>()
+    for (const [name, value] of http.settings) {
+      if (!isValidSettingName(name))
+        throw new SqlPortError(ErrorCode.UNKNOWN_SETTING, `Unknown setting '${name}'`)
+      // The connection is readonly=1 whatever a client asks: asking for it is not an error.
+      if (name !== 'readonly') settings.set(name, value)
+    }
+    const own = analysis.settings.flatMap((c) => c.entries.map((e) => e.name))
+    for (const name of [...settings.keys(), ...own]) {
+      if (isDeniedReadOnlySetting(name)) {
+        throw new SqlPortError(
+          ErrorCode.READONLY,
+          `${request.user}: Cannot modify '${name}' setting in readonly mode`,
+        )
+      }
+    }
+    this.refuseWhenQueueFull(this.limiter.pending)
+    return this.limiter.run(request.signal, () =>
+      analysts.run({
+        sql,
+        params: http.params,
+        settings,
+        database: request.database,
+        format: request.format,
+        signal: request.signal,
+      }),
+    )
+  }
+
+  private refuseWhenQueueFull(pending: number): void {
+    const maxQueued = this.options.maxQueuedRequests ?? 100
+    if (pending >= maxQueued) {
+      throw new SqlPortError(
+        ErrorCode.TOO_MANY_SIMULTANEOUS_QUERIES,
+        `Too many simultaneous queries. Maximum: ${maxQueued}`,
+      )
+    }
+  }
+
+  /** Writable mode: the URL's settings ahead of the statement's own, as ClickHouse applies them. */
+  private withSettings(sql: string, analysis: StatementAnalysis, given: Map<string, string>): string {
     const defaults: Record<string, SettingValue> = {}
     for (const [name, value] of given) {
       if (!isValidSettingName(name))
         throw new SqlPortError(ErrorCode.UNKNOWN_SETTING, `Unknown setting '${name}'`)
-      if (this.options.readOnly && name === 'readonly') continue
       defaults[name] = value
     }
-    if (!this.options.readOnly) return addSettings(sql, { defaults }, analysis)
-
-    const own = analysis.settings.flatMap((c) => c.entries.map((e) => e.name))
-    for (const name of [...Object.keys(defaults), ...own]) {
-      if (isDeniedReadOnlySetting(name)) {
-        throw new SqlPortError(
-          ErrorCode.READONLY,
-          `${user}: Cannot modify '${name}' setting in readonly mode`,
-        )
-      }
-    }
-    // readonly=1 last: every setting before it is applied first, and nothing after it can undo it.
-    const overrides = { max_execution_time: this.options.maxExecutionTimeSeconds ?? 300, readonly: 1 }
-    return addSettings(sql, { defaults, overrides }, analysis)
+    return addSettings(sql, { defaults }, analysis)
   }
 
   private run(
@@ -378,13 +487,7 @@ class SqlPort {
     inlineData: boolean,
   ): Promise<Buffer> {
     const { executor, defaultDatabase } = this.options
-    const maxQueued = this.options.maxQueuedRequests ?? 100
-    if (this.queue.pending >= maxQueued) {
-      throw new SqlPortError(
-        ErrorCode.TOO_MANY_SIMULTANEOUS_QUERIES,
-        `Too many simultaneous queries. Maximum: ${maxQueued}`,
-      )
-    }
+    this.refuseWhenQueueFull(this.queue.pending)
     const exec = (text: string) =>
       executor.exec(text, {
         params: options.params,
@@ -692,5 +795,61 @@ class SerialQueue {
     })
     this.tail = result.catch(() => undefined)
     return result
+  }
+}
+
+/**
+ * Runs at most `limit` tasks at once; the others wait in arrival order. A waiting task whose signal
+ * aborts leaves the queue without running.
+ */
+class ConcurrencyLimit {
+  private running = 0
+  private readonly waiting: { start: () => void; signal: AbortSignal }[] = []
+
+  constructor(private readonly limit: number) {
+    if (!Number.isSafeInteger(limit) || limit < 1) throw new Error(`concurrency limit ${limit} must be >= 1`)
+  }
+
+  /** Tasks running or waiting. */
+  get pending(): number {
+    return this.running + this.waiting.length
+  }
+
+  async run<T>(signal: AbortSignal, task: () => Promise<T>): Promise<T> {
+    if (this.running >= this.limit) await this.turn(signal)
+    else this.running++
+    try {
+      return await task()
+    } finally {
+      this.release()
+    }
+  }
+
+  /** Resolves holding a slot (counted in `running`), or rejects when `signal` aborts first. */
+  private turn(signal: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const entry = {
+        signal,
+        start: () => {
+          signal.removeEventListener('abort', onAbort)
+          resolve()
+        },
+      }
+      const onAbort = () => {
+        const i = this.waiting.indexOf(entry)
+        if (i !== -1) this.waiting.splice(i, 1)
+        reject(new AnalystQueryCancelled())
+      }
+      if (signal.aborted) return reject(new AnalystQueryCancelled())
+      signal.addEventListener('abort', onAbort, { once: true })
+      this.waiting.push(entry)
+    })
+  }
+
+  private release(): void {
+    const next = this.waiting.shift()
+    // The slot passes straight to the next task: `running` stays as it is.
+    if (next) next.start()
+    else this.running--
   }
 }

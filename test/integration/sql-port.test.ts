@@ -1,19 +1,25 @@
+import { randomUUID } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { request } from 'node:http'
+import { connect } from 'node:net'
 import { join } from 'node:path'
 import { gunzipSync, gzipSync } from 'node:zlib'
 import { ClickHouseError, ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
+import { ChdbAnalystEngine, ReadOnlyRefusal } from '../../services/sql-port/analyst-engine.ts'
 import { passwordAuthenticator, startSqlPort, type SqlPortServer } from '../../services/sql-port/sql-port.ts'
-import { tempDir } from '../helpers/temp.ts'
+import { tempDir, waitFor } from '../helpers/temp.ts'
 
 // The client logs every failed request; these failures are the point of the tests.
 const quiet = { level: ClickHouseLogLevel.OFF }
+const MB = 1024 * 1024
+const LIMITS = { maxExecutionSeconds: 60, maxMemoryBytes: 1024 * MB, maxResultBytes: 128 * MB, maxThreads: 1 }
 
 // The analysts' read-only port in front of the embedded engine (chdb in this test process).
 describe('SQL port, read-only, over chdb', () => {
   let store: ChdbStore
+  let analysts: ChdbAnalystEngine
   let server: SqlPortServer
   let base: string
   let client: ClickHouseClient
@@ -51,11 +57,13 @@ describe('SQL port, read-only, over chdb', () => {
       { id: 2, name: 'b', n: '20' },
       { id: 3, name: 'c;d\\e', n: '30' },
     ])
+    analysts = await ChdbAnalystEngine.open(store, LIMITS)
     server = await startSqlPort({
       executor: store,
       host: '127.0.0.1',
       port: 0,
       readOnly: true,
+      analysts,
       authenticate: passwordAuthenticator({ default: '', analyst: 's3cret' }),
       defaultDatabase: store.database,
     })
@@ -72,6 +80,7 @@ describe('SQL port, read-only, over chdb', () => {
   afterAll(async () => {
     await client?.close()
     await server?.close()
+    await analysts?.close()
     await store?.close()
     await dir?.cleanup()
   })
@@ -208,17 +217,246 @@ describe('SQL port, read-only, over chdb', () => {
     expect(viaClient).toMatchObject({ code: '164', type: 'READONLY' })
   })
 
-  it('runs every statement with readonly=1 as its last setting, after the URL settings', async () => {
-    const res = await get(
-      "SELECT getSetting('readonly'), getSetting('max_threads'), getSetting('max_execution_time')",
+  it('runs every statement with readonly=1 and the limits, which no URL setting, SET, SETTINGS clause, subquery or function lifts', async () => {
+    const show =
+      "SELECT getSetting('readonly'), getSetting('max_execution_time'), getSetting('max_memory_usage'), getSetting('max_result_bytes'), getSetting('max_threads')"
+    const limits = `1\t60\t${1024 * MB}\t${128 * MB}\t1\n`
+    // A URL `readonly` is ignored (the connection is readonly=1 whatever a client asks).
+    const plain = await get(show, { readonly: '0' })
+    expect(await plain.text()).toBe(limits)
+    // Setting a limit to the value it has changes nothing, and the engine lets it pass.
+    const same = await get(`${show} SETTINGS max_execution_time = 60`)
+    expect(await same.text()).toBe(limits)
+
+    const lifts: [string, Record<string, string>][] = [
+      [show, { max_execution_time: '0' }],
+      [show, { max_memory_usage: '0' }],
+      [show, { max_result_bytes: '0' }],
+      [show, { max_threads: '64' }],
+      [`${show} SETTINGS max_execution_time = 0`, {}],
+      [`${show} SETTINGS max_memory_usage = 0`, {}],
+      [`${show} FORMAT TSV SETTINGS max_result_bytes = 0`, {}],
+    ]
+    for (const [query, params] of lifts) {
+      const res = await get(query, params)
+      const text = await res.text()
+      expect(res.headers.get('x-clickhouse-exception-code'), query).toBe('164')
+      expect(text, query).toMatch(
+        /Cannot modify '(max_execution_time|max_memory_usage|max_result_bytes|max_threads)' setting in readonly mode/,
+      )
+    }
+    // A SETTINGS clause inside the statement is applied by the engine without the readonly check,
+    // so the port refuses it; SET is not a read-only statement.
+    for (const query of [
+      "SELECT * FROM (SELECT getSetting('max_execution_time') SETTINGS max_execution_time = 0)",
+      "SELECT * FROM view(SELECT getSetting('max_memory_usage') SETTINGS max_memory_usage = 0)",
+      "WITH (SELECT getSetting('max_result_bytes') SETTINGS max_result_bytes = 0) AS r SELECT r",
+      "SELECT getSetting('max_threads') SETTINGS max_threads = 64 UNION ALL SELECT 1",
+      'SELECT 1 WHERE 1 IN (SELECT 1 SETTINGS readonly = 0)',
+      'SET max_execution_time = 0',
+      "SELECT * FROM eval('SELECT getSetting(''max_execution_time'')')",
+    ]) {
+      const text = await expectRefused(query)
+      expect(text, query).toContain('Cannot execute query in readonly mode')
+    }
+  })
+
+  it('has the engine refuse, as the last word, each statement the lexer would let through or that reaches outside the engine', async () => {
+    const run = (sql: string) =>
+      analysts.run({
+        sql,
+        params: new Map(),
+        settings: new Map(),
+        database: store.database,
+        format: 'TabSeparated',
+        signal: new AbortController().signal,
+      })
+    const outfile = join(dir.path, 'engine-leak.tsv')
+    const refused: [string, RegExp][] = [
+      ['SELECT 1; DROP TABLE analyst_events', /multi-statements/],
+      ['SELECT 1 PARALLEL WITH SELECT 2', /multi-statements/],
+      ['DROP TABLE analyst_events', /write data/],
+      ["INSERT INTO FUNCTION file('x.tsv') SELECT 1", /write outside the engine/],
+      [`SELECT * FROM analyst_events INTO OUTFILE '${outfile}'`, /INTO OUTFILE/],
+      ['USE system', /USE, SET/],
+      ['SET readonly = 0', /USE, SET/],
+      ['KILL QUERY WHERE 1', /USE, SET/],
+      ['SYSTEM DROP DNS CACHE', /USE, SET/],
+      ["SELECT file('/etc/hostname')", /the file function/],
+      ["SELECT `fil\\x65`('/etc/hostname')", /the file function/],
+      ["DESCRIBE file('/etc/hostname', 'LineAsString')", /the file function/],
+      ["EXPLAIN SELECT * FROM file('/etc/hostname')", /the file function/],
+      ["SELECT * FROM (SELECT getSetting('readonly') SETTINGS readonly = 0)", /SETTINGS clause/],
+      [
+        "SELECT * FROM view(SELECT getSetting('max_execution_time') SETTINGS max_execution_time = 0)",
+        /SETTINGS clause/,
+      ],
+      ["SELECT getSetting('readonly') SETTINGS readonly = 0 UNION ALL SELECT 2", /SETTINGS clause/],
+      ["SELECT catboostEvaluate('/tmp/model.bin', 1)", /catboostEvaluate function/],
+      ["SELECT * FROM loop(url('http://127.0.0.1:9/x', 'CSV', 'a String'))", /table function/],
+    ]
+    const reach = [
+      "url('http://127.0.0.1:9/x.csv', 'CSV', 'a String')",
+      "urlCluster('default', 'http://127.0.0.1:9/x.csv', 'CSV', 'a String')",
+      "executable('id', 'TSV', 'a String')",
+      "s3('http://127.0.0.1:9/b/x.csv', 'CSV', 'a String')",
+      "s3Cluster('default', 'http://127.0.0.1:9/b/x.csv', 'CSV', 'a String')",
+      "remote('127.0.0.1:9', system.one)",
+      "remoteSecure('127.0.0.1:9', system.one)",
+      "cluster('default', system.one)",
+      "clusterAllReplicas('default', system.one)",
+      "mysql('127.0.0.1:9', 'db', 't', 'u', 'p')",
+      "postgresql('127.0.0.1:9', 'db', 't', 'u', 'p')",
+      "mongodb('127.0.0.1:9', 'db', 'c', 'u', 'p', 'a String')",
+      "redis('127.0.0.1:9', 'k', 'k String')",
+      "sqlite('/tmp/x.db', 't')",
+      "hdfs('hdfs://127.0.0.1:9/x', 'CSV', 'a String')",
+      "jdbc('jdbc:mysql://127.0.0.1:9/db', 't')",
+      "odbc('DSN=x', 't')",
+      "azureBlobStorage('http://127.0.0.1:9/a', 'c', 'x.csv', 'CSV')",
+      "iceberg('http://127.0.0.1:9/b/t')",
+      "deltaLake('http://127.0.0.1:9/b/t')",
+      "filesystem('/etc')",
+      "input('a String')",
+      "dictionary('d')",
+      "fuzzJSON('{}')",
+      "eval('SELECT 1')",
+      "mergeTreeIndex('sluice', 'analyst_events')",
+      "viewIfPermitted(SELECT 1 ELSE null('a UInt8'))",
+    ]
+    for (const fn of reach) refused.push([`SELECT * FROM ${fn}`, /table function is not allowed/])
+    for (const [sql, why] of refused) {
+      const err = await run(sql).catch((e: unknown) => e)
+      expect(err, sql).toBeInstanceOf(ReadOnlyRefusal)
+      expect((err as ReadOnlyRefusal).why, sql).toMatch(why)
+    }
+    expect(existsSync(outfile)).toBe(false)
+    // Table functions over the engine's own data, and an unparseable text, which gets the engine's syntax error.
+    expect((await run('SELECT sum(number) FROM numbers(4)')).toString()).toBe('6\n')
+    expect(
+      (await run("SELECT count() FROM (SELECT * FROM generateRandom('a String') LIMIT 3)")).toString(),
+    ).toBe('3\n')
+    expect((await run('SELECT count() FROM (VALUES (1), (2))')).toString()).toBe('2\n')
+    expect((await run("SELECT count() FROM merge('system', '^one$')")).toString()).toBe('1\n')
+    const syntax = await run('SELECT 1 +').catch((e: unknown) => e)
+    expect(syntax).toMatchObject({ clickhouseCode: 62 })
+    expect(String(syntax)).toMatch(/Syntax error: failed at position 11/)
+  })
+
+  it('caps each statement’s time, memory and result size in the engine', async () => {
+    const tight = await ChdbAnalystEngine.open(store, {
+      maxExecutionSeconds: 1,
+      maxMemoryBytes: 64 * MB,
+      maxResultBytes: MB,
+      maxThreads: 1,
+    })
+    const run = (sql: string) =>
+      tight.run({
+        sql,
+        params: new Map(),
+        settings: new Map(),
+        database: store.database,
+        format: 'TabSeparated',
+        signal: new AbortController().signal,
+      })
+    try {
+      const cases: [string, number][] = [
+        ['SELECT count() FROM numbers(1000000000000) WHERE NOT ignore(sipHash64(number))', 159],
+        ['SELECT length(groupArray(number)) FROM numbers(100000000)', 241],
+        ['SELECT number FROM numbers(1000000)', 396],
+      ]
+      for (const [sql, code] of cases) {
+        expect(await run(sql).catch((e: unknown) => e), sql).toMatchObject({ clickhouseCode: code })
+      }
+      expect((await run('SELECT count() FROM numbers(1000)')).toString()).toBe('1000\n')
+    } finally {
+      await tight.close()
+    }
+  })
+
+  it('answers the pipelines’ queries while an analyst’s query runs, and kills that query once its client has gone', async () => {
+    const probe = `probe-${randomUUID()}`
+    const endless = `SELECT count() FROM numbers(1000000000000) WHERE NOT ignore(sipHash64(number, '${probe}'))`
+    let answered = false
+    const analyst = request(`${base}/?${new URLSearchParams({ query: endless }).toString()}`, {
+      headers: basic('analyst', 's3cret'),
+    })
+    analyst.on('response', (res) => {
+      answered = true
+      res.resume()
+    })
+    analyst.on('error', () => undefined)
+    analyst.end()
+    const inEngine = () =>
+      store.query<{ n: number | string }>(
+        'SELECT count() AS n FROM system.processes WHERE query_id != queryID() AND position(query, {probe:String}) > 0',
+        { probe },
+      )
+    await waitFor(inEngine, (rows) => Number(rows[0]?.n) === 1, {
+      what: 'the analyst query in system.processes',
+    })
+
+    // A bound query on the pipelines' connection, as the public API runs them, completes meanwhile.
+    const rows = await store.query<{ id: number }>(
+      'SELECT id FROM analyst_events WHERE name = {name:String}',
       {
-        max_threads: '3',
-        readonly: '0',
+        name: 'b',
       },
     )
-    expect(await res.text()).toBe('1\t3\t300\n')
-    const own = await get("SELECT getSetting('max_threads') SETTINGS max_threads = 2", { max_threads: '3' })
-    expect(await own.text()).toBe('2\n')
+    expect(rows).toEqual([{ id: 2 }])
+    expect(answered).toBe(false)
+
+    // The client goes: the engine stops the query long before its 60 s limit, and the port answers.
+    analyst.destroy()
+    await waitFor(inEngine, (r) => Number(r[0]?.n) === 0, {
+      what: 'the abandoned query to leave system.processes',
+      timeoutMs: 30_000,
+    })
+    expect(answered).toBe(false)
+    const after = await get('SELECT 1')
+    expect(await after.text()).toBe('1\n')
+  })
+
+  it('answers 408 and closes connections that send their headers or body too slowly', async () => {
+    const slow = await startSqlPort({
+      executor: store,
+      host: '127.0.0.1',
+      port: 0,
+      readOnly: true,
+      analysts,
+      authenticate: passwordAuthenticator({ analyst: 's3cret' }),
+      defaultDatabase: store.database,
+      headersTimeoutMs: 200,
+      requestTimeoutMs: 400,
+    })
+    const exchange = (bytes: string) =>
+      new Promise<string>((resolve) => {
+        const socket = connect(slow.port, '127.0.0.1')
+        let got = ''
+        socket.on('data', (d: Buffer) => (got += d.toString()))
+        socket.on('close', () => resolve(got))
+        socket.on('error', () => undefined)
+        socket.write(bytes)
+      })
+    const auth = basic('analyst', 's3cret').Authorization
+    try {
+      expect(await exchange('POST / HTTP/1.1\r\nHost: x\r\nAuthoriz')).toMatch(/^HTTP\/1\.1 408 /)
+      expect(
+        await exchange(
+          `POST / HTTP/1.1\r\nHost: x\r\nAuthorization: ${auth}\r\nContent-Length: 100\r\n\r\nSELECT `,
+        ),
+      ).toMatch(/^HTTP\/1\.1 408 /)
+      // The limits are on receiving the request: a statement that runs longer is answered.
+      const res = await fetch(
+        `http://127.0.0.1:${slow.port}/?query=${encodeURIComponent('SELECT sleep(1)')}`,
+        {
+          headers: basic('analyst', 's3cret'),
+        },
+      )
+      expect(await res.text()).toBe('0\n')
+    } finally {
+      await slow.close()
+    }
   })
 
   it('honours default_format and the statement’s own FORMAT clause', async () => {

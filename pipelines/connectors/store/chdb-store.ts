@@ -13,13 +13,16 @@ import { insertSettings, parseJsonEachRow, toJsonEachRow } from './rows.ts'
 export class ChdbStore implements Store, RawExecutor {
   readonly kind = 'chdb' as const
   readonly database: string
+  /** The data directory the engine is bound to. */
+  readonly path: string
   private readonly session: Session
   private readonly insertSession: Session
 
-  private constructor(session: Session, insertSession: Session, database: string) {
+  private constructor(session: Session, insertSession: Session, database: string, path: string) {
     this.session = session
     this.insertSession = insertSession
     this.database = database
+    this.path = path
   }
 
   static async open(path: string, database = 'sluice'): Promise<ChdbStore> {
@@ -29,7 +32,17 @@ export class ChdbStore implements Store, RawExecutor {
     await session.queryAsync(`CREATE DATABASE IF NOT EXISTS ${database}; USE ${database}`)
     const insertSession = new Session(path)
     await insertSession.queryAsync(`USE ${database}`)
-    return new ChdbStore(session, insertSession, database)
+    return new ChdbStore(session, insertSession, database, path)
+  }
+
+  /**
+   * A connection of its own to this store's engine: chdb lets several connections to one data
+   * directory coexist in a process, each with its own current database, settings and query
+   * parameters, and runs their queries concurrently. `connectionArgs` are `clickhouse local`
+   * command-line settings (e.g. `--readonly=1`), fixed for the connection's life. The caller closes it.
+   */
+  connect(connectionArgs: readonly string[] = []): Session {
+    return new Session(this.path, { connectionArgs })
   }
 
   async command(sql: string, params?: QueryParams): Promise<void> {
