@@ -16,7 +16,7 @@ describe('admin API and API-key auth (through app.request)', () => {
   it('refuses requests without the admin token', async () => {
     const none = await edge.app.request('/admin/v1/orgs')
     expect(none.status).toBe(401)
-    expect(await none.json()).toEqual({ error: 'invalid admin token' })
+    expect(await none.json()).toEqual({ error: 'invalid admin token', errors: ['invalid admin token'] })
     const wrong = await edge.app.request('/admin/v1/orgs', { headers: { Authorization: 'Bearer nope' } })
     expect(wrong.status).toBe(401)
   })
@@ -93,7 +93,10 @@ describe('admin API and API-key auth (through app.request)', () => {
       body: '{nope',
     })
     expect(bad.status).toBe(400)
-    expect(await bad.json()).toEqual({ error: 'request body is not valid JSON' })
+    expect(await bad.json()).toEqual({
+      error: 'request body is not valid JSON',
+      errors: ['request body is not valid JSON'],
+    })
     const empty = await post('/admin/v1/orgs', { name: '   ' })
     expect(empty.status).toBe(400)
     expect(((await empty.json()) as { error: string }).error).toMatch(/name/)
@@ -102,7 +105,7 @@ describe('admin API and API-key auth (through app.request)', () => {
     expect(((await scopes.json()) as { error: string }).error).toMatch(/scopes/)
     const missing = await post('/admin/v1/orgs/999/apps', { name: 'x' })
     expect(missing.status).toBe(404)
-    expect(await missing.json()).toEqual({ error: 'org 999 not found' })
+    expect(await missing.json()).toEqual({ error: 'org 999 not found', errors: ['org 999 not found'] })
     const notInt = await edge.app.request('/admin/v1/orgs/abc/apps', { headers: adminHeaders })
     expect(notInt.status).toBe(400)
   })
@@ -120,7 +123,7 @@ describe('admin API and API-key auth (through app.request)', () => {
     const noHeader = await edge.app.request('/v1/auth/check')
     for (const res of [wrongSecret, unknownKey, noHeader]) {
       expect(res.status).toBe(401)
-      expect(await res.json()).toEqual({ error: 'invalid credentials' })
+      expect(await res.json()).toEqual({ error: 'invalid credentials', errors: ['invalid credentials'] })
       expect(res.headers.get('WWW-Authenticate')).toMatch(/^Basic/)
     }
     const ok = await edge.app.request('/v1/auth/check', { headers: basic(key.api_key, key.api_secret) })
@@ -165,6 +168,6 @@ describe('admin API and API-key auth (through app.request)', () => {
     expect(metrics).toContain('sluice_http_requests_total{method="GET",route="/healthz",status="200"}')
     const unknown = await edge.app.request('/nope')
     expect(unknown.status).toBe(404)
-    expect(await unknown.json()).toEqual({ error: 'not found' })
+    expect(await unknown.json()).toEqual({ error: 'not found', errors: ['not found'] })
   })
 })

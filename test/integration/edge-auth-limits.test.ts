@@ -87,11 +87,11 @@ describe('the edge asks for credentials first and limits failed attempts and SDK
           const res = await app.request(path, { method, headers })
           expect(res.status).toBe(401)
           expect(res.headers.get('WWW-Authenticate')).toMatch(/^Basic /)
-          expect(await res.json()).toEqual({ error: 'invalid credentials' })
+          expect(await res.json()).toEqual({ error: 'invalid credentials', errors: ['invalid credentials'] })
         }
         const res = await app.request(path, { method, headers: good })
         expect(res.status).toBe(404)
-        expect(await res.json()).toEqual({ error: 'not found' })
+        expect(await res.json()).toEqual({ error: 'not found', errors: ['not found'] })
       },
     )
 
@@ -99,11 +99,11 @@ describe('the edge asks for credentials first and limits failed attempts and SDK
       const app = appWith()
       const admin = await app.request('/admin/v1/nope')
       expect(admin.status).toBe(401)
-      expect(await admin.json()).toEqual({ error: 'invalid admin token' })
+      expect(await admin.json()).toEqual({ error: 'invalid admin token', errors: ['invalid admin token'] })
       for (const path of ['/nope', '/schemas/nope', '/v1x/nope', '/healthz/more']) {
         const res = await app.request(path)
         expect(res.status).toBe(404)
-        expect(await res.json()).toEqual({ error: 'not found' })
+        expect(await res.json()).toEqual({ error: 'not found', errors: ['not found'] })
       }
     })
 
@@ -119,7 +119,10 @@ describe('the edge asks for credentials first and limits failed attempts and SDK
       })
       const profile = await app.request('/v1/profiles/nobody', { headers: good })
       expect(profile.status).toBe(404)
-      expect(await profile.json()).toMatchObject({ error: 'profile not found' })
+      expect(await profile.json()).toMatchObject({
+        error: 'profile not found',
+        errors: ['profile not found'],
+      })
     })
   })
 
@@ -140,7 +143,10 @@ describe('the edge asks for credentials first and limits failed attempts and SDK
       const limited = await from(app, A, check.path, { headers: wrongSecret })
       expect(limited.status).toBe(429)
       expect(limited.headers.get('Retry-After')).toBe('20')
-      expect(await limited.json()).toEqual({ error: 'too many failed authentication attempts; retry later' })
+      expect(await limited.json()).toEqual({
+        error: 'too many failed authentication attempts; retry later',
+        errors: ['too many failed authentication attempts; retry later'],
+      })
       // Good credentials from the same address: still 429, or a guesser could go on testing guesses.
       expect(await statuses(A, good)).toEqual([429])
       expect(await statuses(A, {})).toEqual([429])
@@ -278,7 +284,7 @@ describe('the edge asks for credentials first and limits failed attempts and SDK
       }
       expect(statuses).toEqual([202, 202, 429, 429])
       expect(limited?.headers.get('Retry-After')).toBe('1')
-      expect(await limited?.json()).toEqual({ error: 'rate limit exceeded' })
+      expect(await limited?.json()).toEqual({ error: 'rate limit exceeded', errors: ['rate limit exceeded'] })
       expect((await sdkUpload(otherAppKey)).status).toBe(202)
     })
 

@@ -217,12 +217,18 @@ export async function runEdgeRefusals(sluice: InProcessSluice, auth: string) {
   const big = 'x'.repeat(300 * 1024)
   const tooBig = await postUpload(sluice, auth, big)
   expect(tooBig.status).toBe(413)
-  expect(await tooBig.json()).toEqual({ error: 'body must be smaller than 256 KB' })
+  expect(await tooBig.json()).toEqual({
+    error: 'body must be smaller than 256 KB',
+    errors: ['body must be smaller than 256 KB'],
+  })
   const corrupt = await postUpload(sluice, auth, Buffer.from('not gzip at all'), {
     'Content-Type': 'application/x-gzip',
   })
   expect(corrupt.status).toBe(400)
-  expect(await corrupt.json()).toEqual({ error: 'body is not valid gzip' })
+  expect(await corrupt.json()).toEqual({
+    error: 'body is not valid gzip',
+    errors: ['body is not valid gzip'],
+  })
   const truncated = gzipSync(Buffer.from('{"a":1}\n'.repeat(100))).subarray(0, 20)
   expect((await postUpload(sluice, auth, truncated, { 'Content-Type': 'application/x-gzip' })).status).toBe(
     400,
@@ -244,7 +250,10 @@ export async function runEdgeRefusals(sluice: InProcessSluice, auth: string) {
   for (const text of ['', '\n\n', ' \r\n\t ']) {
     const res = await postUpload(sluice, auth, gzipSync(text), gzipHeaders)
     expect(res.status).toBe(400)
-    expect(await res.json()).toEqual({ error: 'empty body: send one JSON object per line' })
+    expect(await res.json()).toEqual({
+      error: 'empty body: send one JSON object per line',
+      errors: ['empty body: send one JSON object per line'],
+    })
   }
   const bad = await postUpload(sluice, 'Basic ' + Buffer.from('nokey:nosecret').toString('base64'), '{}\n')
   expect(bad.status).toBe(401)

@@ -55,7 +55,7 @@ export async function runProfileScenario(sluice: InProcessSluice, store: Store, 
   // Absent profile.
   expect(await api.req('GET', '/v1/profiles/ann')).toMatchObject({
     status: 404,
-    body: { error: 'profile not found' },
+    body: { error: 'profile not found', errors: ['profile not found'] },
   })
 
   // Attributes syntax: every type, some items invalid.
@@ -181,6 +181,7 @@ export async function runProfileScenario(sluice: InProcessSluice, store: Store, 
     status: 400,
     body: {
       error: 'no valid assignment or change',
+      errors: ['no valid assignment or change'],
       ignored_changes: [
         { index: 0, attr: '#a', op: 'assign', reason: "attribute key must not begin with '#'" },
         {
@@ -235,7 +236,10 @@ export async function runProfileScenario(sluice: InProcessSluice, store: Store, 
   // Another org: its key cannot reach this org's apps, and its own profile of "ann" is a different one.
   expect(await otherApi.req('GET', `/v1/apps/${appX}/profiles/ann`)).toEqual({
     status: 403,
-    body: { error: `app ${appX} does not belong to this organization` },
+    body: {
+      error: `app ${appX} does not belong to this organization`,
+      errors: [`app ${appX} does not belong to this organization`],
+    },
     headers: expect.anything() as Headers,
   })
   expect(

@@ -67,7 +67,10 @@ describe('upload limits and load shedding at the edge', () => {
     expect(bomb.length).toBeLessThan(200)
     const res = await post(bomb, { 'Content-Type': 'application/x-gzip' })
     expect(res.status).toBe(413)
-    expect(await res.json()).toEqual({ error: 'body inflates to 4 KB or more' })
+    expect(await res.json()).toEqual({
+      error: 'body inflates to 4 KB or more',
+      errors: ['body inflates to 4 KB or more'],
+    })
   })
 
   it('answers 429 with Retry-After past the per-key rate', async () => {
@@ -94,7 +97,7 @@ describe('upload limits and load shedding at the edge', () => {
     expect(statuses.slice(0, 3)).toEqual([202, 202, 202])
     expect(statuses.slice(3)).toEqual([429, 429])
     expect(limited?.headers.get('Retry-After')).toBe('1')
-    expect(await limited?.json()).toEqual({ error: 'rate limit exceeded' })
+    expect(await limited?.json()).toEqual({ error: 'rate limit exceeded', errors: ['rate limit exceeded'] })
   })
 
   it('sheds load with 503 and Retry-After once the backlog passes the limit, and keeps serving', async () => {

@@ -32,7 +32,10 @@ describe('the edge logs 5xx answers with their cause', () => {
     })
     const res = await app.request('/store')
     expect(res.status).toBe(503)
-    expect(await res.json()).toEqual({ error: 'could not store the upload durably; retry' })
+    expect(await res.json()).toEqual({
+      error: 'could not store the upload durably; retry',
+      errors: ['could not store the upload durably; retry'],
+    })
     expect(lines).toHaveLength(1)
     expect(lines[0]).toMatchObject({
       level: 50,

@@ -185,6 +185,7 @@ describe('profile routes: writes', () => {
       400,
       {
         error: 'no valid assignment or change',
+        errors: ['no valid assignment or change'],
         ignored_changes: [{ index: 0, attr: '', op: 'assign', reason: 'attribute key is empty' }],
       },
     ],
@@ -194,7 +195,11 @@ describe('profile routes: writes', () => {
       '/v1/profiles/c',
       { changes: [] },
       400,
-      { error: 'no valid assignment or change', ignored_changes: [] },
+      {
+        error: 'no valid assignment or change',
+        errors: ['no valid assignment or change'],
+        ignored_changes: [],
+      },
     ],
     [
       'both syntaxes',
@@ -204,6 +209,7 @@ describe('profile routes: writes', () => {
       400,
       {
         error: 'use either "attributes" or "changes" in one request, not both',
+        errors: ['use either "attributes" or "changes" in one request, not both'],
       },
     ],
     [
@@ -212,7 +218,10 @@ describe('profile routes: writes', () => {
       '/v1/profiles/c',
       {},
       400,
-      { error: 'request body must have "attributes" (an object) or "changes" (an array)' },
+      {
+        error: 'request body must have "attributes" (an object) or "changes" (an array)',
+        errors: ['request body must have "attributes" (an object) or "changes" (an array)'],
+      },
     ],
     [
       'not JSON',
@@ -220,9 +229,16 @@ describe('profile routes: writes', () => {
       '/v1/profiles/c',
       '{"attributes":',
       400,
-      { error: 'request body is not valid JSON' },
+      { error: 'request body is not valid JSON', errors: ['request body is not valid JSON'] },
     ],
-    ['empty body', 'PATCH', '/v1/profiles/c', '', 400, { error: 'request body is not valid JSON' }],
+    [
+      'empty body',
+      'PATCH',
+      '/v1/profiles/c',
+      '',
+      400,
+      { error: 'request body is not valid JSON', errors: ['request body is not valid JSON'] },
+    ],
     [
       'customer id too long',
       'PATCH',
@@ -231,6 +247,7 @@ describe('profile routes: writes', () => {
       400,
       {
         error: `invalid customer_id: "${'c'.repeat(129)}"`,
+        errors: [`invalid customer_id: "${'c'.repeat(129)}"`],
       },
     ],
     [
@@ -241,6 +258,7 @@ describe('profile routes: writes', () => {
       400,
       {
         error: 'no valid assignment or change',
+        errors: ['no valid assignment or change'],
         ignored_changes: [
           {
             index: 0,
@@ -259,6 +277,7 @@ describe('profile routes: writes', () => {
       403,
       {
         error: 'app routes-foreign does not belong to this organization',
+        errors: ['app routes-foreign does not belong to this organization'],
       },
     ],
     [
@@ -269,6 +288,7 @@ describe('profile routes: writes', () => {
       403,
       {
         error: 'app no-such-app does not belong to this organization',
+        errors: ['app no-such-app does not belong to this organization'],
       },
     ],
     [
@@ -279,6 +299,7 @@ describe('profile routes: writes', () => {
       403,
       {
         error: 'app routes-foreign does not belong to this organization',
+        errors: ['app routes-foreign does not belong to this organization'],
       },
     ],
     [
@@ -287,7 +308,10 @@ describe('profile routes: writes', () => {
       '/v1/customers',
       undefined,
       400,
-      { error: 'email: query parameter email is required' },
+      {
+        error: 'email: query parameter email is required',
+        errors: ['email: query parameter email is required'],
+      },
     ],
     [
       'email lookup with another org’s app',
@@ -297,6 +321,7 @@ describe('profile routes: writes', () => {
       403,
       {
         error: 'app routes-foreign does not belong to this organization',
+        errors: ['app routes-foreign does not belong to this organization'],
       },
     ],
   ]
@@ -319,7 +344,10 @@ describe('profile routes: writes', () => {
     const res = await send(app, 'PATCH', '/v1/profiles/c', { attributes: { a: 1 } })
     expect(res.status).toBe(503)
     expect(res.headers.get('retry-after')).toBe('1')
-    expect(await res.json()).toEqual({ error: 'could not store the change durably; retry' })
+    expect(await res.json()).toEqual({
+      error: 'could not store the change durably; retry',
+      errors: ['could not store the change durably; retry'],
+    })
   })
 })
 
@@ -327,7 +355,7 @@ describe('profile routes: credentials', () => {
   it('401 without valid credentials', async () => {
     const res = await send(app, 'GET', '/v1/profiles/c', undefined, {})
     expect(res.status).toBe(401)
-    expect(await res.json()).toEqual({ error: 'invalid credentials' })
+    expect(await res.json()).toEqual({ error: 'invalid credentials', errors: ['invalid credentials'] })
     const wrong = await send(app, 'GET', '/v1/profiles/c', undefined, basic('nope', 'nope'))
     expect(wrong.status).toBe(401)
   })
@@ -343,7 +371,10 @@ describe('profile routes: credentials', () => {
       basic(key.api_key, key.api_secret),
     )
     expect(res.status).toBe(403)
-    expect(await res.json()).toEqual({ error: "this API key lacks the 'profiles' scope" })
+    expect(await res.json()).toEqual({
+      error: "this API key lacks the 'profiles' scope",
+      errors: ["this API key lacks the 'profiles' scope"],
+    })
     expect(produced).toEqual([])
   })
 })
@@ -360,10 +391,9 @@ describe('profile routes: limits', () => {
     expect(res.status).toBe(429)
     expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1)
     expect(Number(res.headers.get('retry-after'))).toBeLessThanOrEqual(30)
-    expect(await res.json()).toEqual({
-      error:
-        'rate limit of 2 requests per minute for this customer exceeded; combine the updates of one customer in one request',
-    })
+    const message =
+      'rate limit of 2 requests per minute for this customer exceeded; combine the updates of one customer in one request'
+    expect(await res.json()).toEqual({ error: message, errors: [message] })
     // Another customer, and the same customer in another profile db, have budgets of their own.
     expect((await send(limited, 'PATCH', '/v1/profiles/lim-2', { attributes: { a: 1 } })).status).toBe(202)
     expect(
@@ -382,6 +412,7 @@ describe('profile routes: limits', () => {
     expect(Number(res.headers.get('retry-after'))).toBe(20)
     expect(await res.json()).toEqual({
       error: 'rate limit of 3 requests per minute for this API key exceeded; retry later',
+      errors: ['rate limit of 3 requests per minute for this API key exceeded; retry later'],
     })
   })
 })
@@ -394,7 +425,7 @@ describe('profile routes: reads of absent profiles', () => {
   ])('%s → 404', async (path, error) => {
     const res = await send(app, 'GET', path)
     expect(res.status).toBe(404)
-    expect(await res.json()).toEqual({ error })
+    expect(await res.json()).toEqual({ error, errors: [error] })
   })
 
   it('an e-mail nobody has → an empty list', async () => {
@@ -420,7 +451,10 @@ describe('profile routes: body encoding (issue 11)', () => {
     ])
     const res = await raw(body, 'application/json')
     expect(res.status).toBe(400)
-    expect(await res.json()).toMatchObject({ error: 'request body is not valid UTF-8' })
+    expect(await res.json()).toMatchObject({
+      error: 'request body is not valid UTF-8',
+      errors: ['request body is not valid UTF-8'],
+    })
     expect(produced).toEqual([])
   })
 

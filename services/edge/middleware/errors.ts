@@ -6,7 +6,7 @@ import type { Logger } from '../../shared/logger.ts'
 import { SluiceError } from '../../shared/errors.ts'
 import { REQUEST_ABORTED } from '../read-body.ts'
 
-/** The edge's one error handler: every error body is {"error": message} (plus any extra fields). */
+/** The edge's one error handler: every error body is {"error": message, "errors": [message]} (plus any extra fields). */
 export function errorHandler(logger: Logger): ErrorHandler {
   return (err, c) => {
     if (err instanceof SluiceError) {
@@ -17,17 +17,17 @@ export function errorHandler(logger: Logger): ErrorHandler {
           'client closed the request before its body arrived',
         )
       for (const [name, value] of Object.entries(err.headers ?? {})) c.header(name, value)
-      return c.json({ error: err.message, ...err.extra }, err.status as ContentfulStatusCode)
+      return c.json(errorBody(err.message, err.extra), err.status as ContentfulStatusCode)
     }
     if (err instanceof HTTPException) {
       const status = err.status
       const message = status === 401 ? 'invalid credentials' : err.message || 'request failed'
       if (status === 401) c.header('WWW-Authenticate', 'Basic realm="sluice"')
       if (status >= 500) logServerError(logger, err, c.req.method, c.req.path)
-      return c.json({ error: message }, status)
+      return c.json(errorBody(message), status)
     }
     logger.error({ err, path: c.req.path, method: c.req.method }, 'unhandled error')
-    return c.json({ error: 'internal error' }, 500)
+    return c.json(errorBody('internal error'), 500)
   }
 }
 
@@ -44,4 +44,12 @@ function logServerError(logger: Logger, err: Error, method: string, path: string
   else logger.error(fields, err.message)
 }
 
-export const notFoundHandler: NotFoundHandler = (c) => c.json({ error: 'not found' }, 404)
+export const notFoundHandler: NotFoundHandler = (c) => c.json(errorBody('not found'), 404)
+
+/**
+ * Every error body: `error` as the spec's APIs answer, and `errors` (the same message, in a list)
+ * because real profile clients of the original service read that key (DESIGN.md).
+ */
+export function errorBody(message: string, extra?: Record<string, unknown>) {
+  return { error: message, errors: [message], ...extra }
+}
