@@ -90,6 +90,16 @@ export const configSchema = z.object({
       .refine((entries) => entries.every(isAddressOrRange), 'must be IP addresses or CIDR ranges'),
   ),
   SLUICE_SHUTDOWN_TIMEOUT_MS: int(15_000, 0),
+  /** PEM files of the edge's certificate and key: set both to serve HTTPS (and HTTP/2 by ALPN). */
+  SLUICE_TLS_CERT: optionalString,
+  SLUICE_TLS_KEY: optionalString,
+  /** Answer plain HTTP from any address, not only loopback and trusted proxies (private networks, tests). */
+  SLUICE_ALLOW_PLAIN_HTTP: optionalString.pipe(
+    z
+      .enum(['0', '1', 'false', 'true'], { error: 'must be 1, 0, true or false' })
+      .optional()
+      .transform((v) => v === '1' || v === 'true'),
+  ),
 })
 
 export type Config = z.infer<typeof configSchema>
@@ -101,7 +111,14 @@ export class ConfigError extends Error {
 /** Parse the environment; throws a ConfigError naming each bad variable. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const result = configSchema.safeParse(env)
-  if (result.success) return result.data
+  if (result.success) {
+    const { SLUICE_TLS_CERT: cert, SLUICE_TLS_KEY: key } = result.data
+    if ((cert === undefined) !== (key === undefined))
+      throw new ConfigError(
+        'invalid configuration:\n  SLUICE_TLS_CERT and SLUICE_TLS_KEY: set both (PEM files) to serve HTTPS, or neither',
+      )
+    return result.data
+  }
   const lines = result.error.issues.map((issue) => {
     const name = issue.path.join('.')
     const value = env[name]

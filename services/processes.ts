@@ -80,6 +80,10 @@ export async function startProcess(
         isDraining: () => draining,
         areas: areas.routers,
         deadLetters: { store: new DeadLetterStore(runtime.store), bus: runtime.bus },
+        requireHttps: {
+          trustedProxies: config.SLUICE_TRUSTED_PROXIES,
+          allowPlainHttp: config.SLUICE_ALLOW_PLAIN_HTTP,
+        },
         ...(config.SLUICE_AUTH_FAILURES_PER_ADDRESS_PER_MIN > 0 && {
           authFailureLimit: {
             perAddressPerMinute: config.SLUICE_AUTH_FAILURES_PER_ADDRESS_PER_MIN,
@@ -87,10 +91,24 @@ export async function startProcess(
           },
         }),
       })
-      const server = await listen(app, config.HOST, config.PORT)
+      const tls =
+        config.SLUICE_TLS_CERT && config.SLUICE_TLS_KEY
+          ? { certPath: config.SLUICE_TLS_CERT, keyPath: config.SLUICE_TLS_KEY }
+          : undefined
+      const server = await listen(app, config.HOST, config.PORT, tls ? { tls } : {})
       closers.push(() => server.close())
+      if (tls) {
+        // A renewed certificate is taken without a restart: `kill -HUP` after replacing the files.
+        const reload = () =>
+          server.reloadTls().then(
+            () => logger.info({ cert: tls.certPath }, 'TLS certificate reloaded'),
+            (err: unknown) => logger.error({ err }, 'TLS certificate reload failed; keeping the previous one'),
+          )
+        process.on('SIGHUP', reload)
+        closers.push(async () => void process.off('SIGHUP', reload))
+      }
       result.port = server.port
-      result.url = `http://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${server.port}`
+      result.url = `${server.scheme}://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${server.port}`
     }
     if (roles.includes('edge') && runtime.store instanceof ChdbStore && token) {
       const adminToken = token

@@ -8,6 +8,7 @@ import { apiAuth } from './middleware/api-auth.ts'
 import { authFailureLimit, type AuthFailureLimitOptions } from './middleware/auth-failure-limit.ts'
 import { errorHandler, notFoundHandler } from './middleware/errors.ts'
 import { httpMetrics } from './middleware/metrics.ts'
+import { requireHttps, type RequireHttpsOptions } from './middleware/require-https.ts'
 import { adminRoutes, type DeadLetterAdmin } from './routes/admin.ts'
 import { authCheckRoutes } from './routes/auth-check.ts'
 import { healthRoutes, type ReadinessCheck } from './routes/health.ts'
@@ -25,6 +26,8 @@ export interface EdgeDeps {
   deadLetters?: DeadLetterAdmin
   /** The per-address limit on failed authentications; absent: no limit. */
   authFailureLimit?: AuthFailureLimitOptions
+  /** Who may use plain HTTP (loopback always); absent: anyone, as in tests through app.request(). */
+  requireHttps?: RequireHttpsOptions
 }
 
 /**
@@ -38,6 +41,7 @@ const API_PREFIXES = ['/v0', '/v1', '/v2', '/events', '/api'] as const
 export function createEdgeApp(deps: EdgeDeps) {
   const app = new Hono<EdgeEnv>()
   app.use('*', httpMetrics(deps.metrics))
+  if (deps.requireHttps) app.use('*', requireHttps(deps.requireHttps))
   if (deps.authFailureLimit) app.use('*', authFailureLimit(deps.authFailureLimit))
   app.route('/', healthRoutes(deps.metrics, deps.readiness, deps.isDraining))
   app.route('/admin/v1', adminRoutes(deps.control, deps.adminToken, deps.deadLetters))

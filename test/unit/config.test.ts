@@ -38,6 +38,17 @@ describe('loadConfig', () => {
     expect(config.SLUICE_TRUSTED_PROXIES).toEqual(['10.0.0.0/8', '192.0.2.1', 'fd00::/8'])
   })
 
+  it('reads the TLS files as a pair, and the plain-HTTP switch', () => {
+    expect(loadConfig({}).SLUICE_ALLOW_PLAIN_HTTP).toBe(false)
+    expect(loadConfig({ SLUICE_ALLOW_PLAIN_HTTP: '1' }).SLUICE_ALLOW_PLAIN_HTTP).toBe(true)
+    const tls = loadConfig({ SLUICE_TLS_CERT: '/etc/sluice/cert.pem', SLUICE_TLS_KEY: '/etc/sluice/key.pem' })
+    expect([tls.SLUICE_TLS_CERT, tls.SLUICE_TLS_KEY]).toEqual(['/etc/sluice/cert.pem', '/etc/sluice/key.pem'])
+    expect(() => loadConfig({ SLUICE_TLS_CERT: '/etc/sluice/cert.pem' })).toThrow(
+      /SLUICE_TLS_CERT and SLUICE_TLS_KEY/,
+    )
+    expect(() => loadConfig({ SLUICE_TLS_KEY: '/etc/sluice/key.pem' })).toThrow(/set both/)
+  })
+
   it('treats empty strings as unset', () => {
     const config = loadConfig({ KAFKA_BROKERS: '', CLICKHOUSE_URL: ' ', SLUICE_ADMIN_TOKEN: '' })
     expect(config.KAFKA_BROKERS).toBeUndefined()
@@ -58,6 +69,7 @@ describe('loadConfig', () => {
     ['SLUICE_AUTH_FAILURES_PER_ADDRESS_PER_MIN', '-1'],
     ['SLUICE_TRUSTED_PROXIES', 'proxy.internal'],
     ['SLUICE_TRUSTED_PROXIES', '10.0.0.0/33'],
+    ['SLUICE_ALLOW_PLAIN_HTTP', 'yes'],
   ])('rejects %s=%s with a message naming the variable', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError)
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`${name}=`))

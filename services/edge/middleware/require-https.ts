@@ -1,0 +1,58 @@
+import type { Context, MiddlewareHandler } from 'hono'
+import { SluiceError } from '../../shared/errors.ts'
+import { trustedProxyList } from '../client-address.ts'
+import type { EdgeEnv } from '../env.ts'
+
+export interface RequireHttpsOptions {
+  /** Proxies trusted to say, in X-Forwarded-Proto, that the client used HTTPS. */
+  trustedProxies: readonly string[]
+  /** Answer plain HTTP from any address (SLUICE_ALLOW_PLAIN_HTTP): private networks and tests only. */
+  allowPlainHttp: boolean
+}
+
+/** Paths an orchestrator or a scraper reaches over plain HTTP inside a private network. */
+const OPERATIONAL = new Set(['/healthz', '/readyz', '/metrics'])
+
+/**
+ * The spec allows no plain HTTP: API keys and secrets travel in every request. A request that did
+ * not arrive over TLS is answered only when it comes from this machine (a laptop, a sidecar), or
+ * from a trusted proxy that says its client used HTTPS; anything else gets a 403 that says what to
+ * do, before credentials are even read.
+ */
+export function requireHttps(options: RequireHttpsOptions): MiddlewareHandler<EdgeEnv> {
+  const trusted = options.trustedProxies.length > 0 ? trustedProxyList(options.trustedProxies) : undefined
+  return async (c, next) => {
+    if (options.allowPlainHttp || OPERATIONAL.has(c.req.path) || overTls(c)) return next()
+    const peer = peerAddress(c)
+    // app.request() in tests has no socket at all: there is no network to protect.
+    if (peer === undefined || isLoopback(peer)) return next()
+    // The header counts only when the peer itself is a proxy we trust: anyone can write it.
+    const proto = c.req.header('X-Forwarded-Proto')?.split(',')[0]?.trim().toLowerCase()
+    if (trusted && proto === 'https' && isTrustedPeer(peer, trusted)) return next()
+    throw new SluiceError(
+      'https_required',
+      403,
+      'plain HTTP is refused: send requests over HTTPS (or through a trusted proxy that terminates TLS)',
+    )
+  }
+}
+
+function overTls(c: Context): boolean {
+  const env = c.env as { incoming?: { socket?: { encrypted?: boolean } } } | undefined
+  return env?.incoming?.socket?.encrypted === true
+}
+
+function peerAddress(c: Context): string | undefined {
+  const env = c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined
+  return env?.incoming?.socket?.remoteAddress
+}
+
+function isLoopback(address: string): boolean {
+  const bare = address.replace(/^::ffff:/i, '')
+  return bare === '::1' || bare.startsWith('127.')
+}
+
+function isTrustedPeer(peer: string, trusted: ReturnType<typeof trustedProxyList>): boolean {
+  const bare = peer.replace(/^::ffff:/i, '')
+  return trusted.check(bare, bare.includes(':') ? 'ipv6' : 'ipv4')
+}
