@@ -228,7 +228,8 @@ const BINARY_FORMATS = [
 ]
 
 /**
- * A `param_*` value as ClickHouse's HTTP handler would read it, turned into what chdb's bind needs.
+ * A `param_*` value as ClickHouse's HTTP handler would read it, turned into what chdb's bind needs
+ * (the writable port; the read-only port hands the raw value to the engine with `SET param_…`).
  * The HTTP form is ClickHouse's escaped text; chdb escapes a string once more (TSV rules) before the
  * engine reads it back. So a scalar is unescaped here (the engine then sees the same value); a
  * composite (Array, Map, Tuple), which the engine parses as a literal without unescaping, is rewritten
@@ -276,10 +277,11 @@ export const SETTINGS_KINDS: ReadonlySet<string> = new Set([
 const FILE_FUNCTIONS = new Set(['file', 'catboostevaluate'])
 
 /**
- * Why the read-only port refuses a statement, or undefined. The engine's readonly=1 (appended last)
- * refuses writes and table functions; this covers what it was measured to let through: a SETTINGS
- * clause in a subquery (readonly=0 there wins), the file() function, DESCRIBE of a table function,
- * and INTO OUTFILE.
+ * Why the read-only port refuses a statement, or undefined: the fast first pass, on the lexer's
+ * reading. The engine's own parser has the last word (analyst-engine.ts: its classifier and
+ * read-only-ast.ts over EXPLAIN AST), and the connection's readonly=1 refuses writes and most table
+ * functions. This covers what readonly=1 was measured to let through: a SETTINGS clause in a subquery
+ * (readonly=0 there wins), the file() function, DESCRIBE of a table function, and INTO OUTFILE.
  */
 export function readOnlyRefusal(analysis: StatementAnalysis): string | undefined {
   if (!READ_ONLY_KINDS.has(analysis.kind)) {
@@ -311,8 +313,8 @@ export function readOnlyRefusal(analysis: StatementAnalysis): string | undefined
 
 /**
  * Settings an analyst may not set on the read-only port: the ones that name server files or
- * directories (format schemas, templates, output schemas), introspection and DDL switches. The
- * engine's readonly=1 comes after them in the clause, so it cannot stop them itself.
+ * directories (format schemas, templates, output schemas), introspection and DDL switches. A fast
+ * first refusal: the connection's readonly=1 refuses any change to them (and to every other setting).
  */
 export function isDeniedReadOnlySetting(name: string): boolean {
   return (

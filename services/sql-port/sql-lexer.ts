@@ -3,8 +3,9 @@
  * text holds, what kind the first one is, its trailing FORMAT and SETTINGS clauses, INTO OUTFILE, the
  * declared types of {name:Type} placeholders, and a way to add query-level settings.
  *
- * Pure: no I/O. It is not a parser; where it cannot be sure it errs towards seeing more code than the
- * engine does (so a refusal, never a smuggled statement). Its string, comment and heredoc rules follow
+ * Pure: no I/O. It is not a parser, and on the read-only port it is only the fast first pass (the
+ * engine's own parser judges every statement before it runs: analyst-engine.ts); where it cannot be
+ * sure it errs towards seeing more code than the engine does (so a refusal, never a smuggled statement). Its string, comment and heredoc rules follow
  * what chdb 3.4 (ClickHouse 26.7) was measured to do: nested block comments, `#` comments only as `# `
  * or `#!`, `--` comments ending at LF only, $tag$ heredocs, and Unicode quotes (‘…’ strings,
  * “…” identifiers) that take no escapes.

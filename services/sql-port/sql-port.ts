@@ -14,6 +14,7 @@ import { promisify } from 'node:util'
 import zlib from 'node:zlib'
 import type { QueryParams, RawExecutor } from '../../pipelines/connectors/store/store.ts'
 import { AnalystQueryCancelled, ReadOnlyRefusal, type AnalystEngine } from './analyst-engine.ts'
+import { ConcurrencyLimit, WaitCancelled } from './concurrency-limit.ts'
 import {
   addSettings,
   analyzeStatement,
@@ -287,7 +288,7 @@ class SqlPort {
         `${user ?? 'default'}: Cannot execute query in readonly mode: ${err.why}`,
       )
     }
-    if (err instanceof AnalystQueryCancelled)
+    if (err instanceof AnalystQueryCancelled || err instanceof WaitCancelled)
       return new SqlPortError(ErrorCode.QUERY_WAS_CANCELLED, err.message)
     return fromEngineError(err)
   }
@@ -795,61 +796,5 @@ class SerialQueue {
     })
     this.tail = result.catch(() => undefined)
     return result
-  }
-}
-
-/**
- * Runs at most `limit` tasks at once; the others wait in arrival order. A waiting task whose signal
- * aborts leaves the queue without running.
- */
-class ConcurrencyLimit {
-  private running = 0
-  private readonly waiting: { start: () => void; signal: AbortSignal }[] = []
-
-  constructor(private readonly limit: number) {
-    if (!Number.isSafeInteger(limit) || limit < 1) throw new Error(`concurrency limit ${limit} must be >= 1`)
-  }
-
-  /** Tasks running or waiting. */
-  get pending(): number {
-    return this.running + this.waiting.length
-  }
-
-  async run<T>(signal: AbortSignal, task: () => Promise<T>): Promise<T> {
-    if (this.running >= this.limit) await this.turn(signal)
-    else this.running++
-    try {
-      return await task()
-    } finally {
-      this.release()
-    }
-  }
-
-  /** Resolves holding a slot (counted in `running`), or rejects when `signal` aborts first. */
-  private turn(signal: AbortSignal): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      const entry = {
-        signal,
-        start: () => {
-          signal.removeEventListener('abort', onAbort)
-          resolve()
-        },
-      }
-      const onAbort = () => {
-        const i = this.waiting.indexOf(entry)
-        if (i !== -1) this.waiting.splice(i, 1)
-        reject(new AnalystQueryCancelled())
-      }
-      if (signal.aborted) return reject(new AnalystQueryCancelled())
-      signal.addEventListener('abort', onAbort, { once: true })
-      this.waiting.push(entry)
-    })
-  }
-
-  private release(): void {
-    const next = this.waiting.shift()
-    // The slot passes straight to the next task: `running` stays as it is.
-    if (next) next.start()
-    else this.running--
   }
 }

@@ -38,6 +38,27 @@ describe('loadConfig', () => {
     expect(config.SLUICE_TRUSTED_PROXIES).toEqual(['10.0.0.0/8', '192.0.2.1', 'fd00::/8'])
   })
 
+  it('reads the SQL port limits', () => {
+    const defaults = loadConfig({})
+    expect([
+      defaults.SLUICE_SQL_MAX_EXECUTION_SECONDS,
+      defaults.SLUICE_SQL_MAX_MEMORY_BYTES,
+      defaults.SLUICE_SQL_MAX_RESULT_BYTES,
+      defaults.SLUICE_SQL_MAX_THREADS,
+      defaults.SLUICE_SQL_MAX_CONCURRENT_QUERIES,
+      defaults.SLUICE_SQL_HEADERS_TIMEOUT_MS,
+      defaults.SLUICE_SQL_REQUEST_TIMEOUT_MS,
+    ]).toEqual([60, 1024 ** 3, 128 * 1024 ** 2, 1, 2, 10_000, 30_000])
+    const config = loadConfig({
+      SLUICE_SQL_MAX_EXECUTION_SECONDS: '300',
+      SLUICE_SQL_MAX_MEMORY_BYTES: '4294967296',
+    })
+    expect([config.SLUICE_SQL_MAX_EXECUTION_SECONDS, config.SLUICE_SQL_MAX_MEMORY_BYTES]).toEqual([
+      300,
+      4 * 1024 ** 3,
+    ])
+  })
+
   it('reads the TLS files as a pair, and the plain-HTTP switch', () => {
     expect(loadConfig({}).SLUICE_ALLOW_PLAIN_HTTP).toBe(false)
     expect(loadConfig({ SLUICE_ALLOW_PLAIN_HTTP: '1' }).SLUICE_ALLOW_PLAIN_HTTP).toBe(true)
@@ -70,6 +91,9 @@ describe('loadConfig', () => {
     ['SLUICE_TRUSTED_PROXIES', 'proxy.internal'],
     ['SLUICE_TRUSTED_PROXIES', '10.0.0.0/33'],
     ['SLUICE_ALLOW_PLAIN_HTTP', 'yes'],
+    ['SLUICE_SQL_MAX_EXECUTION_SECONDS', '0'],
+    ['SLUICE_SQL_MAX_MEMORY_BYTES', 'lots'],
+    ['SLUICE_SQL_MAX_CONCURRENT_QUERIES', '0'],
   ])('rejects %s=%s with a message naming the variable', (name, value) => {
     expect(() => loadConfig({ [name]: value })).toThrow(ConfigError)
     expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`${name}=`))
