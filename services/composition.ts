@@ -3,6 +3,7 @@ import type { Hono } from 'hono'
 import { LoadShedder } from '../pipelines/events/load-shedder.ts'
 import { ingestionGroups, ingestionTopics } from '../pipelines/events/topics.ts'
 import { transactionKey } from '../pipelines/events/transaction-id.ts'
+import { heartbeatJob } from '../pipelines/control/jobs.ts'
 import { profileTopics } from '../pipelines/profiles/commands.ts'
 import type { EdgeEnv } from './edge/env.ts'
 import type { ReadinessCheck } from './edge/routes/health.ts'
@@ -10,6 +11,7 @@ import { profileRoutes } from './edge/routes/profiles.ts'
 import { uploadRoutes } from './edge/routes/uploads.ts'
 import type { Runtime } from './runtime.ts'
 import type { ScheduledJob } from './scheduler/scheduler.ts'
+import { controlPipeline } from './worker/control.ts'
 import { ingestionPipeline } from './worker/ingestion.ts'
 import { profilesPipeline } from './worker/profiles.ts'
 import type { WorkerPipeline } from './worker/worker.ts'
@@ -72,11 +74,12 @@ export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | unde
 }
 
 export function workerPipelines(): WorkerPipeline[] {
-  return [ingestionPipeline, profilesPipeline]
+  // The control applier runs the jobs the scheduler emits, so both take the same list.
+  return [ingestionPipeline, profilesPipeline, controlPipeline(scheduledJobs())]
 }
 
 export function scheduledJobs(): ScheduledJob[] {
-  return []
+  return [heartbeatJob]
 }
 
 export function readinessChecks(runtime: Runtime): ReadinessCheck[] {

@@ -74,6 +74,8 @@ export const configSchema = z.object({
   SLUICE_MAX_BUS_LAG: int(2_000, 1),
   SLUICE_WORKER_THREADS: int(0, 0),
   SLUICE_KEY_CACHE_SECONDS: int(5, 0),
+  /** How long an admin write waits for the control plane to apply it before answering 503. */
+  SLUICE_CONTROL_WAIT_MS: int(10_000, 1),
   /** Failed authentications per client address per minute before 429; 0: no limit. */
   SLUICE_AUTH_FAILURES_PER_ADDRESS_PER_MIN: int(600, 0),
   /** Proxies (addresses or CIDR ranges, comma-separated) whose X-Forwarded-For names the client. */

@@ -8,6 +8,8 @@ import { ChdbStore } from '../pipelines/connectors/store/chdb-store.ts'
 import { ClickHouseStore } from '../pipelines/connectors/store/clickhouse-store.ts'
 import { migrate } from '../pipelines/connectors/store/migrations.ts'
 import type { Store } from '../pipelines/connectors/store/store.ts'
+import { CommandClient } from '../pipelines/control/command-client.ts'
+import { controlTopics } from '../pipelines/control/commands.ts'
 import { ControlStore } from '../pipelines/control/control-store.ts'
 import type { Config } from './config.ts'
 import type { Logger } from './shared/logger.ts'
@@ -48,7 +50,14 @@ export async function openRuntime(config: Config, logger: Logger): Promise<Runti
     await store.close()
     throw err
   }
-  const control = new ControlStore(store, config.SLUICE_KEY_CACHE_SECONDS * 1000)
+  // Reads through short caches; writes as commands on the control topic, applied by one owner.
+  const commands = new CommandClient({
+    bus,
+    store,
+    topic: controlTopics(config.SLUICE_TOPIC_PREFIX).commands,
+    waitMs: config.SLUICE_CONTROL_WAIT_MS,
+  })
+  const control = new ControlStore(store, config.SLUICE_KEY_CACHE_SECONDS * 1000, {}, commands)
   const mode =
     bus.kind === 'local' && store.kind === 'chdb'
       ? 'embedded'

@@ -7,7 +7,9 @@ import {
   SCOPES,
   type Scope,
 } from './credentials.ts'
-import { Mutex } from './mutex.ts'
+import type { CommandSender } from './command-client.ts'
+import { newCommand, type ControlCommand, type ControlResult } from './commands.ts'
+import { latestJobRuns, type JobRun } from './control-results.ts'
 import { TtlCache, type TtlCacheOptions } from './ttl-cache.ts'
 
 export interface Org {
@@ -44,8 +46,22 @@ export interface ProfileDb {
  */
 const MAX_ID_LENGTH = 128
 
-export class AppIdTakenError extends Error {
+/** A control command the applier refused: its status (404, 409, ...) and message are the answer. */
+export class ControlCommandError extends Error {
+  override name = 'ControlCommandError'
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
+export class AppIdTakenError extends ControlCommandError {
   override name = 'AppIdTakenError'
+  constructor(message: string) {
+    super(409, message)
+  }
 }
 
 /**
@@ -53,30 +69,27 @@ export class AppIdTakenError extends Error {
  * Reads that every request makes (keys, apps) go through a short, bounded TTL cache, which is also
  * what bounds how long a revoked key keeps working on an edge (SLUICE_KEY_CACHE_SECONDS).
  *
- * Integer ids are allocated as max+1 under an in-process lock: run admin writes through one
- * process at a time (the embedded process, or one edge in distributed mode).
+ * Writes are control commands (DESIGN.md, "The control plane holds across edges"): this edge hands
+ * each one to `commands` (the control topic) and answers with what the single applier recorded,
+ * so ids and uniqueness hold across any number of edges. A store built without `commands` only
+ * reads (an edge's second cache in a test, say).
  */
 export class ControlStore {
   private readonly store: Store
-  private readonly allocation = new Mutex()
+  private readonly commands: CommandSender | undefined
   private readonly keyCache: TtlCache<ApiKeyRecord | undefined>
   private readonly appCache: TtlCache<App | undefined>
 
-  constructor(store: Store, cacheTtlMs = 5000, cache: TtlCacheOptions = {}) {
+  constructor(store: Store, cacheTtlMs = 5000, cache: TtlCacheOptions = {}, commands?: CommandSender) {
     this.store = store
+    this.commands = commands
     this.keyCache = new TtlCache(cacheTtlMs, cache)
     this.appCache = new TtlCache(cacheTtlMs, cache)
   }
 
-  createOrg(name: string): Promise<Org> {
-    return this.allocation.run(async () => {
-      const id = await this.nextId('orgs')
-      const profiledb_id = await this.nextId('profile_dbs')
-      const now = Date.now()
-      await this.store.insert('profile_dbs', [{ id: profiledb_id, org_id: id, app_id: '', created_at: now }])
-      await this.store.insert('orgs', [{ id, name, profiledb_id, created_at: now, version: now }])
-      return { id, name, profiledb_id }
-    })
+  async createOrg(name: string): Promise<Org> {
+    const body = await this.created(newCommand('create-org', { name }, Date.now()))
+    return toOrg(body as Org)
   }
 
   async listOrgs(): Promise<Org[]> {
@@ -92,19 +105,18 @@ export class ControlStore {
     return rows[0] ? toOrg(rows[0]) : undefined
   }
 
-  createApp(orgId: number, name: string, appId?: string): Promise<App> {
-    return this.allocation.run(async () => {
-      const app_id = appId ?? generateAppKey()
-      if (await this.loadApp(app_id)) throw new AppIdTakenError(`app_id ${app_id} already exists`)
-      const profiledb_id = await this.nextId('profile_dbs')
-      const now = Date.now()
-      await this.store.insert('profile_dbs', [{ id: profiledb_id, org_id: orgId, app_id, created_at: now }])
-      await this.store.insert('apps', [
-        { app_id, org_id: orgId, name, profiledb_id, created_at: now, deleted: 0, version: now },
-      ])
+  /** Throws AppIdTakenError when the app id is taken (by any edge, however close in time). */
+  async createApp(orgId: number, name: string, appId?: string): Promise<App> {
+    const app_id = appId ?? generateAppKey()
+    try {
+      const body = await this.created(newCommand('create-app', { org_id: orgId, name, app_id }, Date.now()))
+      return toApp(body as App)
+    } catch (err) {
+      if (err instanceof ControlCommandError && err.status === 409) throw new AppIdTakenError(err.message)
+      throw err
+    } finally {
       this.appCache.delete(app_id)
-      return { app_id, org_id: orgId, name, profiledb_id }
-    })
+    }
   }
 
   async listApps(orgId: number): Promise<App[]> {
@@ -126,24 +138,19 @@ export class ControlStore {
     orgId: number,
     scopes: readonly Scope[] = SCOPES,
   ): Promise<{ api_key: string; api_secret: string; scopes: Scope[] }> {
+    // Drawn here: the secret never leaves this edge (the command carries its hash), and a replayed
+    // command writes the same key.
     const api_key = generateApiKey()
     const api_secret = generateSecret()
-    const now = Date.now()
-    const unique = [...new Set(scopes)]
-    await this.store.insert('api_keys', [
-      {
-        api_key,
-        org_id: orgId,
-        secret_hash: hashSecret(api_key, api_secret),
-        scopes: unique,
-        created_at: now,
-        revoked: 0,
-        revoked_at: null,
-        version: now,
-      },
-    ])
+    const payload = {
+      org_id: orgId,
+      api_key,
+      secret_hash: hashSecret(api_key, api_secret),
+      scopes: [...new Set(scopes)],
+    }
+    const body = (await this.created(newCommand('create-key', payload, Date.now()))) as { scopes: Scope[] }
     this.keyCache.delete(api_key)
-    return { api_key, api_secret, scopes: unique }
+    return { api_key, api_secret, scopes: body.scopes }
   }
 
   async listKeys(orgId: number): Promise<{ api_key: string; scopes: Scope[]; revoked: boolean }[]> {
@@ -156,25 +163,18 @@ export class ControlStore {
 
   /** Returns false when the key does not exist in that org (or is already revoked). */
   async revokeKey(orgId: number, apiKey: string): Promise<boolean> {
-    const existing = await this.loadKey(apiKey)
-    if (!existing || existing.org_id !== orgId || existing.revoked) return false
-    const now = Date.now()
-    // A version above the row's own, even if this clock lags the one that created it.
-    const version = Math.max(now, (await this.keyVersion(apiKey)) + 1)
-    await this.store.insert('api_keys', [
-      {
-        api_key: apiKey,
-        org_id: orgId,
-        secret_hash: existing.secret_hash,
-        scopes: existing.scopes,
-        created_at: now,
-        revoked: 1,
-        revoked_at: now,
-        version,
-      },
-    ])
+    if (apiKey.length > MAX_ID_LENGTH) return false
+    const result = await this.submit(newCommand('revoke-key', { org_id: orgId, api_key: apiKey }, Date.now()))
+    // This edge stops accepting the key at once; the others within their cache's TTL.
     this.keyCache.delete(apiKey)
+    if (result.status === 404) return false
+    expectStatus(result, 204)
     return true
+  }
+
+  /** The latest run of each scheduled job (when the scheduler and the control applier last worked). */
+  listJobRuns(): Promise<JobRun[]> {
+    return latestJobRuns(this.store)
   }
 
   /** Cached for at most the TTL, which bounds how long a revoked key still works. */
@@ -216,18 +216,26 @@ export class ControlStore {
     }
   }
 
-  private async keyVersion(apiKey: string): Promise<number> {
-    const rows = await this.store.query<{ v: string }>(
-      'SELECT max(version) AS v FROM api_keys WHERE api_key = {key:String}',
-      { key: apiKey },
-    )
-    return Number(rows[0]?.v ?? 0)
+  private submit(command: ControlCommand): Promise<ControlResult> {
+    if (!this.commands) throw new Error('this ControlStore only reads: it was built without a command sender')
+    return this.commands.submit(command)
   }
 
-  private async nextId(table: 'orgs' | 'profile_dbs'): Promise<number> {
-    const rows = await this.store.query<{ next: string }>(`SELECT max(id) + 1 AS next FROM ${table}`)
-    return Number(rows[0]?.next ?? 1)
+  /** The body of a 201; a refusal (404, 409, ...) as a ControlCommandError. */
+  private async created(command: ControlCommand): Promise<unknown> {
+    const result = await this.submit(command)
+    expectStatus(result, 201)
+    return result.body
   }
+}
+
+function expectStatus(result: ControlResult, status: number): void {
+  if (result.status === status) return
+  const error = (result.body as { error?: unknown } | null)?.error
+  throw new ControlCommandError(
+    result.status,
+    typeof error === 'string' ? error : `control command answered ${result.status}`,
+  )
 }
 
 const toOrg = (r: Org): Org => ({ id: Number(r.id), name: r.name, profiledb_id: Number(r.profiledb_id) })

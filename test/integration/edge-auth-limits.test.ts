@@ -9,6 +9,8 @@ import type { EdgeEnv } from '../../services/edge/env.ts'
 import type { AuthFailureLimitOptions } from '../../services/edge/middleware/auth-failure-limit.ts'
 import { startProcess, type RunningProcess } from '../../services/processes.ts'
 import { createLogger } from '../../services/shared/logger.ts'
+import { controlPipeline } from '../../services/worker/control.ts'
+import { startWorker, type RunningWorker } from '../../services/worker/worker.ts'
 import { ADMIN_TOKEN, basic } from '../helpers/edge.ts'
 import { manualClock } from '../helpers/manual-clock.ts'
 import { tempDir } from '../helpers/temp.ts'
@@ -17,6 +19,7 @@ import { tempDir } from '../helpers/temp.ts'
 // through app.request() with an injected clock and made-up client addresses.
 describe('the edge asks for credentials first and limits failed attempts and SDK uploads', () => {
   let running: RunningProcess
+  let controlWorker: RunningWorker | undefined
   let cleanup: () => Promise<void>
   let good: Record<string, string>
   let wrongSecret: Record<string, string>
@@ -51,6 +54,8 @@ describe('the edge asks for credentials first and limits failed attempts and SDK
       SLUICE_AUTH_FAILURES_PER_ADDRESS_PER_MIN: '3',
     })
     running = await startProcess(config, createLogger('silent'), ['edge'])
+    // Admin writes are control commands: the control applier runs beside the edge (no ingestion).
+    controlWorker = await startWorker(running.runtime, [controlPipeline([])])
     const control = running.runtime.control
     const org = await control.createOrg('limits')
     appKey = (await control.createApp(org.id, 'ios', 'limits-ios')).app_id
@@ -60,6 +65,7 @@ describe('the edge asks for credentials first and limits failed attempts and SDK
     wrongSecret = basic(key.api_key, 'not-the-secret')
   })
   afterAll(async () => {
+    await controlWorker?.close()
     await running?.shutdown()
     await cleanup?.()
   })

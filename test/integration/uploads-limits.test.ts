@@ -3,6 +3,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { loadConfig } from '../../services/config.ts'
 import { startProcess, type RunningProcess } from '../../services/processes.ts'
 import { createLogger } from '../../services/shared/logger.ts'
+import { controlPipeline } from '../../services/worker/control.ts'
+import { startWorker, type RunningWorker } from '../../services/worker/worker.ts'
 import { ADMIN_TOKEN } from '../helpers/edge.ts'
 import { SCHEMA_URL, lines, uuid } from '../helpers/ingestion-scenario.ts'
 import { tempDir, waitFor } from '../helpers/temp.ts'
@@ -11,6 +13,7 @@ import { tempDir, waitFor } from '../helpers/temp.ts'
 // a body inflates too far, and when ingestion falls behind.
 describe('upload limits and load shedding at the edge', () => {
   let running: RunningProcess
+  let controlWorker: RunningWorker | undefined
   let cleanup: () => Promise<void>
   let auth: string
   const post = (
@@ -33,6 +36,8 @@ describe('upload limits and load shedding at the edge', () => {
       SLUICE_MAX_BUS_LAG: '5',
     })
     running = await startProcess(config, createLogger('silent'), ['edge'])
+    // Admin writes are control commands: the control applier runs beside the edge (no ingestion).
+    controlWorker = await startWorker(running.runtime, [controlPipeline([])])
     const admin = async <T>(path: string, body: unknown) =>
       (await (
         await fetch(`${running.url}/admin/v1${path}`, {
@@ -46,6 +51,7 @@ describe('upload limits and load shedding at the edge', () => {
     auth = `Basic ${Buffer.from(`${key.api_key}:${key.api_secret}`).toString('base64')}`
   })
   afterAll(async () => {
+    await controlWorker?.close()
     await running.shutdown()
     await cleanup()
   })

@@ -7,6 +7,7 @@ import { createEdgeApp } from '../../services/edge/app.ts'
 import { profileRoutes } from '../../services/edge/routes/profiles.ts'
 import { createLogger } from '../../services/shared/logger.ts'
 import { createMetrics } from '../../services/shared/metrics.ts'
+import { directControl } from '../helpers/control.ts'
 import { basic } from '../helpers/edge.ts'
 import { tempDir } from '../helpers/temp.ts'
 
@@ -69,7 +70,7 @@ beforeAll(async () => {
     await store.close()
     await dir.cleanup()
   }
-  const control = new ControlStore(store, 0)
+  const control = directControl(store)
   org = await control.createOrg('routes')
   appA = await control.createApp(org.id, 'a', 'routes-app-a')
   const other = await control.createOrg('other')
@@ -361,7 +362,7 @@ describe('profile routes: credentials', () => {
   })
 
   it('403 for a key without the profiles scope', async () => {
-    const control = new ControlStore(store, 0)
+    const control = directControl(store)
     const key = await control.createKey(org.id, ['events'])
     const res = await send(
       app,

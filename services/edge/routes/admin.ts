@@ -1,6 +1,7 @@
 import { Hono } from 'hono'
 import type { Bus } from '../../../pipelines/connectors/bus/bus.ts'
-import { AppIdTakenError, type ControlStore } from '../../../pipelines/control/control-store.ts'
+import { ControlUnavailableError } from '../../../pipelines/control/command-client.ts'
+import { ControlCommandError, type ControlStore } from '../../../pipelines/control/control-store.ts'
 import type { DeadLetterStore } from '../../../pipelines/failures/dead-letters.ts'
 import { replayDeadLetter } from '../../../pipelines/failures/replay.ts'
 import {
@@ -10,7 +11,7 @@ import {
   deadLettersQuery,
   orgIdParam,
 } from '../../../schemas/admin.ts'
-import { badRequest, conflict, notFound } from '../../shared/errors.ts'
+import { badRequest, conflict, notFound, SluiceError } from '../../shared/errors.ts'
 import { adminAuth } from '../middleware/admin-auth.ts'
 import { formatIssues, jsonBody, parseParam } from '../validate.ts'
 
@@ -37,7 +38,7 @@ export function adminRoutes(
 
   app.post('/orgs', async (c) => {
     const body = await jsonBody(c, createOrgBody)
-    return c.json(await control.createOrg(body.name), 201)
+    return c.json(await write(() => control.createOrg(body.name)), 201)
   })
 
   app.get('/orgs', async (c) => c.json(await control.listOrgs()))
@@ -50,12 +51,7 @@ export function adminRoutes(
   app.post('/orgs/:org_id/apps', async (c) => {
     const orgId = await requireOrg(c.req.param('org_id'))
     const body = await jsonBody(c, createAppBody)
-    try {
-      return c.json(await control.createApp(orgId, body.name, body.app_id), 201)
-    } catch (err) {
-      if (err instanceof AppIdTakenError) throw conflict(err.message)
-      throw err
-    }
+    return c.json(await write(() => control.createApp(orgId, body.name, body.app_id)), 201)
   })
 
   app.get('/orgs/:org_id/apps', async (c) => {
@@ -66,7 +62,7 @@ export function adminRoutes(
   app.post('/orgs/:org_id/keys', async (c) => {
     const orgId = await requireOrg(c.req.param('org_id'))
     const body = await jsonBody(c, createKeyBody)
-    return c.json(await control.createKey(orgId, body.scopes), 201)
+    return c.json(await write(() => control.createKey(orgId, body.scopes)), 201)
   })
 
   app.get('/orgs/:org_id/keys', async (c) => {
@@ -76,10 +72,13 @@ export function adminRoutes(
 
   app.delete('/orgs/:org_id/keys/:api_key', async (c) => {
     const orgId = await requireOrg(c.req.param('org_id'))
-    const revoked = await control.revokeKey(orgId, c.req.param('api_key'))
+    const revoked = await write(() => control.revokeKey(orgId, c.req.param('api_key')))
     if (!revoked) throw notFound('api key not found')
     return c.body(null, 204)
   })
+
+  // The latest run of each scheduled job: when the scheduler and the control applier last worked.
+  app.get('/jobs', async (c) => c.json(await control.listJobRuns()))
 
   if (deadLetters) {
     // Newest first; a value over 64 KB is listed as null (GET /dead-letters/:id has it whole).
@@ -107,4 +106,28 @@ export function adminRoutes(
   }
 
   return app
+}
+
+/**
+ * Runs a control write (a command applied by the control plane, DESIGN.md): a refusal becomes its
+ * answer (404 unknown org, 409 app id taken), and no answer within SLUICE_CONTROL_WAIT_MS a 503
+ * with Retry-After (the command may still be applied: a retried create can then make two).
+ */
+async function write<T>(run: () => Promise<T>): Promise<T> {
+  try {
+    return await run()
+  } catch (err) {
+    if (err instanceof ControlCommandError) {
+      if (err.status === 404) throw notFound(err.message)
+      if (err.status === 409) throw conflict(err.message)
+      throw new SluiceError('control_refused', err.status, err.message)
+    }
+    if (err instanceof ControlUnavailableError)
+      throw new SluiceError('control_unavailable', 503, err.message, {
+        retriable: true,
+        headers: { 'Retry-After': '5' },
+        cause: err.cause,
+      })
+    throw err
+  }
 }

@@ -1,0 +1,114 @@
+import { randomUUID } from 'node:crypto'
+import { z } from 'zod'
+import { wellFormedValue } from '../text/unicode.ts'
+import type { BusRecord, ProduceMessage } from '../connectors/bus/bus.ts'
+import { SCOPES } from './credentials.ts'
+
+/**
+ * Control-plane writes as commands (DESIGN.md, "The control plane holds across edges"): any edge
+ * produces them onto one partition of the control topic; one owner (the control applier's
+ * consumer group) applies them in topic order, allocates ids and enforces uniqueness, and records
+ * each command's answer in `control_results`, where the edge that took it waits for it.
+ */
+export function controlTopics(prefix: string) {
+  return { commands: `${prefix}control` }
+}
+
+export function controlGroups(prefix: string) {
+  return { applier: `${prefix}control-applier` }
+}
+
+/**
+ * Every command goes to partition 0: one partition gives one order over all of them and one owner
+ * at a time, whatever partition count the broker gave the topic (librdkafka's mock makes 4).
+ */
+export const CONTROL_PARTITION = 0
+
+const id = z.string().min(1).max(200)
+const orgId = z.number().int().positive()
+const name = z.string().min(1).max(200)
+
+/** What each kind carries. Everything random (app keys, API keys, secrets) is drawn by the edge, so a replay writes the same rows. */
+const payloads = {
+  'create-org': z.object({ name }),
+  'create-app': z.object({ org_id: orgId, name, app_id: z.string().min(1).max(128) }),
+  // The secret never travels: the edge keeps it for its answer and sends only its hash.
+  'create-key': z.object({
+    org_id: orgId,
+    api_key: z.string().min(1).max(128),
+    secret_hash: z.string().regex(/^[0-9a-f]{64}$/),
+    scopes: z.array(z.enum(SCOPES)).min(1),
+  }),
+  'revoke-key': z.object({ org_id: orgId, api_key: z.string().min(1).max(128) }),
+  /** A due job of the scheduler: its command id is `${job}:${period_start}`, the same from every scheduler. */
+  'run-job': z.object({ job: z.string().min(1).max(100), period_start: z.number().int().nonnegative() }),
+} as const
+
+export type CommandKind = keyof typeof payloads
+export type CommandPayload<K extends CommandKind> = z.infer<(typeof payloads)[K]>
+
+interface Envelope<K extends CommandKind> {
+  v: 1
+  /** A uuid drawn by the edge (or `${job}:${period_start}`): results and idempotency go by it. */
+  id: string
+  kind: K
+  /** When the edge took it (ms since epoch): the rows' created_at and the floor of their version. */
+  at: number
+  payload: CommandPayload<K>
+}
+
+export type ControlCommand = { [K in CommandKind]: Envelope<K> }[CommandKind]
+
+/** A command's answer as the edge gives it: an HTTP status and a JSON body (`{"error"}` when refused). */
+export interface ControlResult {
+  status: number
+  body: unknown
+}
+
+export function newCommand<K extends CommandKind>(
+  kind: K,
+  payload: CommandPayload<K>,
+  at: number,
+  commandId: string = randomUUID(),
+): Envelope<K> {
+  return { v: 1, id: commandId, kind, at, payload }
+}
+
+export const jobCommandId = (job: string, periodStart: number) => `${job}:${periodStart}`
+
+export function encodeCommand(command: ControlCommand): ProduceMessage {
+  return { partition: CONTROL_PARTITION, value: Buffer.from(JSON.stringify(command)) }
+}
+
+const envelope = z.object({
+  v: z.literal(1),
+  id,
+  kind: z.enum(Object.keys(payloads) as [CommandKind, ...CommandKind[]]),
+  at: z.number().int().nonnegative(),
+  payload: z.unknown(),
+})
+
+/**
+ * Edges wrote these, so a record that does not decode is corruption or a newer version: the
+ * applier dead-letters it (nothing was applied) and moves on. Strings come out well formed.
+ */
+export function decodeCommand(
+  record: Pick<BusRecord, 'value'>,
+): { ok: true; command: ControlCommand } | { ok: false; reason: string } {
+  let value: unknown
+  try {
+    value = wellFormedValue(JSON.parse(record.value.toString('utf8')))
+  } catch {
+    return { ok: false, reason: 'control command is not JSON' }
+  }
+  const head = envelope.safeParse(value)
+  if (!head.success)
+    return { ok: false, reason: `malformed control command: ${head.error.issues[0]?.message}` }
+  const payload = payloads[head.data.kind].safeParse(head.data.payload)
+  if (!payload.success)
+    return {
+      ok: false,
+      reason: `malformed ${head.data.kind} payload: ${payload.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+    }
+  return { ok: true, command: { ...head.data, payload: payload.data } as ControlCommand }
+}
