@@ -54,9 +54,9 @@ interface SqlPortCommonOptions {
   maxQueryBytes?: number
   /** Requests running or waiting for the engine before new ones get TOO_MANY_SIMULTANEOUS_QUERIES. Default 100. */
   maxQueuedRequests?: number
-  /** A connection that has not sent its whole header block within this time is answered 408 and closed. Default 10 s. */
+  /** A connection that has not sent its whole header block within this time is answered 408 and closed. Default 10 s (writable: 60 s). */
   headersTimeoutMs?: number
-  /** A connection that has not sent its whole request (headers and body) within this time is answered 408 and closed. Default 30 s. */
+  /** A connection that has not sent its whole request (headers and body) within this time is answered 408 and closed. Default 30 s (writable: 300 s). */
   requestTimeoutMs?: number
   /** Reported in error bodies; read from the engine (SELECT version()) when absent. */
   serverVersion?: string
@@ -108,8 +108,12 @@ export async function startSqlPort(options: SqlPortOptions): Promise<SqlPortServ
     serverVersion: options.serverVersion ?? info?.version,
     timezone: options.timezone ?? info?.timezone,
   })
-  const requestTimeout = options.requestTimeoutMs ?? 30_000
-  const headersTimeout = Math.min(options.headersTimeoutMs ?? 10_000, requestTimeout)
+  // Writable (the test stand-in, taking bodies up to 256 MB) keeps Node's own defaults.
+  const requestTimeout = options.requestTimeoutMs ?? (options.readOnly ? 30_000 : 300_000)
+  const headersTimeout = Math.min(
+    options.headersTimeoutMs ?? (options.readOnly ? 10_000 : 60_000),
+    requestTimeout,
+  )
   // Node looks for connections past these limits every connectionsCheckingInterval (30 s by default).
   const server = createServer(
     {

@@ -330,6 +330,11 @@ describe('SQL port, read-only, over chdb', () => {
       expect(err, sql).toBeInstanceOf(ReadOnlyRefusal)
       expect((err as ReadOnlyRefusal).why, sql).toMatch(why)
     }
+    // Over HTTP, where the lexer lets them through, the engine's refusal is a 164.
+    for (const fn of reach) {
+      const text = await expectRefused(`SELECT * FROM ${fn}`)
+      expect(text, fn).toContain('Cannot execute query in readonly mode: the ')
+    }
     expect(existsSync(outfile)).toBe(false)
     // Table functions over the engine's own data, and an unparseable text, which gets the engine's syntax error.
     expect((await run('SELECT sum(number) FROM numbers(4)')).toString()).toBe('6\n')
