@@ -96,6 +96,9 @@ export const configSchema = z.object({
   SLUICE_TLS_CERT: optionalString,
   SLUICE_TLS_KEY: optionalString,
   /** Answer plain HTTP from any address, not only loopback and trusted proxies (private networks, tests). */
+  /** Health, readiness and metrics of a process that runs no edge (`sluice worker`, `sluice scheduler`). */
+  SLUICE_OPS_PORT: z.coerce.number().int().min(0).max(65535).default(9464),
+  SLUICE_OPS_HOST: z.string().default('0.0.0.0'),
   SLUICE_ALLOW_PLAIN_HTTP: optionalString.pipe(
     z
       .enum(['0', '1', 'false', 'true'], { error: 'must be 1, 0, true or false' })

@@ -106,5 +106,10 @@ async function openBus(config: Config, dataDir: string, logger: Logger): Promise
       logger,
     })
   }
-  return LocalLog.open({ path: join(dataDir, 'log'), partitions: config.SLUICE_PARTITIONS ?? 1 })
+  return LocalLog.open({
+    path: join(dataDir, 'log'),
+    partitions: config.SLUICE_PARTITIONS ?? 1,
+    // One logger for every part: the log's background sweeps report through it too.
+    onBackgroundError: (err) => logger.error({ err, component: 'local-log' }, 'retention sweep failed'),
+  })
 }

@@ -98,33 +98,40 @@ export interface JobRun {
   job: string
   period_start: string
   ran_at: string
+  /** 200 when the run succeeded, 500 when it threw (`error` says why). */
   status: number
-  result: unknown
+  output: unknown
+  error?: string
 }
 
 /** The latest applied run of each scheduled job: what the admin API shows as "last ran at". */
 export async function latestJobRuns(store: Store): Promise<JobRun[]> {
+  // Aliases differ from column names: an alias named like a column would shadow it in WHERE.
   const rows = await store.query<{
-    job: string
+    job_name: string
     period: string | number
     ran: string | number
-    status: number
-    body: string
+    last_status: number
+    last_body: string
   }>(
-    `SELECT JSONExtractString(body, 'job') AS job,
+    `SELECT JSONExtractString(body, 'job') AS job_name,
             argMax(JSONExtractUInt(body, 'period_start'), applied_at) AS period,
             toUnixTimestamp64Milli(max(applied_at)) AS ran,
-            argMax(status, applied_at) AS status,
-            argMax(body, applied_at) AS body
+            argMax(status, applied_at) AS last_status,
+            argMax(body, applied_at) AS last_body
      FROM control_results
      WHERE kind = 'run-job' AND applied = 1 AND status != 404
-     GROUP BY job ORDER BY job`,
+     GROUP BY job_name ORDER BY job_name`,
   )
-  return rows.map((r) => ({
-    job: r.job,
-    period_start: new Date(Number(r.period)).toISOString(),
-    ran_at: new Date(Number(r.ran)).toISOString(),
-    status: Number(r.status),
-    result: JSON.parse(r.body) as unknown,
-  }))
+  return rows.map((r) => {
+    const body = JSON.parse(r.last_body) as { output?: unknown; error?: string }
+    return {
+      job: r.job_name,
+      period_start: new Date(Number(r.period)).toISOString(),
+      ran_at: new Date(Number(r.ran)).toISOString(),
+      status: Number(r.last_status),
+      output: body.output ?? null,
+      ...(body.error !== undefined && { error: body.error }),
+    }
+  })
 }

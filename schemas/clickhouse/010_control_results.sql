@@ -11,9 +11,10 @@
 --   command_id  a uuid drawn by the edge, or '<job>:<period start ms>' for a due job
 --   kind        create-org, create-app, create-key, revoke-key, run-job
 --   status      the HTTP status of the answer;  body: its JSON body
---   taken_at    when the edge (or scheduler) took the command;  applied_at: when it was applied
--- Rows expire 30 days after the command was taken: commands are only ever redelivered while
--- uncommitted (seconds), so by then nothing can ask for them again.
+--   taken_at    when the edge (or scheduler) took the command (its clock)
+--   applied_at  when the applier wrote the row (the applier's clock)
+-- Rows expire 30 days after they were written (by the applier's clock, never an edge's, which
+-- may be off): commands are only redelivered while uncommitted, so by then nothing asks again.
 CREATE TABLE IF NOT EXISTS control_results
 (
     command_id String,
@@ -27,4 +28,4 @@ CREATE TABLE IF NOT EXISTS control_results
 )
 ENGINE = ReplacingMergeTree(applied)
 ORDER BY command_id
-TTL toDateTime(taken_at) + INTERVAL 30 DAY;
+TTL toDateTime(applied_at) + INTERVAL 30 DAY;
