@@ -77,6 +77,10 @@ async function runRoles(config: Config, roles: Role[], distributed: boolean): Pr
   const running = await startProcess(config, logger, roles)
   const banner = [`sluice ${roles.join('+')} running (${running.runtime.mode} mode)`]
   if (running.url) banner.push(`  API:       ${running.url}`)
+  if (running.opsPort !== undefined)
+    banner.push(
+      `  ops:       http://${config.SLUICE_OPS_HOST === '0.0.0.0' ? '127.0.0.1' : config.SLUICE_OPS_HOST}:${running.opsPort} (/healthz, /readyz, /metrics)`,
+    )
   if (running.sqlPort !== undefined)
     banner.push(
       `  SQL port:  http://${config.SLUICE_SQL_HOST}:${running.sqlPort} (user admin, password = admin token)`,

@@ -6,6 +6,7 @@ import { edgeAreas, readinessChecks, scheduledJobs, workerPipelines } from './co
 import type { Config } from './config.ts'
 import { createEdgeApp } from './edge/app.ts'
 import { listen } from './edge/serve.ts'
+import { startOpsServer } from './ops-server.ts'
 import { openRuntime, type Runtime } from './runtime.ts'
 import { startScheduler } from './scheduler/scheduler.ts'
 import type { Logger } from './shared/logger.ts'
@@ -22,6 +23,8 @@ export interface RunningProcess {
   url?: string
   port?: number
   sqlPort?: number
+  /** The ops port (health, readiness, metrics) of a process without an edge. */
+  opsPort?: number
   adminToken?: string
   adminTokenGenerated: boolean
   /** Graceful: stop accepting, drain requests, finish and commit batches, close adapters. */
@@ -63,6 +66,19 @@ export async function startProcess(
     if (roles.includes('scheduler')) {
       const scheduler = startScheduler(runtime, scheduledJobs())
       closers.push(() => scheduler.close())
+    }
+    if (!roles.includes('edge')) {
+      // The edge serves these itself; a worker or scheduler alone gets a port of its own.
+      const ops = await startOpsServer({
+        host: config.SLUICE_OPS_HOST,
+        port: config.SLUICE_OPS_PORT,
+        metrics: runtime.metrics,
+        logger,
+        readiness: readinessChecks(runtime),
+        isDraining: () => draining,
+      })
+      closers.push(() => ops.close())
+      result.opsPort = ops.port
     }
     if (roles.includes('edge')) {
       if (!token) logger.warn('SLUICE_ADMIN_TOKEN is not set: the admin API answers 401 to everything')

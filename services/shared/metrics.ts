@@ -55,6 +55,25 @@ export function createMetrics() {
       labelNames: ['stage'] as const,
       registers: [registry],
     }),
+    stageDuration: new Histogram({
+      name: 'sluice_stage_duration_seconds',
+      help: 'Time a stage took over one batch, retries and dead-lettering included, by stage',
+      labelNames: ['stage'] as const,
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    }),
+    stageRecords: new Counter({
+      name: 'sluice_stage_records_total',
+      help: 'Bus records a stage finished with and committed (dead-lettered ones included), by stage',
+      labelNames: ['stage'] as const,
+      registers: [registry],
+    }),
+    consumerLag: new Gauge({
+      name: 'sluice_consumer_lag_records',
+      help: 'Records produced but not yet committed by a consumer group, sampled by its consumers every 5 s',
+      labelNames: ['group', 'topic'] as const,
+      registers: [registry],
+    }),
     stageRetries: new Counter({
       name: 'sluice_stage_retries_total',
       help: 'Retries of a failed stage call (a batch, or one record of it), by stage',

@@ -21,7 +21,7 @@ export interface StageConsumer {
  * and the partition moves on; only an outage makes the bus redeliver. Every pipeline's consumers
  * are made here, so every stage gets the same failure routing.
  */
-export function consumeStage(runtime: Runtime, spec: StageConsumer): Promise<Consumer> {
+export async function consumeStage(runtime: Runtime, spec: StageConsumer): Promise<Consumer> {
   const { bus, store, metrics, logger } = runtime
   const handler = guardStage(spec.run, {
     stage: spec.stage,
@@ -53,13 +53,16 @@ export function consumeStage(runtime: Runtime, spec: StageConsumer): Promise<Con
       )
     },
   })
-  return bus.consume({
+  const consumer = await bus.consume({
     group: spec.group,
     topics: [spec.topic],
     maxBatchRecords: spec.maxBatchRecords,
     maxBatchBytes: spec.maxBatchBytes,
     handler: async (batch) => {
+      const done = metrics.stageDuration.startTimer({ stage: spec.stage })
       await handler(batch)
+      done()
+      metrics.stageRecords.inc({ stage: spec.stage }, batch.records.length)
       metrics.busConsumed.inc({ topic: batch.topic }, batch.records.length)
     },
     // Only outages reach the bus (the guard handles the rest): it redelivers after its backoff.
@@ -69,4 +72,21 @@ export function consumeStage(runtime: Runtime, spec: StageConsumer): Promise<Con
         'batch failed (outage); will retry',
       ),
   })
+  // Lag is sampled where it is consumed, so every worker's /metrics shows what it is behind by.
+  const sample = () =>
+    bus.lag(spec.group, spec.topic).then(
+      (lag) => metrics.consumerLag.set({ group: spec.group, topic: spec.topic }, lag),
+      (err: unknown) => logger.debug({ err, group: spec.group, topic: spec.topic }, 'lag sample failed'),
+    )
+  void sample()
+  const timer = setInterval(() => void sample(), LAG_SAMPLE_MS)
+  timer.unref()
+  return {
+    async stop() {
+      clearInterval(timer)
+      await consumer.stop()
+    },
+  }
 }
+
+const LAG_SAMPLE_MS = 5_000

@@ -17,6 +17,8 @@ export interface SluiceChild {
   child: ChildProcess
   url: string
   sqlUrl: string | undefined
+  /** Health, readiness and metrics of a child without an edge (`sluice worker`, `sluice scheduler`). */
+  opsUrl: string | undefined
   output: () => string
   /** SIGTERM and wait for exit; returns the exit code. Past the limit: SIGKILL, and an error. */
   stop(timeoutMs?: number): Promise<number | null>
@@ -31,7 +33,15 @@ export async function startSluice(
   timeoutMs = START_TIMEOUT_MS,
 ): Promise<SluiceChild> {
   const child = spawn(process.execPath, [BIN, ...command], {
-    env: { ...process.env, PORT: '0', SLUICE_SQL_PORT: '0', SLUICE_LOG_LEVEL: 'warn', ...env },
+    // Ports of their own (0: any free one), so several children can run on one machine.
+    env: {
+      ...process.env,
+      PORT: '0',
+      SLUICE_SQL_PORT: '0',
+      SLUICE_OPS_PORT: '0',
+      SLUICE_LOG_LEVEL: 'warn',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let out = ''
@@ -60,10 +70,12 @@ export async function startSluice(
   }
   const url = /API:\s+(http:\/\/\S+)/.exec(out)?.[1] ?? ''
   const sqlUrl = /SQL port:\s+(http:\/\/\S+)/.exec(out)?.[1]
+  const opsUrl = /ops:\s+(http:\/\/\S+)/.exec(out)?.[1]
   return {
     child,
     url,
     sqlUrl,
+    opsUrl,
     output: () => out,
     async stop(stopTimeoutMs = STOP_TIMEOUT_MS) {
       child.kill('SIGTERM')
