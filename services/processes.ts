@@ -118,7 +118,8 @@ export async function startProcess(
         const reload = () =>
           server.reloadTls().then(
             () => logger.info({ cert: tls.certPath }, 'TLS certificate reloaded'),
-            (err: unknown) => logger.error({ err }, 'TLS certificate reload failed; keeping the previous one'),
+            (err: unknown) =>
+              logger.error({ err }, 'TLS certificate reload failed; keeping the previous one'),
           )
         process.on('SIGHUP', reload)
         closers.push(async () => void process.off('SIGHUP', reload))
@@ -147,6 +148,7 @@ export async function startProcess(
         requestTimeoutMs: config.SLUICE_SQL_REQUEST_TIMEOUT_MS,
         defaultDatabase: runtime.store.database,
         authenticate: (user, password) => safeEqual(user, 'admin') && safeEqual(password, adminToken),
+        logger,
       })
       closers.push(() => sql.close())
       result.sqlPort = sql.port

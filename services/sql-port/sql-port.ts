@@ -40,6 +40,7 @@ import {
   splitHttpParams,
   SqlPortError,
 } from './clickhouse-protocol.ts'
+import type { Logger } from '../shared/logger.ts'
 
 interface SqlPortCommonOptions {
   /** Writable mode runs every statement here; read-only mode only reads the engine's version and time zone. */
@@ -48,6 +49,8 @@ interface SqlPortCommonOptions {
   /** 0 picks a free port. */
   port: number
   authenticate(user: string, password: string): boolean
+  /** The process logger: refusals and failed statements at info, broken requests at warn. */
+  logger?: Pick<Logger, 'info' | 'warn'>
   /** The database a request runs in unless it names another (the executor's current one in writable mode). */
   defaultDatabase: string
   /** Largest accepted request body, before and after decompression. Default 1 MB read-only, 256 MB writable. */
@@ -204,6 +207,7 @@ class SqlPort {
     this.listener = (req, res) => {
       this.handle(req, res).catch((err: unknown) => {
         // handle() answers every error it can; this is the last resort for a broken socket.
+        this.options.logger?.warn({ err, component: 'sql-port' }, 'SQL port request failed')
         if (!res.headersSent) res.writeHead(500).end()
         else res.destroy(err instanceof Error ? err : undefined)
       })
@@ -281,7 +285,13 @@ class SqlPort {
       await this.sendResult(req, res, result, queryId, elapsedNs, http)
     } catch (err) {
       if (abort.signal.aborted || res.destroyed) return
-      this.sendError(req, res, this.portError(err, user), queryId, drained)
+      const portError = this.portError(err, user)
+      // An analyst's refused or failing statement is not a fault of Sluice: info, with its code.
+      this.options.logger?.info(
+        { component: 'sql-port', query_id: queryId, user, code: portError.code, type: portError.type },
+        portError.message,
+      )
+      this.sendError(req, res, portError, queryId, drained)
     }
   }
 
