@@ -45,7 +45,7 @@ export interface ProfileDbRow {
   created_at: number
 }
 
-/** Rows to write, per table, in the order they must be written (a profile db before what names it). */
+/** Rows to write, per table. */
 export interface ControlWrites {
   profile_dbs: ProfileDbRow[]
   orgs: OrgRow[]

@@ -37,25 +37,73 @@ export interface CommandClientOptions {
  */
 export class CommandClient implements CommandSender {
   private readonly waiter: ResultWaiter
-  private topicReady: Promise<void> | undefined
+  private readonly producer: BatchingProducer
 
   constructor(private readonly options: CommandClientOptions) {
     this.waiter = new ResultWaiter(options.store, options.clock ?? systemClock)
+    this.producer = new BatchingProducer(options.bus, options.topic)
   }
 
   async submit(command: ControlCommand): Promise<ControlResult> {
-    const { bus, topic, waitMs } = this.options
     try {
-      this.topicReady ??= bus.ensureTopics([{ topic, partitions: CONTROL_PARTITION + 1 }])
-      await this.topicReady
-      await bus.produce(topic, [encodeCommand(command)])
+      await this.producer.produce(command)
     } catch (err) {
-      this.topicReady = undefined
       throw new ControlUnavailableError('could not hand the command to the control plane; retry', {
         cause: err,
       })
     }
-    return this.waiter.wait(command.id, waitMs)
+    return this.waiter.wait(command.id, this.options.waitMs)
+  }
+}
+
+/**
+ * Produces commands, one produce at a time: commands submitted while one is in flight go together
+ * in the next. A burst of admin writes then lands as a few multi-record batches (one fsync on the
+ * local log, one request on Kafka), and the applier gets them as a few large batches instead of
+ * one command per fetch (librdkafka's mock cluster hands out one produced batch per fetch).
+ */
+class BatchingProducer {
+  private topicReady: Promise<void> | undefined
+  private queue: { command: ControlCommand; resolve(): void; reject(err: unknown): void }[] = []
+  private flushing = false
+
+  constructor(
+    private readonly bus: Bus,
+    private readonly topic: string,
+  ) {}
+
+  produce(command: ControlCommand): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ command, resolve, reject })
+      if (!this.flushing) void this.flush()
+    })
+  }
+
+  private async flush(): Promise<void> {
+    this.flushing = true
+    try {
+      while (this.queue.length > 0) {
+        const batch = this.queue
+        this.queue = []
+        try {
+          this.topicReady ??= this.bus.ensureTopics([
+            { topic: this.topic, partitions: CONTROL_PARTITION + 1 },
+          ])
+          await this.topicReady
+          await this.bus.produce(
+            this.topic,
+            batch.map((b) => encodeCommand(b.command)),
+          )
+          for (const b of batch) b.resolve()
+        } catch (err) {
+          this.topicReady = undefined
+          for (const b of batch) b.reject(err)
+        }
+      }
+    } finally {
+      // In the same turn as the last check of the queue: a produce() after it flushes anew.
+      this.flushing = false
+    }
   }
 }
 

@@ -62,10 +62,14 @@ export function controlApplier(deps: ControlApplierDeps): StageHandler {
 
   const apply = async (commands: ControlCommand[]) => {
     const { store } = deps
-    const recorded = await readResults(
-      store,
-      commands.map((c) => c.id),
-    )
+    // The answers recorded so far and the state the commands need, read at once (one round trip).
+    const [recorded, stateBefore] = await Promise.all([
+      readResults(
+        store,
+        commands.map((c) => c.id),
+      ),
+      readState(store, stateNeeds(commands)),
+    ])
     const unfinished: JournalEntry[] = []
     const fresh: ControlCommand[] = []
     const seen = new Set<string>()
@@ -76,10 +80,10 @@ export function controlApplier(deps: ControlApplierDeps): StageHandler {
       if (!r) fresh.push(command)
       else if (!r.applied) unfinished.push({ command, result: r, writes: r.writes ?? noWrites() })
     }
-    // Before reading any state: the unfinished command's ids are not all in the tables yet.
     if (unfinished.length > 0) await finish(store, unfinished)
     if (fresh.length === 0) return
-    const state = await readState(store, stateNeeds(fresh))
+    // The state read above missed the rows of unfinished commands (their ids): read it again.
+    const state = unfinished.length > 0 ? await readState(store, stateNeeds(fresh)) : stateBefore
     const { applied } = applyCommands(state, fresh, jobNames)
     const needsJournal = applied.some(
       (a) => isDueJob(a) || Object.values(a.writes).some((rows: unknown[]) => rows.length > 0),

@@ -75,15 +75,17 @@ async function readKeys(store: Store, apiKeys: string[]): Promise<KeyRow[]> {
 }
 
 /**
- * One insert per table, in dependency order. Rewriting rows already written (a journaled command
+ * One insert per table, all at once: no order is needed, since the rows are journaled before and
+ * no edge answers before all are written. Rewriting rows already written (a journaled command
  * finished again after a crash) changes nothing: each table replaces rows by their key, and the
  * rows are the same, version included.
  */
 export async function writeRows(store: Store, writes: ControlWrites): Promise<void> {
-  for (const table of CONTROL_TABLES) {
-    const rows = writes[table]
-    if (rows.length > 0) await store.insert(table, rows)
-  }
+  await Promise.all(
+    CONTROL_TABLES.filter((table) => writes[table].length > 0).map((table) =>
+      store.insert(table, writes[table]),
+    ),
+  )
 }
 
 export function mergeWrites(all: readonly ControlWrites[]): ControlWrites {

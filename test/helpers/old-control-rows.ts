@@ -14,11 +14,13 @@ export const OLD = {
   ],
   app: { app_id: 'acme-ios', org_id: 1, name: 'Acme iOS', profiledb_id: 2 },
   key: {
+    org_id: 1,
     api_key: 'a0a0a0a0a0a0a0a0a0a0a0a0',
     api_secret: 'old-secret-that-still-works-0123456789abcdef',
     scopes: ['profiles', 'push', 'events', 'exports', 'campaigns'],
   },
   revokedKey: {
+    org_id: 1,
     api_key: 'b1b1b1b1b1b1b1b1b1b1b1b1',
     api_secret: 'old-revoked-secret-0123456789',
     scopes: ['events'],
@@ -44,7 +46,7 @@ export async function writeOldControlRows(store: Store): Promise<void> {
   await store.insert('apps', [{ ...OLD.app, created_at: t + 2, deleted: 0, version: t + 2 }])
   const keyRow = (k: typeof OLD.key, at: number) => ({
     api_key: k.api_key,
-    org_id: 1,
+    org_id: k.org_id,
     secret_hash: hashSecret(k.api_key, k.api_secret),
     scopes: k.scopes,
     created_at: at,
