@@ -71,7 +71,16 @@ export async function migrate(store: Store, dir = MIGRATIONS_DIR): Promise<Migra
       result.skipped.push(migration.version)
       continue
     }
-    for (const statement of migration.statements) await store.command(statement)
+    try {
+      for (const statement of migration.statements) await store.command(statement)
+    } catch (err) {
+      // Roles started together (docker compose up) migrate at once. A statement can fail because
+      // another process got further (006 copies a table that 007, applied by the other, drops):
+      // then that process has recorded this migration, and its work stands.
+      if (!(await recordedSince(store, migration.version))) throw err
+      result.skipped.push(migration.version)
+      continue
+    }
     await store.insert('schema_migrations', [
       {
         version: migration.version,
@@ -83,4 +92,13 @@ export async function migrate(store: Store, dir = MIGRATIONS_DIR): Promise<Migra
     result.applied.push(migration.version)
   }
   return result
+}
+
+/** Whether `version` (or a later migration, which implies it) is recorded as applied. */
+async function recordedSince(store: Store, version: number): Promise<boolean> {
+  const [row] = await store.query<{ n: number | string }>(
+    'SELECT count() AS n FROM schema_migrations WHERE version >= {version:UInt32}',
+    { version },
+  )
+  return Number(row?.n ?? 0) > 0
 }
