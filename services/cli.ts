@@ -20,6 +20,7 @@ const USAGE = `usage: sluice <command>
     admin apps list --org ID
     admin keys create --org ID [--scopes profiles,events,...]
     admin keys list --org ID             admin keys revoke --org ID --key API_KEY
+    admin jobs list                      (latest run of each scheduled job)
     admin dead-letters list [--stage STAGE] [--limit N]
     admin dead-letters replay --id ID
     (--url defaults to SLUICE_URL or http://127.0.0.1:$PORT; the token to
@@ -203,6 +204,8 @@ function adminRequest(
       return { method: 'GET', path: `/orgs/${org()}/keys` }
     case 'keys revoke':
       return { method: 'DELETE', path: `/orgs/${org()}/keys/${encodeURIComponent(need('key'))}` }
+    case 'jobs list':
+      return { method: 'GET', path: '/jobs' }
     case 'dead-letters list': {
       const query = new URLSearchParams()
       if (values.stage) query.set('stage', values.stage)

@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { createClient } from '@clickhouse/client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runSluice, startSluice, type SluiceChild } from '../helpers/sluice-process.ts'
-import { tempDir } from '../helpers/temp.ts'
+import { tempDir, waitFor } from '../helpers/temp.ts'
 
 const basic = (key: string, secret: string) => `Basic ${Buffer.from(`${key}:${secret}`).toString('base64')}`
 
@@ -98,6 +98,14 @@ describe('sluice start (embedded, as a user runs it)', { timeout: 120_000 }, () 
       app_id: string
     }[]
     expect(apps.map((a) => a.app_id)).toEqual([app.app_id])
+    // The scheduler's heartbeat (emitted at each start, run by the control applier) is listed.
+    const listJobs = async () =>
+      JSON.parse((await runSluice(['admin', 'jobs', 'list', '--url', sluice!.url], env)).stdout) as {
+        job: string
+        status: number
+      }[]
+    const jobs = await waitFor(listJobs, (list) => list.length > 0, { what: 'a heartbeat run' })
+    expect(jobs).toEqual([expect.objectContaining({ job: 'heartbeat', status: 200 })])
   })
 
   it('a child that fails or overruns its time limit is killed, and the error carries its output', async () => {
