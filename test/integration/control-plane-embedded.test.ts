@@ -6,6 +6,7 @@ import { readResults, writeResults } from '../../pipelines/control/control-resul
 import { readState } from '../../pipelines/control/control-state.ts'
 import { ControlStore } from '../../pipelines/control/control-store.ts'
 import type { ScheduledJob } from '../../pipelines/control/jobs.ts'
+import { DeadLetterStore } from '../../pipelines/failures/dead-letters.ts'
 import { createEdgeApp } from '../../services/edge/app.ts'
 import type { Runtime } from '../../services/runtime.ts'
 import { startScheduler } from '../../services/scheduler/scheduler.ts'
@@ -116,6 +117,23 @@ describe('control plane, embedded mode', () => {
     expect((results.get(later.id)?.body as { id: number }).id).toBe(journaledId + 1)
     expect(await orgCount('journaled')).toBe(1)
     expect(await runtime.control.getOrg(journaledId)).toEqual(planned.result.body)
+  })
+
+  it('a record on the control topic that does not decode is dead-lettered, and the next command applies', async () => {
+    const topic = controlTopics(runtime.config.SLUICE_TOPIC_PREFIX).commands
+    await runtime.bus.produce(topic, [
+      { partition: 0, value: Buffer.from('{"v":1,"kind":"drop-everything"}') },
+    ])
+    const res = await post('/orgs', { name: 'after-garbage' })
+    expect(res.status).toBe(201)
+    const letters = await new DeadLetterStore(runtime.store).list({ stage: 'control-applier', limit: 10 })
+    expect(letters).toEqual([
+      expect.objectContaining({
+        topic,
+        preview: '{"v":1,"kind":"drop-everything"}',
+        error: expect.stringMatching(/malformed control command/),
+      }),
+    ])
   })
 
   it('an admin write no worker applies answers 503 with Retry-After once SLUICE_CONTROL_WAIT_MS has passed', async () => {

@@ -14,7 +14,10 @@ import {
   type CommandKind,
   type CommandPayload,
 } from '../../pipelines/control/commands.ts'
+import { ControlStoreError } from '../../pipelines/control/control-applier.ts'
 import { dueJobCommand, periodStart } from '../../pipelines/control/jobs.ts'
+import { classifyFailure } from '../../pipelines/failures/classify-error.ts'
+import { PermanentError } from '../../pipelines/failures/outcome.ts'
 import { manualClock } from '../helpers/manual-clock.ts'
 
 const AT = 1_700_000_000_000
@@ -220,6 +223,17 @@ describe('control commands on the wire', () => {
     const text = '{"v":1,"id":"x","kind":"create-org","at":1,"payload":{"name":"a\\ud800"}}'
     const decoded = decodeCommand({ value: Buffer.from(text) })
     expect(decoded.ok && decoded.command.payload).toEqual({ name: 'a\ufffd' })
+  })
+})
+
+describe('failures of the applier’s own reads and writes', () => {
+  it('are outages for the failure guard, whatever the cause: a journaled command is never skipped', () => {
+    const parseError = Object.assign(new Error('Code: 27. Cannot parse input'), { code: '27' })
+    for (const cause of [new PermanentError('bad'), parseError, new Error('something')]) {
+      const error = new ControlStoreError(cause)
+      expect(classifyFailure(error)).toBe('outage')
+      expect(error.message).toContain('control applier could not read or write the store')
+    }
   })
 })
 
