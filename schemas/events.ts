@@ -144,9 +144,9 @@ export const eventAttributesSchema = z
 
 /**
  * Fields are listed in check order: when a line breaks several rules, the first field here that
- * fails decides the reject reason (validate-event.ts ranks issues the same way). The event_time
- * receive window is checked between event_time and attributes, outside the schema, because it
- * depends on when the upload arrived.
+ * fails decides the reject reason (validate-event-by-schema.ts ranks issues the same way). The
+ * event_time receive window is checked between event_time and attributes, outside the schema,
+ * because it depends on when the upload arrived.
  */
 export const eventLineSchema = z
   .object({

@@ -1,8 +1,8 @@
 import { gunzipBounded } from '../events/gzip.ts'
 import { packEvents, type PackedEvents } from '../events/event-row.ts'
-import { validateEventBody } from '../events/validate-event.ts'
-import type { RejectedLine } from '../events/validate-event.ts'
-import { validateSdkBody, type SdkRow } from '../sdk/validate-sdk-row.ts'
+import type { RejectedLine } from '../events/line-checks.ts'
+import { validateEventBody, type EventRejectReason } from '../events/validate-event.ts'
+import { validateSdkBody, type SdkRejectReason, type SdkRow } from '../sdk/validate-sdk-row.ts'
 
 /** CPU-heavy, pure work run on the piscina pool: inflate, split, parse and validate upload bodies. */
 export type CpuTask =
@@ -27,8 +27,20 @@ export type CpuTask =
 
 /** `rejects` holds the first `maxRejects` rejected lines; `rejected` counts them all. */
 export type CpuResult =
-  | { kind: 'server-upload'; events: PackedEvents; rejects: RejectedLine[]; rejected: number; lines: number }
-  | { kind: 'sdk-upload'; rows: SdkRow[]; rejects: RejectedLine[]; rejected: number; lines: number }
+  | {
+      kind: 'server-upload'
+      events: PackedEvents
+      rejects: RejectedLine<EventRejectReason>[]
+      rejected: number
+      lines: number
+    }
+  | {
+      kind: 'sdk-upload'
+      rows: SdkRow[]
+      rejects: RejectedLine<SdkRejectReason>[]
+      rejected: number
+      lines: number
+    }
   | { kind: 'unreadable'; reason: 'invalid_gzip' | 'too_large'; detail: string }
 
 export default function runTask(task: CpuTask): CpuResult {

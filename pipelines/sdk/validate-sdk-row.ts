@@ -14,10 +14,11 @@ import {
   takeAttributes,
   tooLong,
   uuidProblem,
-  validateLines,
   windowProblem,
   type RejectedLine,
-} from '../events/validate-event.ts'
+  type TimeWindow,
+} from '../events/line-checks.ts'
+import { validateLines } from '../events/validate-lines.ts'
 
 /**
  * Pure validation of SDK upload bodies: JSON lines of raw-log rows (session starts, events,
@@ -126,9 +127,7 @@ export interface SdkBodyResult {
   lines: number
 }
 
-type Window = { receivedAt: number; pastWindowMs: number; futureWindowMs: number }
-
-function windowOf(ctx: SdkValidateContext): Window {
+function windowOf(ctx: SdkValidateContext): TimeWindow {
   return {
     receivedAt: ctx.receivedAt,
     pastWindowMs: ctx.pastWindowMs ?? DEFAULT_SDK_PAST_WINDOW_MS,
@@ -156,7 +155,11 @@ export function validateSdkBody(body: Buffer, ctx: SdkValidateContext): SdkBodyR
   return { rows: items, rejects, rejected, lines }
 }
 
-function checkSdkText(text: string, line: number, window: Window): SdkRow | RejectedLine<SdkRejectReason> {
+function checkSdkText(
+  text: string,
+  line: number,
+  window: TimeWindow,
+): SdkRow | RejectedLine<SdkRejectReason> {
   let value: unknown
   try {
     value = parseJsonWellFormed(text)
@@ -166,7 +169,11 @@ function checkSdkText(text: string, line: number, window: Window): SdkRow | Reje
   return checkSdkValue(value, line, window)
 }
 
-function checkSdkValue(value: unknown, line: number, window: Window): SdkRow | RejectedLine<SdkRejectReason> {
+function checkSdkValue(
+  value: unknown,
+  line: number,
+  window: TimeWindow,
+): SdkRow | RejectedLine<SdkRejectReason> {
   if (!isJsonObject(value)) return notAnObject(line, value)
   const o = value
   const uuid = o.uuid

@@ -2,12 +2,12 @@ import { describe, expect, it } from 'vitest'
 import {
   validateEventBody,
   validateEventLine,
-  validateEventLineBySchema,
   type EventRejectReason,
   type LineResult,
   type ValidEvent,
   type ValidateContext,
 } from '../../pipelines/events/validate-event.ts'
+import { validateEventLineBySchema } from '../../pipelines/events/validate-event-by-schema.ts'
 
 const HOUR = 3_600_000
 const RECEIVED_AT = Date.UTC(2024, 0, 15, 12, 0, 0)

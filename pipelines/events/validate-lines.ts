@@ -1,0 +1,58 @@
+import { rejected, tooLong, type RejectedLine } from './line-checks.ts'
+import { forEachLine } from './lines.ts'
+
+/**
+ * The walk both upload validators (server events and SDK rows) share: check each line, refuse what
+ * cannot be read, and keep the first line of each identity (`identity` of a valid item), refusing
+ * later ones as `duplicate_in_body`. Only the first `maxRejects` rejected lines are kept; the
+ * others are counted, so a small body of a million bad lines costs a count, not a million reasons.
+ */
+export function validateLines<T extends { uuid: string }, R extends string>(
+  body: Buffer,
+  check: (text: string, line: number) => T | RejectedLine<R>,
+  identity: (item: T) => string,
+  limits: { maxLineBytes?: number | undefined; maxRejects?: number | undefined },
+): {
+  items: T[]
+  rejects: RejectedLine<R | 'duplicate_in_body' | 'line_too_long' | 'invalid_json'>[]
+  rejected: number
+  lines: number
+} {
+  const { maxLineBytes, maxRejects = Infinity } = limits
+  const items: T[] = []
+  const rejects: RejectedLine<R | 'duplicate_in_body' | 'line_too_long' | 'invalid_json'>[] = []
+  let rejectedCount = 0
+  const reject = (r: RejectedLine<R | 'duplicate_in_body' | 'line_too_long' | 'invalid_json'>) => {
+    if (rejectedCount++ < maxRejects) rejects.push(r)
+  }
+  const seen = new Map<string, number>()
+  const lines = forEachLine(
+    body,
+    {
+      line(text, lineNumber) {
+        const result = check(text, lineNumber)
+        if ('reason' in result) {
+          reject(result)
+          return
+        }
+        const key = identity(result)
+        const first = seen.get(key)
+        if (first !== undefined) {
+          reject(rejected(lineNumber, result.uuid, 'duplicate_in_body', `uuid already used on line ${first}`))
+          return
+        }
+        seen.set(key, lineNumber)
+        items.push(result)
+      },
+      refused(lineNumber, why, bytes) {
+        reject(
+          why === 'line_too_long'
+            ? tooLong(lineNumber, bytes, maxLineBytes ?? Infinity)
+            : rejected(lineNumber, null, 'invalid_json', 'line is not valid UTF-8'),
+        )
+      },
+    },
+    maxLineBytes,
+  )
+  return { items, rejects, rejected: rejectedCount, lines }
+}
