@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { attributeEvent, serverRows } from '../../pipelines/events/attribute.ts'
+import { attributeEvent, serverRows } from '../../pipelines/events/attribute-event.ts'
+import { customerKey } from '../../pipelines/events/device-lookup.ts'
 import { decodeBlock, encodeBlock } from '../../pipelines/events/event-block.ts'
-import { customerKey } from '../../pipelines/events/attribution.ts'
 import { classifyBatch, type WriterItem } from '../../pipelines/events/classify-stored.ts'
 import { EVENT_COLUMNS, eventKey, packEvents, type DeviceDims } from '../../pipelines/events/event-row.ts'
 import {

@@ -1,4 +1,4 @@
-import { customerKey } from './attribution.ts'
+import { customerKey } from './device-lookup.ts'
 import type { RowParts } from './event-block.ts'
 import { deviceTail, type DeviceDims, type PackedEvents } from './event-row.ts'
 
