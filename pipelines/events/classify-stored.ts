@@ -1,8 +1,8 @@
-import type { EventRecordHeaders } from './event-row.ts'
+import type { WriterItemHeaders } from './event-row.ts'
 import { eventKey } from './event-row.ts'
 
 export interface WriterItem {
-  headers: EventRecordHeaders
+  headers: WriterItemHeaders
   value: Buffer
 }
 

@@ -1,7 +1,7 @@
 import type { Bus, ProduceMessage } from '../connectors/bus/bus.ts'
 import { partitionForKey } from '../connectors/bus/bus.ts'
 import type { WriterItem } from './classify-stored.ts'
-import { compactEventRow, eventKey, type EventRecordHeaders, type EventRow } from './event-row.ts'
+import { compactEventRow, eventKey, type EventRow, type WriterItemHeaders } from './event-row.ts'
 
 /** An event on its way to the writer: its identity, where it came from, and its row. */
 export interface BlockEvent {
@@ -120,7 +120,7 @@ export function decodeBlock(value: Buffer): WriterItem[] {
     const end = value.indexOf(0x0a, start)
     const upload = header.u[uploadIndex]
     if (end < 0 || !upload) throw new Error('event block rows do not match its header')
-    const headers: EventRecordHeaders = {
+    const headers: WriterItemHeaders = {
       a: app,
       u: uuid,
       t: upload[0],

@@ -29,8 +29,11 @@ export interface DeviceDims {
   device_timezone: string
 }
 
-/** Headers of a record on the events topic: what the writer needs without parsing the row. */
-export interface EventRecordHeaders {
+/**
+ * The headers of a writer item, one event of an event block (decodeBlock): what the writer needs
+ * without parsing the row.
+ */
+export interface WriterItemHeaders {
   /** app id */
   a: string
   /** event uuid */
