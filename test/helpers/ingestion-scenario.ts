@@ -1,7 +1,7 @@
 import { gzipSync } from 'node:zlib'
 import { expect } from 'vitest'
 import type { InProcessSluice } from './sluice-inprocess.ts'
-import { waitFor } from './temp.ts'
+import { waitFor } from './wait-for.ts'
 
 export const SCHEMA_URL = 'https://sluice.example/schemas/events/v0.json'
 

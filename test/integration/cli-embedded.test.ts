@@ -3,7 +3,8 @@ import { join } from 'node:path'
 import { createClient } from '@clickhouse/client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runSluice, startSluice, type SluiceChild } from '../helpers/sluice-process.ts'
-import { tempDir, waitFor } from '../helpers/temp.ts'
+import { tempDir } from '../helpers/temp.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 
 const basic = (key: string, secret: string) => `Basic ${Buffer.from(`${key}:${secret}`).toString('base64')}`
 

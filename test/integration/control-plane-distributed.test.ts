@@ -7,7 +7,8 @@ import { basic } from '../helpers/edge.ts'
 import { distributedEnv } from '../helpers/distributed-env.ts'
 import { OLD, writeOldControlRows } from '../helpers/old-control-rows.ts'
 import { startSluice, type SluiceChild } from '../helpers/sluice-process.ts'
-import { tempDir, waitFor } from '../helpers/temp.ts'
+import { tempDir } from '../helpers/temp.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 
 const TOKEN = 'control-dist-admin-token-1'
 const headers = { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' }

@@ -16,7 +16,7 @@ import { startWorker } from '../../services/worker/worker.ts'
 import { ADMIN_TOKEN, adminHeaders } from '../helpers/edge.ts'
 import { manualClock } from '../helpers/manual-clock.ts'
 import { startInProcess, type InProcessSluice } from '../helpers/sluice-inprocess.ts'
-import { waitFor } from '../helpers/temp.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 
 /**
  * The control plane in embedded mode: admin writes are commands on the local log, applied by the

@@ -3,8 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { distributedEnv } from '../helpers/distributed-env.ts'
 import { postSdkTo, sessionRow } from '../helpers/ingestion-scenario.ts'
 import { createTenant, startSluice, type SluiceChild } from '../helpers/sluice-process.ts'
-import { tempDir, waitFor } from '../helpers/temp.ts'
+import { tempDir } from '../helpers/temp.ts'
 import { exactlyOnceViolations, streamUploads } from '../helpers/upload-stream.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 
 const TOKEN = 'crash-dist-admin-token-123'
 

@@ -2,8 +2,9 @@ import { createClient } from '@clickhouse/client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { postSdkTo, sessionRow } from '../helpers/ingestion-scenario.ts'
 import { createTenant, startSluice, type SluiceChild } from '../helpers/sluice-process.ts'
-import { tempDir, waitFor } from '../helpers/temp.ts'
+import { tempDir } from '../helpers/temp.ts'
 import { exactlyOnceViolations, streamUploads } from '../helpers/upload-stream.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 
 const TOKEN = 'crash-test-admin-token-123'
 

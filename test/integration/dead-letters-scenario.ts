@@ -6,7 +6,7 @@ import type { StoredDeadLetter } from '../../pipelines/failures/dead-letters.ts'
 import { profileTopics } from '../../pipelines/profiles/commands.ts'
 import { ADMIN_TOKEN } from '../helpers/edge.ts'
 import type { InProcessSluice } from '../helpers/sluice-inprocess.ts'
-import { waitFor } from '../helpers/temp.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 
 function eventRow(app: string, uuid: string, eventName: string, up: UploadRef): EventRow {
   return {

@@ -8,7 +8,8 @@ import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { SCHEMA_URL, lines, uuid } from '../helpers/ingestion-scenario.ts'
 import { startInProcess, type InProcessSluice } from '../helpers/sluice-inprocess.ts'
-import { tempDir, waitFor } from '../helpers/temp.ts'
+import { tempDir } from '../helpers/temp.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 
 const FIXTURES = fileURLToPath(new URL('../fixtures/tls/', import.meta.url))
 

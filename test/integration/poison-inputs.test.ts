@@ -11,7 +11,8 @@ import {
   sessionRow,
   uuid,
 } from '../helpers/ingestion-scenario.ts'
-import { tempDir, waitFor } from '../helpers/temp.ts'
+import { tempDir } from '../helpers/temp.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 
 /**
  * Single uploads that once stopped a pipeline for good (the record is durable, so the stall

@@ -2,7 +2,7 @@ import { expect } from 'vitest'
 import type { Store } from '../../pipelines/connectors/store/store.ts'
 import { postSdk, sdkReceiptDone, sessionRow } from '../helpers/ingestion-scenario.ts'
 import type { InProcessSluice } from '../helpers/sluice-inprocess.ts'
-import { waitFor } from '../helpers/temp.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 
 /**
  * The profile store contract, run the same way in both modes. Needs the per-customer limit raised

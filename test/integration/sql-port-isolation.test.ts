@@ -3,7 +3,7 @@ import { request } from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ADMIN_TOKEN } from '../helpers/edge.ts'
 import { startInProcess, type InProcessSluice } from '../helpers/sluice-inprocess.ts'
-import { waitFor } from '../helpers/temp.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 
 // A whole embedded Sluice: the public API, the pipelines and the analysts' SQL port on one engine.
 describe('SQL port beside the public API, embedded mode', () => {

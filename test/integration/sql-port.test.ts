@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
 import { ChdbAnalystEngine, ReadOnlyRefusal } from '../../services/sql-port/analyst-engine.ts'
 import { passwordAuthenticator, startSqlPort, type SqlPortServer } from '../../services/sql-port/sql-port.ts'
-import { tempDir, waitFor } from '../helpers/temp.ts'
+import { tempDir } from '../helpers/temp.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 
 // The client logs every failed request; these failures are the point of the tests.
 const quiet = { level: ClickHouseLogLevel.OFF }

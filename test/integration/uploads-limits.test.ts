@@ -7,7 +7,8 @@ import { controlPipeline } from '../../services/worker/control.ts'
 import { startWorker, type RunningWorker } from '../../services/worker/worker.ts'
 import { ADMIN_TOKEN } from '../helpers/edge.ts'
 import { SCHEMA_URL, lines, uuid } from '../helpers/ingestion-scenario.ts'
-import { tempDir, waitFor } from '../helpers/temp.ts'
+import { tempDir } from '../helpers/temp.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 
 // An edge with no worker behind it, tight limits: what a client sees when it sends too fast, when
 // a body inflates too far, and when ingestion falls behind.

@@ -5,7 +5,7 @@ import { errorHandler } from '../../services/edge/middleware/errors.ts'
 import { readBoundedBody } from '../../services/edge/read-body.ts'
 import { listen, type HttpServer } from '../../services/edge/serve.ts'
 import { createLogger } from '../../services/shared/logger.ts'
-import { waitFor } from '../helpers/temp.ts'
+import { waitFor } from '../helpers/wait-for.ts'
 
 /** A client that hangs up half-way through its body is routine: one debug line, no stack trace. */
 describe('an aborted request', () => {
