@@ -1,7 +1,7 @@
 import { join, resolve } from 'node:path'
 import type { Bus } from '../pipelines/connectors/bus/bus.ts'
 import { KafkaBus } from '../pipelines/connectors/bus/kafka.ts'
-import { LocalLog } from '../pipelines/connectors/bus/local-log.ts'
+import { LocalLog } from '../pipelines/connectors/bus/local-log/local-log.ts'
 import type { Files } from '../pipelines/connectors/files/files.ts'
 import { LocalFiles } from '../pipelines/connectors/files/local-files.ts'
 import { ChdbStore } from '../pipelines/connectors/store/chdb-store.ts'

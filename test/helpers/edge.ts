@@ -1,5 +1,5 @@
 import { join } from 'node:path'
-import { LocalLog } from '../../pipelines/connectors/bus/local-log.ts'
+import { LocalLog } from '../../pipelines/connectors/bus/local-log/local-log.ts'
 import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
 import { migrate } from '../../pipelines/connectors/store/migrations.ts'
 import { createEdgeApp } from '../../services/edge/app.ts'

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest'
-import { LocalLog } from '../../pipelines/connectors/bus/local-log.ts'
+import { LocalLog } from '../../pipelines/connectors/bus/local-log/local-log.ts'
 import { tempDir } from '../helpers/temp.ts'
 
 describe('local log: explicit partitions', () => {

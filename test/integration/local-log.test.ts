@@ -13,7 +13,7 @@ import {
   type Consumer,
   type RecordBatch,
 } from '../../pipelines/connectors/bus/bus.ts'
-import { LocalLog, type LocalLogOptions } from '../../pipelines/connectors/bus/local-log.ts'
+import { LocalLog, type LocalLogOptions } from '../../pipelines/connectors/bus/local-log/local-log.ts'
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url))
 const childScript = fileURLToPath(new URL('../fixtures/local-log-child.ts', import.meta.url))

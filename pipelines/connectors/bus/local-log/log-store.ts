@@ -1,0 +1,195 @@
+/**
+ * The lmdb side of the local log: every read and write of records, offsets and commits.
+ *
+ * Layout (one environment, two named databases):
+ * - `records`: key `[topic, partition, offset]`, value = a record as record-codec.ts lays it out.
+ * - `meta` (msgpack): `['topic', topic]` → partition count, `['next', topic, partition]` → next
+ *   offset, `['commit', topic, partition, group]` → the group's committed (next-to-read) offset.
+ *
+ * Durability: the environment runs with `overlappingSync: false`, so lmdb fsyncs data and meta
+ * pages inside every commit and a write's promise resolves only once the commit is on disk.
+ * Readers therefore never see a record that a power loss could take back, which matters because
+ * offsets feed downstream dedupe tokens.
+ *
+ * Memory: reads iterate synchronously and never hold an iterator or read transaction across an
+ * await: a held snapshot stops lmdb from reusing freed pages, and the file then grows by rate x
+ * hold time.
+ */
+import { open, type Database, type RootDatabase } from 'lmdb'
+import type { BusRecord, TopicSpec } from '../bus.ts'
+import { decodeRecord, recordTimestamp } from './record-codec.ts'
+
+type RecordKey = [topic: string, partition: number, offset: number]
+type MetaKey = (string | number)[]
+
+// Address space only (the file grows with the data; lmdb grows the map past it on demand). Without
+// it lmdb-js starts small and doubles the map, keeping every old mapping, and the pages consumers
+// touched in them, until close: resident file pages reached about twice the file size.
+const DEFAULT_MAP_SIZE = 8 * 2 ** 30
+const MAX_STRING = '\uffff'
+
+export class LogStore {
+  private readonly records: Database<Buffer, RecordKey>
+  private readonly meta: Database<number, MetaKey>
+
+  private constructor(private readonly env: RootDatabase) {
+    this.records = env.openDB<Buffer, RecordKey>({ name: 'records', encoding: 'binary' })
+    this.meta = env.openDB<number, MetaKey>({ name: 'meta', encoding: 'msgpack' })
+  }
+
+  static open(path: string, mapSizeBytes = DEFAULT_MAP_SIZE): LogStore {
+    // overlappingSync must be off for commit promises to mean "on disk" (see the module comment).
+    const env = open({ path, maxDbs: 4, overlappingSync: false, mapSize: mapSizeBytes })
+    return new LogStore(env)
+  }
+
+  loadTopics(): Map<string, number> {
+    const topics = new Map<string, number>()
+    for (const { key, value } of this.meta.getRange({ start: ['topic'], end: ['topic', MAX_STRING] })) {
+      const topic = key[1]
+      if (typeof topic === 'string') topics.set(topic, value)
+    }
+    return topics
+  }
+
+  partitionCount(topic: string): number | undefined {
+    return this.meta.get(['topic', topic])
+  }
+
+  createTopics(specs: TopicSpec[]): Promise<Map<string, number>> {
+    return this.meta.childTransaction(() => {
+      const created = new Map<string, number>()
+      for (const { topic, partitions } of specs) {
+        const existing = this.meta.get(['topic', topic])
+        if (existing === undefined) this.meta.putSync(['topic', topic], partitions)
+        created.set(topic, existing ?? partitions)
+      }
+      return created
+    })
+  }
+
+  /**
+   * Appends each partition's values at its next offsets. Offsets are read and advanced inside
+   * the write transaction, so concurrent producers (even in other processes) get distinct,
+   * gap-free offsets, and a failed commit takes its offsets back with it.
+   * Resolves to whether this call created the topic.
+   */
+  append(topic: string, partitions: number, byPartition: Map<number, Buffer[]>): Promise<boolean> {
+    return this.records.childTransaction(() => {
+      const created = this.meta.get(['topic', topic]) === undefined
+      if (created) this.meta.putSync(['topic', topic], partitions)
+      for (const [partition, values] of byPartition) {
+        let next = this.nextOffset(topic, partition)
+        for (const value of values) this.records.putSync([topic, partition, next++], value)
+        this.meta.putSync(['next', topic, partition], next)
+      }
+      return created
+    })
+  }
+
+  nextOffset(topic: string, partition: number): number {
+    return this.meta.get(['next', topic, partition]) ?? 0
+  }
+
+  firstOffset(topic: string, partition: number): number {
+    for (const key of this.records.getKeys({ ...partitionRange(topic, partition), limit: 1 })) return key[2]
+    return this.nextOffset(topic, partition)
+  }
+
+  countRecords(topic: string, partition: number): number {
+    return this.records.getCount(partitionRange(topic, partition))
+  }
+
+  /** Records from `from` on, in offset order, within both limits (but at least one record). */
+  readBatch(
+    topic: string,
+    partition: number,
+    from: number,
+    maxRecords: number,
+    maxBytes: number,
+  ): BusRecord[] {
+    const batch: BusRecord[] = []
+    let bytes = 0
+    const range = { start: [topic, partition, from], end: [topic, partition + 1], limit: maxRecords }
+    for (const { key, value } of this.records.getRange(range)) {
+      const record = decodeRecord(topic, partition, key[2], value)
+      if (batch.length > 0 && bytes + record.value.length > maxBytes) break
+      batch.push(record)
+      bytes += record.value.length
+    }
+    return batch
+  }
+
+  committed(group: string, topic: string, partition: number): number | undefined {
+    return this.meta.get(['commit', topic, partition, group])
+  }
+
+  /**
+   * Records the group as a reader of the partition (so retention waits for it) and resolves to
+   * where it resumes: its committed offset, or the oldest stored record for a new group.
+   */
+  join(group: string, topic: string, partition: number): Promise<number> {
+    return this.meta.childTransaction(() => {
+      const committed = this.committed(group, topic, partition)
+      if (committed !== undefined) return committed
+      const first = this.firstOffset(topic, partition)
+      this.meta.putSync(['commit', topic, partition, group], first)
+      return first
+    })
+  }
+
+  async commit(group: string, topic: string, partition: number, next: number): Promise<void> {
+    await this.meta.put(['commit', topic, partition, group], next)
+  }
+
+  /**
+   * Deletes up to `limit` of the oldest records that every group has committed past and that
+   * were produced at or before `cutoff`. Runs inside one write transaction, so a group joining
+   * concurrently is either seen here or joins at the new oldest record.
+   */
+  trim(topic: string, partition: number, cutoff: number, limit: number): Promise<number> {
+    // Most sweeps find nothing to delete: decide that from a read, without a write transaction.
+    const floor = this.lowestCommit(topic, partition)
+    if (floor === undefined) return Promise.resolve(0)
+    const [oldest] = this.records.getKeys({
+      start: [topic, partition],
+      end: [topic, partition, floor],
+      limit: 1,
+    })
+    if (oldest === undefined || this.recordTimestamp(oldest) > cutoff) return Promise.resolve(0)
+    return this.records.childTransaction(() => {
+      const floor = this.lowestCommit(topic, partition)
+      if (floor === undefined) return 0
+      const range = { start: [topic, partition], end: [topic, partition, floor], limit }
+      const doomed: RecordKey[] = []
+      for (const key of this.records.getKeys(range)) {
+        // Timestamps grow with offsets (up to clock steps), so the first young record ends the run.
+        if (this.recordTimestamp(key) > cutoff) break
+        doomed.push(key)
+      }
+      for (const key of doomed) this.records.removeSync(key)
+      return doomed.length
+    })
+  }
+
+  close(): Promise<void> {
+    return this.env.close()
+  }
+
+  private lowestCommit(topic: string, partition: number): number | undefined {
+    let lowest: number | undefined
+    const range = { start: ['commit', topic, partition], end: ['commit', topic, partition + 1] }
+    for (const { value } of this.meta.getRange(range)) lowest = Math.min(lowest ?? value, value)
+    return lowest
+  }
+
+  private recordTimestamp(key: RecordKey): number {
+    // getBinaryFast avoids copying the payload; only the header's timestamp is read.
+    const value = this.records.getBinaryFast(key)
+    return value === undefined ? 0 : recordTimestamp(value)
+  }
+}
+
+function partitionRange(topic: string, partition: number): { start: MetaKey; end: MetaKey } {
+  return { start: [topic, partition], end: [topic, partition + 1] }
+}

@@ -1,0 +1,54 @@
+/**
+ * The stored form of one record: a small binary header (timestamp, key, headers) followed by the
+ * payload bytes, so payloads are stored and read without re-encoding.
+ */
+import type { BusRecord, ProduceMessage } from '../bus.ts'
+
+// Record value layout: u8 format, f64 timestamp, u32 key length (NULL_KEY = no key), key,
+// u32 headers length, headers as JSON, payload. Little endian.
+const FORMAT = 1
+const NULL_KEY = 0xffffffff
+const TIMESTAMP_AT = 1
+
+export function encodeRecord(message: ProduceMessage, timestamp: number): Buffer {
+  const key = message.key === undefined ? undefined : Buffer.from(message.key)
+  const headers = hasHeaders(message.headers) ? Buffer.from(JSON.stringify(message.headers)) : undefined
+  const headerSize = 1 + 8 + 4 + (key?.length ?? 0) + 4 + (headers?.length ?? 0)
+  const out = Buffer.allocUnsafe(headerSize + message.value.length)
+  let at = out.writeUInt8(FORMAT, 0)
+  at = out.writeDoubleLE(timestamp, at)
+  at = out.writeUInt32LE(key?.length ?? NULL_KEY, at)
+  at += key?.copy(out, at) ?? 0
+  at = out.writeUInt32LE(headers?.length ?? 0, at)
+  at += headers?.copy(out, at) ?? 0
+  out.set(message.value, at)
+  return out
+}
+
+export function decodeRecord(topic: string, partition: number, offset: number, data: Buffer): BusRecord {
+  if (data[0] !== FORMAT)
+    throw new Error(`unknown record format ${data[0]} at ${topic}/${partition}/${offset}`)
+  const timestamp = recordTimestamp(data)
+  let at = 9
+  const keyLength = data.readUInt32LE(at)
+  at += 4
+  const key = keyLength === NULL_KEY ? null : data.toString('utf8', at, (at += keyLength))
+  const headersLength = data.readUInt32LE(at)
+  at += 4
+  const headers = headersLength === 0 ? {} : parseHeaders(data.toString('utf8', at, (at += headersLength)))
+  // getRange hands out a private copy per record, so a view into it is safe to keep.
+  return { topic, partition, offset: String(offset), key, value: data.subarray(at), headers, timestamp }
+}
+
+/** The produce time alone, read from the header without touching the rest. */
+export function recordTimestamp(data: Buffer): number {
+  return data.readDoubleLE(TIMESTAMP_AT)
+}
+
+function hasHeaders(headers: Record<string, string> | undefined): headers is Record<string, string> {
+  return headers !== undefined && Object.keys(headers).length > 0
+}
+
+function parseHeaders(json: string): Record<string, string> {
+  return JSON.parse(json) as Record<string, string>
+}
