@@ -1,6 +1,6 @@
 import { join, resolve } from 'node:path'
 import type { Bus } from '../pipelines/connectors/bus/bus.ts'
-import { KafkaBus } from '../pipelines/connectors/bus/kafka.ts'
+import { KafkaBus } from '../pipelines/connectors/bus/kafka/kafka-bus.ts'
 import { LocalLog } from '../pipelines/connectors/bus/local-log/local-log.ts'
 import type { Files } from '../pipelines/connectors/files/files.ts'
 import { LocalFiles } from '../pipelines/connectors/files/local-files.ts'

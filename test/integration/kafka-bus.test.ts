@@ -9,12 +9,12 @@ import {
   type ProduceMessage,
   type RecordBatch,
 } from '../../pipelines/connectors/bus/bus.ts'
-import { KafkaBus, type KafkaBusOptions } from '../../pipelines/connectors/bus/kafka.ts'
+import { KafkaBus, type KafkaBusOptions } from '../../pipelines/connectors/bus/kafka/kafka-bus.ts'
 import { kafkaForTests, type TestKafka } from '../helpers/kafka-mock.ts'
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const BUS_MODULE = pathToFileURL(
-  fileURLToPath(new URL('../../pipelines/connectors/bus/kafka.ts', import.meta.url)),
+  fileURLToPath(new URL('../../pipelines/connectors/bus/kafka/kafka-bus.ts', import.meta.url)),
 ).href
 const PARTITIONS = 4 // what ensureTopics asks for, and what the mock cluster auto-creates anyway
 
