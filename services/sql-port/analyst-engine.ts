@@ -6,9 +6,10 @@
  * and closed after the request, so nothing it did (USE, SET param_…) outlives it. The pipelines'
  * connections never see an analyst's statement or state.
  *
- * Before a statement runs, the engine's own parser judges it (the lexer in sql-lexer.ts is only the
- * fast first pass): chdb's classifier must see exactly one read-only statement, and its `EXPLAIN AST`
- * tree must pass read-only-ast.ts. A request whose client goes away has its query killed.
+ * Before a statement runs, the engine's own parser judges it (read-only-first-pass.ts, on the
+ * tokenizer's reading, is only the fast first pass): chdb's classifier must see exactly one read-only
+ * statement, and its `EXPLAIN AST` tree must pass read-only-ast.ts. A request whose client goes away
+ * has its query killed.
  */
 import { randomUUID } from 'node:crypto'
 import type { Session } from 'chdb'
@@ -16,7 +17,8 @@ import { classifyStatement, QueryClass } from '../../pipelines/connectors/store/
 import type { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
 import { isIdentifier } from './clickhouse-protocol.ts'
 import { astRefusal, parseExplainAst } from './read-only-ast.ts'
-import { isValidSettingName, quoteString } from './sql-lexer.ts'
+import { isValidSettingName } from './settings-clause.ts'
+import { quoteString } from './sql-escapes.ts'
 
 export interface AnalystLimits {
   /** max_execution_time of every statement, in seconds. */

@@ -8,7 +8,8 @@ import { ClickHouseError, ClickHouseLogLevel, createClient, type ClickHouseClien
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
 import { ChdbAnalystEngine, ReadOnlyRefusal } from '../../services/sql-port/analyst-engine.ts'
-import { passwordAuthenticator, startSqlPort, type SqlPortServer } from '../../services/sql-port/sql-port.ts'
+import { passwordAuthenticator } from '../../services/sql-port/authentication.ts'
+import { startSqlPort, type SqlPortServer } from '../../services/sql-port/sql-port.ts'
 import { tempDir } from '../helpers/temp.ts'
 import { waitFor } from '../helpers/wait-for.ts'
 

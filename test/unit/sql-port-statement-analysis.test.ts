@@ -1,42 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import {
-  addSettings,
-  analyzeStatement,
-  hasIntoOutfile,
-  hasMultipleStatements,
-  queryParameterTypes,
-  renderSettingValue,
-  statementKind,
-  tokenize,
-  trailingFormat,
-  trailingSettings,
-} from '../../services/sql-port/sql-lexer.ts'
-
-describe('tokenize', () => {
-  it('keeps strings, quoted identifiers, heredocs and comments whole', () => {
-    const tokens = tokenize("SELECT 'a;b''c\\'d', `x;y`, \"p;q\", $$h;d$$, ‘u;v’ -- tail; x\n/* c; */ 1")
-    expect(tokens.map((t) => [t.kind, t.text])).toEqual([
-      ['word', 'SELECT'],
-      ['string', "'a;b''c\\'d'"],
-      ['punct', ','],
-      ['quoted', '`x;y`'],
-      ['punct', ','],
-      ['quoted', '"p;q"'],
-      ['punct', ','],
-      ['heredoc', '$$h;d$$'],
-      ['punct', ','],
-      ['string', '‘u;v’'],
-      ['number', '1'],
-    ])
-  })
-
-  it('tracks bracket depth', () => {
-    const tokens = tokenize('f(a, [b, {c}])')
-    expect(tokens.map((t) => `${t.text}@${t.depth}`).join(' ')).toBe(
-      'f@0 (@0 a@1 ,@1 [@1 b@2 ,@2 {@2 c@3 }@2 ]@1 )@0',
-    )
-  })
-})
+import { analyzeStatement, queryParameterTypes } from '../../services/sql-port/statement-analysis.ts'
 
 describe('multi-statement detection', () => {
   it.each([
@@ -85,7 +48,7 @@ describe('multi-statement detection', () => {
     ["SELECT x'4g'; SELECT 2", false],
     ["SELECT $a b$ ';' $a b$", false],
   ])('%j → %s', (sql, multi) => {
-    expect(hasMultipleStatements(sql)).toBe(multi)
+    expect(analyzeStatement(sql).multiStatement).toBe(multi)
   })
 })
 
@@ -102,7 +65,7 @@ describe('statement kind', () => {
     ['  -- nothing\n', ''],
     [';', ''],
   ])('%j → %j', (sql, kind) => {
-    expect(statementKind(sql)).toBe(kind)
+    expect(analyzeStatement(sql).kind).toBe(kind)
   })
 })
 
@@ -122,13 +85,13 @@ describe('trailing FORMAT and SETTINGS', () => {
         ['b', "'x'"],
       ],
     ],
-    // After FORMAT is applied first, so the clause in front of FORMAT comes last.
+    // The clause in front of FORMAT, then the one after it (add-settings applies them the other way round).
     [
       'SELECT 1 SETTINGS a=1 FORMAT TSV SETTINGS b=-2',
       'TSV',
       [
-        ['b', '-2'],
         ['a', '1'],
+        ['b', '-2'],
       ],
     ],
     [
@@ -147,15 +110,16 @@ describe('trailing FORMAT and SETTINGS', () => {
     ['SELECT format FROM t', undefined, []],
     ['INSERT INTO t (a, b) SETTINGS x = 1 FORMAT CSV\n1,2', 'CSV', [['x', '1']]],
   ])('%j', (sql, format, settings) => {
-    expect(trailingFormat(sql)).toBe(format)
-    expect(trailingSettings(sql).map((e) => [e.name, e.value])).toEqual(settings)
+    const analysis = analyzeStatement(sql)
+    expect(analysis.format?.name).toBe(format)
+    expect(analysis.settings.flatMap((c) => c.entries).map((e) => [e.name, e.value])).toEqual(settings)
   })
 
   it('finds INTO OUTFILE at any depth and case, but not in strings', () => {
-    expect(hasIntoOutfile("SELECT 1 INTO OUTFILE 'x'")).toBe(true)
-    expect(hasIntoOutfile("select 1 into /* c */ outfile 'x' FORMAT CSV")).toBe(true)
-    expect(hasIntoOutfile("SELECT 'INTO OUTFILE'")).toBe(false)
-    expect(hasIntoOutfile('SELECT outfile FROM t')).toBe(false)
+    expect(analyzeStatement("SELECT 1 INTO OUTFILE 'x'").intoOutfile).toBe(true)
+    expect(analyzeStatement("select 1 into /* c */ outfile 'x' FORMAT CSV").intoOutfile).toBe(true)
+    expect(analyzeStatement("SELECT 'INTO OUTFILE'").intoOutfile).toBe(false)
+    expect(analyzeStatement('SELECT outfile FROM t').intoOutfile).toBe(false)
   })
 
   it('marks where INSERT data starts', () => {
@@ -163,59 +127,6 @@ describe('trailing FORMAT and SETTINGS', () => {
     const analysis = analyzeStatement(sql)
     expect(sql.slice(analysis.dataStart)).toBe(' {"a":"\'"}')
     expect(analyzeStatement('INSERT INTO t VALUES (1)').dataStart).toBeUndefined()
-  })
-})
-
-describe('addSettings', () => {
-  const add = { defaults: { max_threads: '4' }, overrides: { max_execution_time: 300, readonly: 1 } }
-  it.each([
-    ['SELECT 1', "SELECT 1 SETTINGS max_threads = '4', max_execution_time = 300, readonly = 1"],
-    ['SELECT 1;  -- bye', "SELECT 1 SETTINGS max_threads = '4', max_execution_time = 300, readonly = 1"],
-    ['SELECT 1 -- why\n', "SELECT 1 SETTINGS max_threads = '4', max_execution_time = 300, readonly = 1"],
-    [
-      'select 1 format JSON',
-      "select 1 SETTINGS max_threads = '4', max_execution_time = 300, readonly = 1 FORMAT JSON",
-    ],
-    [
-      "SELECT 1 SETTINGS readonly = 0, max_threads = 2 FORMAT JSON SETTINGS log_comment = 'x'",
-      "SELECT 1 SETTINGS log_comment = 'x', max_threads = 2, max_execution_time = 300, readonly = 1 FORMAT JSON",
-    ],
-    [
-      'SELECT 1 FORMAT TSV SETTINGS max_threads = 8',
-      'SELECT 1 SETTINGS max_threads = 8, max_execution_time = 300, readonly = 1 FORMAT TSV',
-    ],
-    [
-      'SELECT 1 UNION ALL SELECT 2 SETTINGS a = 1',
-      "SELECT 1 UNION ALL SELECT 2 SETTINGS max_threads = '4', a = 1, max_execution_time = 300, readonly = 1",
-    ],
-    [
-      'INSERT INTO t FORMAT JSONEachRow\n{"a":1}\n',
-      'INSERT INTO t SETTINGS max_threads = \'4\', max_execution_time = 300, readonly = 1 FORMAT JSONEachRow\n{"a":1}\n',
-    ],
-    [
-      'INSERT INTO db.t (a, b) SETTINGS async_insert = 0 VALUES (1, 2)',
-      "INSERT INTO db.t (a, b) SETTINGS max_threads = '4', async_insert = 0, max_execution_time = 300, readonly = 1 VALUES (1, 2)",
-    ],
-    [
-      'INSERT INTO t SELECT 1',
-      "INSERT INTO t SETTINGS max_threads = '4', max_execution_time = 300, readonly = 1 SELECT 1",
-    ],
-  ])('%j', (sql, expected) => {
-    expect(addSettings(sql, add)).toBe(expected)
-  })
-
-  it('renders values safely and refuses bad names and multi-statement text', () => {
-    expect(renderSettingValue(3)).toBe('3')
-    expect(renderSettingValue(true)).toBe('1')
-    expect(renderSettingValue("a'b\\c\nd")).toBe("'a\\'b\\\\c\\nd'")
-    expect(addSettings('SELECT 1', { defaults: { log_comment: "x'; DROP TABLE t; --" } })).toBe(
-      "SELECT 1 SETTINGS log_comment = 'x\\'; DROP TABLE t; --'",
-    )
-    expect(() => addSettings('SELECT 1', { defaults: { 'a=1, readonly': '0' } })).toThrow(
-      /invalid setting name/,
-    )
-    expect(() => addSettings('SELECT 1; SELECT 2', add)).toThrow(/more than one statement/)
-    expect(addSettings('SELECT 1', {})).toBe('SELECT 1')
   })
 })
 
