@@ -1,0 +1,78 @@
+import { parseArgs } from 'node:util'
+import { PROFILES, type BenchProfile } from './scenarios/context.ts'
+
+export const USAGE = `usage: npm run bench [-- options]
+
+  (no option)            the full suite against an embedded Sluice started by the bench
+  --quick                a short run (under 3 minutes on a 2-core machine)
+  --distributed          against Kafka + ClickHouse (KAFKA_BROKERS, CLICKHOUSE_URL must answer)
+  --seed N               seed of the generated load (default 1)
+  --out DIR              results directory (default bench/results/<timestamp>)
+  --skip LIST            skip steps: baselines,edge,sdk,plain,gzip,freshness,profiles,overload
+  --keep-data            keep the benched Sluice's data directory
+  --cpu-prof             profile the Sluice processes (every thread) into <results>/profiles/{edge,main}
+  --compare A B          print a side-by-side table of two results directories and exit
+`
+
+/** How a bench run goes, from its options. */
+export interface BenchOptions {
+  profile: BenchProfile
+  distributed: boolean
+  seed: number
+  /** Results directory; bench/results/<run id> when absent. */
+  out: string | undefined
+  skip: ReadonlySet<string>
+  keepData: boolean
+  cpuProf: boolean
+}
+
+/** What the command line asks for; `invalid` carries the message for stderr (exit code 2). */
+export type BenchCommand =
+  | { kind: 'help' }
+  | { kind: 'compare'; a: string; b: string }
+  | { kind: 'invalid'; message: string }
+  | { kind: 'run'; options: BenchOptions }
+
+/** Reads the command line; an unknown option throws (parseArgs). */
+export function parseOptions(argv: string[]): BenchCommand {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      quick: { type: 'boolean', default: false },
+      distributed: { type: 'boolean', default: false },
+      seed: { type: 'string', default: '1' },
+      out: { type: 'string' },
+      skip: { type: 'string', default: '' },
+      'keep-data': { type: 'boolean', default: false },
+      'cpu-prof': { type: 'boolean', default: false },
+      compare: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  })
+  if (values.help) return { kind: 'help' }
+  if (values.compare) {
+    const [a, b] = positionals
+    if (!a || !b) return { kind: 'invalid', message: `--compare needs two results directories\n\n${USAGE}` }
+    return { kind: 'compare', a, b }
+  }
+  const seed = Number(values.seed)
+  if (!Number.isInteger(seed)) return { kind: 'invalid', message: `--seed must be an integer\n` }
+  return {
+    kind: 'run',
+    options: {
+      profile: PROFILES[values.quick ? 'quick' : 'full'],
+      distributed: values.distributed,
+      seed,
+      out: values.out,
+      skip: new Set(
+        values.skip
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean),
+      ),
+      keepData: values['keep-data'],
+      cpuProf: values['cpu-prof'],
+    },
+  }
+}

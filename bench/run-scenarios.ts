@@ -1,0 +1,214 @@
+import type { BenchRun } from './bench-run.ts'
+import { UuidSpace, type BodyInstance } from './generate.ts'
+import type { BenchLoad } from './load.ts'
+import { settle, type BenchContext } from './scenarios/context.ts'
+import { freshness } from './scenarios/freshness.ts'
+import { overload } from './scenarios/overload.ts'
+import { profiles } from './scenarios/profiles.ts'
+import { sdkSessions } from './scenarios/sdk.ts'
+import {
+  edgeBurst,
+  endToEnd,
+  GZIP_HEADERS,
+  gzipSource,
+  plainSource,
+  type BodySource,
+} from './scenarios/uploads.ts'
+import { assertAlive, SluiceLauncher } from './sluice-launcher.ts'
+import { RssSampler } from './sluice.ts'
+
+/** The scenarios, in order: edge bursts on a Sluice of their own, then the rest on the main one. */
+export async function runScenarios(run: BenchRun, load: BenchLoad): Promise<void> {
+  const launcher = new SluiceLauncher(run)
+  launcher.catchSignals()
+  // Edge bursts, on a Sluice of their own: the max-rate bodies pile up on its bus and are discarded
+  // with it, so they never hold up the end-to-end scenarios.
+  if (!run.options.skip.has('edge')) await edgeBursts(run, load, launcher)
+  await onMainSluice(run, load, launcher)
+  launcher.releaseSignals()
+}
+
+async function edgeBursts(run: BenchRun, load: BenchLoad, launcher: SluiceLauncher): Promise<void> {
+  const { profile } = run.options
+  const edgeSut = await launcher.start('start-sluice (edge)', 'edge')
+  if (!edgeSut) return
+  const rssEdge = new RssSampler(edgeSut.pid, run.wallStart)
+  const ctx = await launcher.context(' (edge)', edgeSut, rssEdge, load)
+  if (ctx) {
+    const burst = async (name: string, source: BodySource) => {
+      assertAlive(edgeSut)
+      const r = await edgeBurst(ctx, {
+        name,
+        source,
+        durationMs: profile.edgeMs,
+        concurrency: profile.concurrency,
+      })
+      run.results.scenarios.edge.push(r)
+      run.log(
+        `    accepted ${(r.acceptedBytesPerSecond / 1048576).toFixed(1)} MB/s (${Math.round(r.acceptedEventsPerSecond)} ev/s, ${r.acceptedBodies} bodies); ` +
+          `answers ${JSON.stringify(r.statuses)}; CPU sluice ${r.cpu.sluice.toFixed(2)} bench ${r.cpu.bench.toFixed(2)} other ${r.cpu.other.toFixed(2)}`,
+      )
+    }
+    await run.step('edge-plain', () =>
+      burst('edge-plain', plainSource(load.plain.plain, new UuidSpace(load.run8, '00e1'))),
+    )
+    await run.step('edge-gzip', () =>
+      burst(
+        'edge-gzip',
+        cycle(
+          GZIP_HEADERS,
+          load.gzip.map((x) => x.instance),
+        ),
+      ),
+    )
+  }
+  rssEdge.stop()
+  // Its backlog is of no interest: no graceful drain (unless profiling: the profile is written at exit).
+  if (run.options.cpuProf) await run.step('stop-sluice (edge)', () => edgeSut.stop(20_000))
+  else await run.step('kill-sluice (edge)', () => edgeSut.kill())
+}
+
+/** A body source cycling over fixed bodies (uuids repeat: for the edge bursts only). */
+function cycle(headers: Record<string, string>, bodies: readonly BodyInstance[]): BodySource {
+  let i = 0
+  return { kind: 'gzip', headers, next: () => bodies[i++ % bodies.length] }
+}
+
+/** The main Sluice: SDK sessions, end to end, freshness, profiles, overload; its RSS throughout. */
+async function onMainSluice(run: BenchRun, load: BenchLoad, launcher: SluiceLauncher): Promise<void> {
+  const sut = await launcher.start('start-sluice', 'main')
+  if (!sut) return
+  const rss = new RssSampler(sut.pid, run.wallStart)
+  const ctx = await launcher.context('', sut, rss, load)
+  if (!ctx) {
+    await sut.stop()
+    return
+  }
+  if (!run.options.skip.has('sdk'))
+    run.results.scenarios.sdk = await run.step('sdk-sessions', async () => {
+      const r = await sdkSessions(ctx, load.sdk, {
+        maxMs: run.options.profile.name === 'quick' ? 60_000 : 300_000,
+      })
+      run.log(
+        `    ${r.rows} SDK rows, ${Math.round(r.rowsPerSecond)} rows/s to receipts done${r.complete ? '' : ' (INCOMPLETE)'}`,
+      )
+      return r
+    })
+  const maxSustained = await endToEndScenarios(run, load, ctx)
+  await sustainedRateScenarios(run, load, ctx, maxSustained)
+  rss.stop()
+  run.results.rss = rss.samples.map(([t, v]): [number, number] => [Math.round(t * 100) / 100, Math.round(v)])
+  const code = await run.step('stop-sluice', () => sut.stop())
+  if (code !== 0 && code !== undefined) run.results.errors.push(`Sluice exited with ${code} on SIGTERM`)
+}
+
+/** e2e-plain and e2e-gzip; gives the max sustained rate the scenarios after them are set by. */
+async function endToEndScenarios(run: BenchRun, load: BenchLoad, ctx: BenchContext): Promise<number> {
+  const { profile, skip } = run.options
+  const { apps, spaces, plain, gzip } = load
+  const e2e = async (name: string, app: string, source: BodySource, eventsPerBody: number) => {
+    assertAlive(ctx.sut)
+    const r = await endToEnd(ctx, {
+      name,
+      app,
+      source,
+      durationMs: profile.e2eMs,
+      concurrency: profile.concurrency,
+      window: Math.max(profile.window, Math.round(profile.windowBodies * eventsPerBody)),
+    })
+    run.results.scenarios.e2e.push(r)
+    run.log(
+      `    ${Math.round(r.queryableEventsPerSecond)} ev/s queryable (accepted ${Math.round(r.acceptedEventsPerSecond)} ev/s); stored ${r.stored}/${r.expectedStored}${r.drainComplete ? '' : ' (drain incomplete)'}; ` +
+        `answers ${JSON.stringify(r.statuses)}; CPU sluice ${r.cpu.sluice.toFixed(2)} bench ${r.cpu.bench.toFixed(2)} other ${r.cpu.other.toFixed(2)}`,
+    )
+    return r
+  }
+  const plainResult = skip.has('plain')
+    ? undefined
+    : await run.step('e2e-plain', () =>
+        e2e('e2e-plain', apps.plain, plainSource(plain.plain, spaces.plain), profile.eventsPerPlainBody),
+      )
+  const gzipResult = skip.has('gzip')
+    ? undefined
+    : await run.step('e2e-gzip', () =>
+        e2e(
+          'e2e-gzip',
+          apps.gzip,
+          gzipSource(gzip.map((x) => x.instance)),
+          gzip.reduce((sum, x) => sum + x.instance.events, 0) / Math.max(1, gzip.length),
+        ),
+      )
+  // The max sustained rate: events/s made queryable with plain bodies (what freshness and overload use).
+  const maxSustained = plainResult?.queryableEventsPerSecond || gzipResult?.queryableEventsPerSecond || 2000
+  run.results.run.notes.push(
+    `Max sustained rate (events/s made queryable, plain bodies): ${Math.round(maxSustained)}; freshness runs at half of it, overload at twice.`,
+  )
+  return maxSustained
+}
+
+/** Freshness, profiles and overload, each run only if it fits the time budget. */
+async function sustainedRateScenarios(
+  run: BenchRun,
+  load: BenchLoad,
+  ctx: BenchContext,
+  maxSustained: number,
+): Promise<void> {
+  const { profile } = run.options
+  const { apps, spaces, plain } = load
+  const { results } = run
+  if (run.fits('freshness', profile.freshnessMs + 5000))
+    results.scenarios.freshness = await run.step('freshness', async () => {
+      assertAlive(ctx.sut)
+      const idle = await settle(ctx, 20_000)
+      if (!idle.idle)
+        results.run.notes.push('freshness started with a backlog still on the bus (not idle after 20 s)')
+      const r = await freshness(ctx, {
+        app: apps.fresh,
+        source: plainSource(plain.fresh, spaces.fresh),
+        eventsPerBody: profile.eventsPerPlainBody,
+        maxSustainedEventsPerSecond: maxSustained,
+        durationMs: profile.freshnessMs,
+      })
+      run.log(
+        `    ${r.targetBodiesPerSecond.toFixed(1)} bodies/s; ${r.samples} samples: p50 ${Math.round(r.freshnessMs.p50 ?? NaN)} ms, p99 ${Math.round(r.freshnessMs.p99 ?? NaN)} ms; answers ${JSON.stringify(r.statuses)}`,
+      )
+      return r
+    })
+
+  if (run.fits('profiles', profile.profilesMs + 3000))
+    results.scenarios.profiles = await run.step('profiles', async () => {
+      assertAlive(ctx.sut)
+      const r = await profiles(ctx, {
+        bodies: load.profileBodies,
+        durationMs: profile.profilesMs,
+        concurrency: profile.concurrency,
+        customers: profile.profileCustomers,
+      })
+      if (r.skipped !== undefined) run.log(`    skipped: ${r.skipped}`)
+      else
+        run.log(
+          `    ${Math.round(r.patchesPerSecond)} PATCH/s; read-your-writes p50 ${Math.round(r.readYourWritesMs.p50 ?? NaN)} ms, p99 ${Math.round(r.readYourWritesMs.p99 ?? NaN)} ms (${r.readYourWritesMs.count} samples); answers ${JSON.stringify(r.statuses)}`,
+        )
+      return r
+    })
+
+  if (run.fits('overload', profile.overloadMs + 10_000))
+    results.scenarios.overload = await run.step('overload', async () => {
+      assertAlive(ctx.sut)
+      await settle(ctx, 10_000)
+      const r = await overload(ctx, {
+        app: apps.overload,
+        source: plainSource(plain.overload, spaces.overload),
+        space: spaces.overload,
+        eventsPerBody: profile.eventsPerPlainBody,
+        maxSustainedEventsPerSecond: maxSustained,
+        durationMs: profile.overloadMs,
+        drainMs: profile.overloadDrainMs,
+      })
+      run.log(
+        `    ${r.targetBodiesPerSecond.toFixed(1)} bodies/s asked; answers ${JSON.stringify(r.statuses)}; RSS max ${Math.round(r.rssMaxMb ?? NaN)} MB; ` +
+          `${r.acceptedEvents} accepted events, ${r.lost} lost, ${r.storedTwice} stored twice; drain ${r.drainComplete ? 'complete' : 'INCOMPLETE'} in ${(r.drainMs / 1000).toFixed(1)} s`,
+      )
+      return r
+    })
+}
