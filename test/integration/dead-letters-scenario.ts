@@ -1,43 +1,19 @@
 import { expect } from 'vitest'
 import { encodeBlock, type UploadRef } from '../../pipelines/events/event-block.ts'
-import { compactEventRow, type EventRow } from '../../pipelines/events/event-row.ts'
+import { compactEventRow } from '../../pipelines/events/event-row.ts'
 import { ingestionGroups, ingestionTopics } from '../../pipelines/events/topics.ts'
 import type { StoredDeadLetter } from '../../pipelines/failures/dead-letters.ts'
 import { profileTopics } from '../../pipelines/profiles/commands.ts'
 import { ADMIN_TOKEN } from '../helpers/edge.ts'
+import { eventRow } from '../helpers/event-rows.ts'
 import type { InProcessSluice } from '../helpers/sluice-inprocess.ts'
 import { waitFor } from '../helpers/wait-for.ts'
-
-function eventRow(app: string, uuid: string, eventName: string, up: UploadRef): EventRow {
-  return {
-    app_id: app,
-    uuid,
-    customer_id: 'c',
-    event_name: eventName,
-    event_time: up.recv,
-    received_at: up.recv,
-    attributes: { k: 'v' },
-    ltv_change: 0,
-    install_uuid: 'i',
-    device_uuid: 'd',
-    session_uuid: 's',
-    country: 'DE',
-    language: 'de',
-    app_version: '1.0',
-    os_version: '17',
-    platform: 'iOS',
-    model: 'iPhone',
-    device_timezone: 'Europe/Berlin',
-    source: 'server',
-    transaction_id: up.tx,
-  }
-}
 
 /** One event block, as the upload splitter writes it onto the events topic. */
 function block(app: string, uuid: string, eventName: string, tx: string): Buffer {
   const up: UploadRef = { tx, recv: Date.now(), org: 1, source: 'server' }
   return encodeBlock([
-    { app, uuid, line: 1, upload: up, row: compactEventRow(eventRow(app, uuid, eventName, up)) },
+    { app, uuid, line: 1, upload: up, row: compactEventRow(eventRow(uuid, up, { app, eventName })) },
   ])
 }
 

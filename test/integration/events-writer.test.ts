@@ -6,33 +6,12 @@ import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
 import { MIGRATIONS_DIR, migrate } from '../../pipelines/connectors/store/migrations.ts'
 import type { Store } from '../../pipelines/connectors/store/store.ts'
 import { encodeBlock, type UploadRef } from '../../pipelines/events/event-block.ts'
-import { EVENT_COLUMNS, compactEventRow, type EventRow } from '../../pipelines/events/event-row.ts'
+import { EVENT_COLUMNS, compactEventRow } from '../../pipelines/events/event-row.ts'
 import { eventsWriter } from '../../pipelines/events/events-writer.ts'
+import { eventRow } from '../helpers/event-rows.ts'
 import { tempDir } from '../helpers/temp.ts'
 
 const upload = (tx: string, recv: number): UploadRef => ({ tx, recv, org: 1, source: 'server' })
-const eventRow = (uuid: string, up: UploadRef): EventRow => ({
-  app_id: 'app',
-  uuid,
-  customer_id: 'c',
-  event_name: 'e',
-  event_time: up.recv,
-  received_at: up.recv,
-  attributes: { k: 'v' },
-  ltv_change: 0,
-  install_uuid: 'i',
-  device_uuid: 'd',
-  session_uuid: 's',
-  country: 'DE',
-  language: 'de',
-  app_version: '1.0',
-  os_version: '17',
-  platform: 'iOS',
-  model: 'iPhone',
-  device_timezone: 'Europe/Berlin',
-  source: 'server',
-  transaction_id: up.tx,
-})
 const row = (uuid: string, up: UploadRef) => compactEventRow(eventRow(uuid, up))
 let offset = 0
 const batch = (events: [string, UploadRef, number][]): RecordBatch => ({
