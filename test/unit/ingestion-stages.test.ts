@@ -8,7 +8,7 @@ import {
   mintTransactionId,
   parseTransactionId,
   transactionKey,
-} from '../../pipelines/events/transaction-id.ts'
+} from '../../services/edge/uploads/transaction-id.ts'
 import { applyRowToCustomer, applyRowToDevice, emptyDevice } from '../../pipelines/sdk/device-state.ts'
 import type { SdkRow } from '../../pipelines/sdk/validate-sdk-row.ts'
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { Store } from '../../pipelines/connectors/store/store.ts'
-import { PendingWrites } from '../../pipelines/profiles/pending-writes.ts'
+import { PendingWrites } from '../../services/edge/profiles/pending-writes.ts'
 import { manualClock } from '../helpers/manual-clock.ts'
 
 /** A store that answers the applied-up-to query from a map the test controls. */

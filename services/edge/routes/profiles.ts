@@ -5,7 +5,7 @@ import type { Store } from '../../../pipelines/connectors/store/store.ts'
 import type { App, ControlStore, Org } from '../../../pipelines/control/control-store.ts'
 import { TtlCache } from '../../../pipelines/control/ttl-cache.ts'
 import { encodeCommand, type ProfileCommand } from '../../../pipelines/profiles/commands.ts'
-import { PendingWrites, type PendingWrite } from '../../../pipelines/profiles/pending-writes.ts'
+import { PendingWrites, type PendingWrite } from '../profiles/pending-writes.ts'
 import {
   customersByEmail,
   readCustomers,

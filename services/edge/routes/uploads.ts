@@ -2,15 +2,15 @@ import { Hono, type Context } from 'hono'
 import type { Bus } from '../../../pipelines/connectors/bus/bus.ts'
 import type { Store } from '../../../pipelines/connectors/store/store.ts'
 import type { ControlStore } from '../../../pipelines/control/control-store.ts'
-import type { LoadShedder } from '../../../pipelines/events/load-shedder.ts'
-import { readReceipt } from '../../../pipelines/events/receipts.ts'
+import type { LoadShedder } from '../uploads/load-shedder.ts'
+import { readReceipt } from '../uploads/receipts.ts'
 import type { IngestionTopics, UploadHeaders } from '../../../pipelines/events/topics.ts'
 import {
   isTransactionIdShaped,
   mintTransactionId,
   parseTransactionId,
   type TransactionInfo,
-} from '../../../pipelines/events/transaction-id.ts'
+} from '../uploads/transaction-id.ts'
 import { EVENT_SCHEMA_VERSIONS, eventJsonSchema } from '../../../schemas/events.ts'
 import { badRequest, notFound, SluiceError, unavailable } from '../../shared/errors.ts'
 import type { Metrics } from '../../shared/metrics.ts'

@@ -1,4 +1,4 @@
-import type { Bus } from '../connectors/bus/bus.ts'
+import type { Bus } from '../../../pipelines/connectors/bus/bus.ts'
 
 export interface ShedderOptions {
   bus: Bus

@@ -1,6 +1,6 @@
-import type { Store } from '../connectors/store/store.ts'
+import type { Store } from '../../../pipelines/connectors/store/store.ts'
 import type { TransactionInfo } from './transaction-id.ts'
-import { MAX_REJECTED_LINES_PER_UPLOAD } from './upload-outcomes.ts'
+import { MAX_REJECTED_LINES_PER_UPLOAD } from '../../../pipelines/events/upload-outcomes.ts'
 
 export interface RejectedLineView {
   line: number

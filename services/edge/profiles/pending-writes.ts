@@ -1,6 +1,6 @@
-import { systemClock, type Clock } from '../clock.ts'
-import type { Store } from '../connectors/store/store.ts'
-import { stringSet } from '../connectors/store/string-set.ts'
+import { systemClock, type Clock } from '../../../pipelines/clock.ts'
+import type { Store } from '../../../pipelines/connectors/store/store.ts'
+import { stringSet } from '../../../pipelines/connectors/store/string-set.ts'
 
 export interface ProfileKey {
   db: number
