@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util'
 import { resolve } from 'node:path'
 import { readStoredToken } from './admin-token.ts'
 import { ConfigError, loadConfig, type Config } from './config.ts'
-import type { Role } from './processes.ts'
+import type { Role } from './topology.ts'
 
 // The engine (chdb), the bus and the logger are imported by the commands that run them, so
 // `sluice admin`, an HTTP client, starts without loading ClickHouse into the process.

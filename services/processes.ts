@@ -1,22 +1,30 @@
+import { randomBytes } from 'node:crypto'
+import type { Hono } from 'hono'
 import { ChdbStore } from '../pipelines/connectors/store/chdb-store.ts'
 import { safeEqual } from '../pipelines/control/credentials.ts'
+import { heartbeatJob } from '../pipelines/control/jobs.ts'
 import { DeadLetterStore } from '../pipelines/failures/dead-letters.ts'
 import { resolveAdminToken } from './admin-token.ts'
-import { edgeAreas, readinessChecks, scheduledJobs, workerPipelines } from './composition.ts'
 import type { Config } from './config.ts'
 import { createEdgeApp } from './edge/app.ts'
+import type { EdgeEnv } from './edge/env.ts'
+import type { ReadinessCheck } from './edge/routes/health.ts'
+import { profileRoutes } from './edge/routes/profiles.ts'
+import { uploadRoutes } from './edge/routes/uploads.ts'
 import { listen } from './edge/serve.ts'
+import { LoadShedder } from './edge/uploads/load-shedder.ts'
+import { transactionKey } from './edge/uploads/transaction-id.ts'
 import { startOpsServer } from './ops-server.ts'
 import { openRuntime, type Runtime } from './runtime.ts'
-import { startScheduler } from './scheduler/scheduler.ts'
+import { startScheduler, type ScheduledJob } from './scheduler/scheduler.ts'
 import type { Logger } from './shared/logger.ts'
 import { ChdbAnalystEngine } from './sql-port/analyst-engine.ts'
 import { startSqlPort } from './sql-port/sql-port.ts'
-import { ensureIngestionTopics } from './worker/ingestion.ts'
-import { ensureProfileTopics } from './worker/profiles.ts'
-import { startWorker } from './worker/worker.ts'
-
-export type Role = 'edge' | 'worker' | 'scheduler'
+import type { Role } from './topology.ts'
+import { controlPipeline } from './worker/control.ts'
+import { ingestionPipeline } from './worker/ingestion.ts'
+import { profilesPipeline } from './worker/profiles.ts'
+import { startWorker, type WorkerPipeline } from './worker/worker.ts'
 
 export interface RunningProcess {
   runtime: Runtime
@@ -32,8 +40,9 @@ export interface RunningProcess {
 }
 
 /**
- * Start the given roles in this process over one runtime. `sluice start` runs all three (and the
- * SQL port when the store is chdb); `sluice edge|worker|scheduler` run one each.
+ * The composition root: start the given roles in this process over one runtime, each assembled
+ * from the topology (topology.ts) and the lists below. `sluice start` runs all three (and the SQL
+ * port when the store is chdb); `sluice edge|worker|scheduler` run one each.
  */
 export async function startProcess(
   config: Config,
@@ -82,8 +91,7 @@ export async function startProcess(
     }
     if (roles.includes('edge')) {
       if (!token) logger.warn('SLUICE_ADMIN_TOKEN is not set: the admin API answers 401 to everything')
-      await ensureIngestionTopics(runtime)
-      await ensureProfileTopics(runtime)
+      await runtime.bus.ensureTopics(runtime.topology.edgeTopics)
       const areas = edgeAreas(runtime, { adminToken: token })
       areas.start()
       closers.push(async () => areas.stop())
@@ -158,4 +166,65 @@ export async function startProcess(
     throw err
   }
   return result
+}
+
+/** The edge's API areas: one router each, and what they run in the background. */
+export interface EdgeAreas {
+  routers: Hono<EdgeEnv>[]
+  start(): void
+  stop(): void
+}
+
+export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | undefined }): EdgeAreas {
+  const { config, bus, store, control, metrics, logger, topology } = runtime
+  if (!secrets.adminToken)
+    logger.warn('no admin token: upload transaction ids can only be looked up on the edge that issued them')
+  const shedder = new LoadShedder({
+    bus,
+    watched: topology.couplings.edgeShedsOnLagOf,
+    maxLag: config.SLUICE_MAX_BUS_LAG,
+    maxInFlightBytes: 256 * 1024 * 1024,
+    onSample: (topic, lag) => metrics.busLag.set({ topic }, lag),
+  })
+  const uploads = uploadRoutes({
+    bus,
+    store,
+    control,
+    topics: { uploads: topology.topics.uploads.topic, sdkUploads: topology.topics.sdkUploads.topic },
+    shedder,
+    metrics,
+    transactionKey: secrets.adminToken ? transactionKey(secrets.adminToken) : randomBytes(32),
+    limits: {
+      maxBytes: config.SLUICE_UPLOAD_MAX_BYTES,
+      maxInflatedBytes: config.SLUICE_UPLOAD_MAX_DECOMPRESSED_BYTES,
+      ratePerKeyPerSecond: config.SLUICE_UPLOAD_RATE_PER_KEY,
+      sdkRatePerAppPerSecond: config.SLUICE_SDK_UPLOAD_RATE_PER_APP,
+    },
+  })
+  const profiles = profileRoutes({
+    bus,
+    store,
+    control,
+    topic: topology.topics.profileChanges.topic,
+    metrics,
+    limits: {
+      perKeyPerMinute: config.SLUICE_PROFILE_RATE_PER_KEY_PER_MIN,
+      perCustomerPerMinute: config.SLUICE_PROFILE_RATE_PER_CUSTOMER_PER_MIN,
+    },
+  })
+  return { routers: [uploads, profiles], start: () => shedder.start(), stop: () => shedder.stop() }
+}
+
+/** The worker's pipelines; each one's topics, groups and limits are its entry in the topology. */
+export function workerPipelines(): WorkerPipeline[] {
+  // The control applier runs the jobs the scheduler emits, so both take the same list.
+  return [ingestionPipeline, profilesPipeline, controlPipeline(scheduledJobs())]
+}
+
+export function scheduledJobs(): ScheduledJob[] {
+  return [heartbeatJob]
+}
+
+export function readinessChecks(runtime: Runtime): ReadinessCheck[] {
+  return [{ name: 'store', check: () => runtime.store.ping() }]
 }

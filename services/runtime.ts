@@ -9,11 +9,11 @@ import { ClickHouseStore } from '../pipelines/connectors/store/clickhouse-store.
 import { migrate } from '../pipelines/connectors/store/migrations.ts'
 import type { Store } from '../pipelines/connectors/store/store.ts'
 import { CommandClient } from '../pipelines/control/command-client.ts'
-import { controlTopics } from '../pipelines/control/commands.ts'
 import { ControlStore } from '../pipelines/control/control-store.ts'
 import type { Config } from './config.ts'
 import type { Logger } from './shared/logger.ts'
 import { createMetrics, type Metrics } from './shared/metrics.ts'
+import { topology, type Topology } from './topology.ts'
 
 /** Everything a Sluice process is wired from: the adapters behind the ports, and shared services. */
 export interface Runtime {
@@ -25,8 +25,8 @@ export interface Runtime {
   files: Files
   control: ControlStore
   dataDir: string
-  /** Partitions of the topics Sluice creates (SLUICE_PARTITIONS, or the bus's default). */
-  partitions: number
+  /** Every topic, stage and limit, named with the configured prefix and partition count. */
+  topology: Topology
   /** 'embedded' when both bus and store are local; 'distributed' when both are servers. */
   mode: 'embedded' | 'distributed' | 'mixed'
   close(): Promise<void>
@@ -50,11 +50,15 @@ export async function openRuntime(config: Config, logger: Logger): Promise<Runti
     await store.close()
     throw err
   }
+  const flows = topology(
+    config.SLUICE_TOPIC_PREFIX,
+    config.SLUICE_PARTITIONS ?? (bus.kind === 'local' ? 1 : 8),
+  )
   // Reads through short caches; writes as commands on the control topic, applied by one owner.
   const commands = new CommandClient({
     bus,
     store,
-    topic: controlTopics(config.SLUICE_TOPIC_PREFIX).commands,
+    topic: flows.topics.control.topic,
     waitMs: config.SLUICE_CONTROL_WAIT_MS,
   })
   const control = new ControlStore(store, config.SLUICE_KEY_CACHE_SECONDS * 1000, {}, commands)
@@ -74,7 +78,7 @@ export async function openRuntime(config: Config, logger: Logger): Promise<Runti
     files,
     control,
     dataDir,
-    partitions: config.SLUICE_PARTITIONS ?? (bus.kind === 'local' ? 1 : 8),
+    topology: flows,
     mode,
     async close() {
       await bus.close()

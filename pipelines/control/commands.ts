@@ -9,18 +9,9 @@ import { SCOPES } from './credentials.ts'
  * produces them onto one partition of the control topic; one owner (the control applier's
  * consumer group) applies them in topic order, allocates ids and enforces uniqueness, and records
  * each command's answer in `control_results`, where the edge that took it waits for it.
- */
-export function controlTopics(prefix: string) {
-  return { commands: `${prefix}control` }
-}
-
-export function controlGroups(prefix: string) {
-  return { applier: `${prefix}control-applier` }
-}
-
-/**
- * Every command goes to partition 0: one partition gives one order over all of them and one owner
- * at a time, whatever partition count the broker gave the topic (librdkafka's mock makes 4).
+ *
+ * Every command goes to this partition: one order over all of them and one applier at a time,
+ * whatever partition count the topic has (services/topology.ts).
  */
 export const CONTROL_PARTITION = 0
 

@@ -1,5 +1,5 @@
 import type { Store } from '../connectors/store/store.ts'
-import type { UploadHeaders } from './topics.ts'
+import type { UploadHeaders } from './upload-headers.ts'
 
 /**
  * What the stages record about an upload: each rejected line (`rejected_lines`) and, once its

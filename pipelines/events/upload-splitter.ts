@@ -13,7 +13,7 @@ import {
   rejectRow,
   type RejectRow,
 } from './upload-outcomes.ts'
-import type { UploadHeaders } from './topics.ts'
+import type { UploadHeaders } from './upload-headers.ts'
 
 export interface SplitterDeps {
   pool: CpuPool

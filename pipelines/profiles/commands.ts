@@ -2,18 +2,6 @@ import { isChangeOp } from '../../schemas/profiles.ts'
 import type { BusRecord, ProduceMessage } from '../connectors/bus/bus.ts'
 import type { NormalizedChange } from './validate-changes.ts'
 
-/** Topic and consumer-group names of the profile pipeline (the prefix comes from config). */
-export function profileTopics(prefix: string) {
-  return {
-    /** Accepted PATCHes and DELETEs, keyed by profile db + customer: one owner applies each customer's in order. */
-    changes: `${prefix}profile-changes`,
-  }
-}
-
-export function profileGroups(prefix: string) {
-  return { writer: `${prefix}profile-writer` }
-}
-
 interface CommandBase {
   v: 1
   org: number

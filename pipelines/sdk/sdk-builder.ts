@@ -11,7 +11,7 @@ import {
   rejectRow,
   type RejectRow,
 } from '../events/upload-outcomes.ts'
-import type { UploadHeaders } from '../events/topics.ts'
+import type { UploadHeaders } from '../events/upload-headers.ts'
 import {
   applyRowToCustomer,
   applyRowToDevice,

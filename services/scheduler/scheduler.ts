@@ -1,5 +1,5 @@
 import { systemClock, type Clock } from '../../pipelines/clock.ts'
-import { CONTROL_PARTITION, controlTopics, encodeCommand } from '../../pipelines/control/commands.ts'
+import { encodeCommand } from '../../pipelines/control/commands.ts'
 import { dueJobCommand, type ScheduledJob } from '../../pipelines/control/jobs.ts'
 import type { Runtime } from '../runtime.ts'
 
@@ -29,10 +29,10 @@ export function startScheduler(
   jobs: readonly ScheduledJob[],
   options: SchedulerOptions = {},
 ): RunningScheduler {
-  const { bus, config, logger } = runtime
+  const { bus, logger, topology } = runtime
   const clock = options.clock ?? systemClock
   const tickMs = options.tickMs ?? 1000
-  const topic = controlTopics(config.SLUICE_TOPIC_PREFIX).commands
+  const { topic } = topology.topics.control
   const emitted = new Map<string, number>()
   let topicReady: Promise<void> | undefined
   let stopped = false
@@ -45,7 +45,7 @@ export function startScheduler(
       .map((job) => dueJobCommand(job, now))
       .filter((c) => emitted.get(c.payload.job) !== c.payload.period_start)
     if (due.length === 0) return
-    topicReady ??= bus.ensureTopics([{ topic, partitions: CONTROL_PARTITION + 1 }])
+    topicReady ??= bus.ensureTopics([topology.topics.control])
     try {
       await topicReady
       await bus.produce(topic, due.map(encodeCommand))

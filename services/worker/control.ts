@@ -1,5 +1,4 @@
 import { controlApplier } from '../../pipelines/control/control-applier.ts'
-import { CONTROL_PARTITION, controlGroups, controlTopics } from '../../pipelines/control/commands.ts'
 import type { ScheduledJob } from '../../pipelines/control/jobs.ts'
 import { consumeStage } from './guarded-consumer.ts'
 import type { WorkerPipeline } from './worker.ts'
@@ -12,16 +11,9 @@ export function controlPipeline(jobs: readonly ScheduledJob[]): WorkerPipeline {
   return {
     name: 'control',
     async start(runtime) {
-      const { config, bus, store, logger } = runtime
-      const topic = controlTopics(config.SLUICE_TOPIC_PREFIX).commands
-      await bus.ensureTopics([{ topic, partitions: CONTROL_PARTITION + 1 }])
+      const { store, logger, topology } = runtime
       const consumer = await consumeStage(runtime, {
-        stage: 'control-applier',
-        group: controlGroups(config.SLUICE_TOPIC_PREFIX).applier,
-        topic,
-        // Commands are small; a burst of admin writes is applied with a few inserts per batch.
-        maxBatchRecords: 500,
-        maxBatchBytes: 4 * 1024 * 1024,
+        ...topology.stages.controlApplier,
         run: controlApplier({
           store,
           jobs,

@@ -1,13 +1,15 @@
 import type { Consumer } from '../../pipelines/connectors/bus/bus.ts'
 import type { Runtime } from '../runtime.ts'
+import type { Topology } from '../topology.ts'
 
 /**
  * A pipeline the worker runs: it subscribes consumers to the bus and owns its own resources.
+ * Its topics, groups and limits are its entry in the topology (topology.ts), under its name.
  * Subscribe each stage with consumeStage (guarded-consumer.ts), so a record that keeps failing is
  * dead-lettered instead of stalling its partition.
  */
 export interface WorkerPipeline {
-  name: string
+  name: keyof Topology['pipelines']
   start(runtime: Runtime): Promise<{ consumers: Consumer[]; close?: () => Promise<void> }>
 }
 
@@ -22,6 +24,7 @@ export async function startWorker(
 ): Promise<RunningWorker> {
   const started: { consumers: Consumer[]; close?: () => Promise<void> }[] = []
   for (const pipeline of pipelines) {
+    await runtime.bus.ensureTopics(runtime.topology.pipelines[pipeline.name].topics)
     started.push(await pipeline.start(runtime))
     runtime.logger.info({ pipeline: pipeline.name }, 'pipeline started')
   }

@@ -1,12 +1,7 @@
 import type { Bus, BusRecord } from '../../pipelines/connectors/bus/bus.ts'
 import type { Store } from '../../pipelines/connectors/store/store.ts'
 import { CommandClient, type CommandSender } from '../../pipelines/control/command-client.ts'
-import {
-  controlGroups,
-  controlTopics,
-  encodeCommand,
-  type ControlCommand,
-} from '../../pipelines/control/commands.ts'
+import { encodeCommand, type ControlCommand } from '../../pipelines/control/commands.ts'
 import { controlApplier } from '../../pipelines/control/control-applier.ts'
 import { readResults } from '../../pipelines/control/control-results.ts'
 import { ControlStore } from '../../pipelines/control/control-store.ts'
@@ -14,6 +9,7 @@ import type { ScheduledJob } from '../../pipelines/control/jobs.ts'
 import type { TtlCacheOptions } from '../../pipelines/control/ttl-cache.ts'
 import { DeadLetterStore } from '../../pipelines/failures/dead-letters.ts'
 import { guardStage } from '../../pipelines/failures/guarded-stage.ts'
+import { topology } from '../../services/topology.ts'
 
 /**
  * The control plane as a worker runs it, over a given store and bus: the applier consuming the
@@ -25,13 +21,13 @@ export async function controlPlaneOver(
   options: { prefix?: string; keyCacheMs?: number; cache?: TtlCacheOptions; jobs?: ScheduledJob[] } = {},
 ) {
   const prefix = options.prefix ?? 'sluice.'
-  const topic = controlTopics(prefix).commands
+  const { topic, group } = topology(prefix, 1).stages.controlApplier
   const guarded = guardStage(controlApplier({ store, jobs: options.jobs ?? [] }), {
     stage: 'control-applier',
     deadLetters: new DeadLetterStore(store),
   })
   const consumer = await bus.consume({
-    group: controlGroups(prefix).applier,
+    group,
     topics: [topic],
     handler: guarded,
   })

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { applyCommands, stateNeeds } from '../../pipelines/control/apply-command.ts'
 import { CommandClient } from '../../pipelines/control/command-client.ts'
-import { controlGroups, controlTopics, encodeCommand, newCommand } from '../../pipelines/control/commands.ts'
+import { encodeCommand, newCommand } from '../../pipelines/control/commands.ts'
 import { readResults, writeResults } from '../../pipelines/control/control-results.ts'
 import { readState } from '../../pipelines/control/control-state.ts'
 import { ControlStore } from '../../pipelines/control/control-store.ts'
@@ -11,6 +11,7 @@ import { createEdgeApp } from '../../services/edge/app.ts'
 import type { Runtime } from '../../services/runtime.ts'
 import { startScheduler } from '../../services/scheduler/scheduler.ts'
 import { createLogger } from '../../services/shared/logger.ts'
+import { topology } from '../../services/topology.ts'
 import { controlPipeline } from '../../services/worker/control.ts'
 import { startWorker } from '../../services/worker/worker.ts'
 import { ADMIN_TOKEN, adminHeaders } from '../helpers/edge.ts'
@@ -84,7 +85,7 @@ describe('control plane, embedded mode', () => {
   })
 
   it('a command delivered twice is applied once, and the second copy answers what the first did', async () => {
-    const topic = controlTopics(runtime.config.SLUICE_TOPIC_PREFIX).commands
+    const { topic } = runtime.topology.topics.control
     const client = new CommandClient({ bus: runtime.bus, store: runtime.store, topic, waitMs: 20_000 })
     const command = newCommand('create-org', { name: 'delivered-twice' }, Date.now())
     const once = await client.submit(command)
@@ -95,7 +96,7 @@ describe('control plane, embedded mode', () => {
   })
 
   it('a command an earlier owner journaled but did not finish is finished with its journaled ids', async () => {
-    const { store, bus, config } = runtime
+    const { store, bus, topology } = runtime
     // What a dying owner left: the journal row (applied = 0, with its rows), none of the rows.
     const command = newCommand('create-org', { name: 'journaled' }, Date.now())
     const state = await readState(store, stateNeeds([command]))
@@ -105,7 +106,7 @@ describe('control plane, embedded mode', () => {
     expect(await orgCount('journaled')).toBe(0)
     // A fresh command taken meanwhile must not get the journaled id.
     const later = newCommand('create-org', { name: 'after-journaled' }, Date.now())
-    const topic = controlTopics(config.SLUICE_TOPIC_PREFIX).commands
+    const { topic } = topology.topics.control
     await bus.produce(topic, [encodeCommand(command), encodeCommand(later)])
     const results = await waitFor(
       () => readResults(store, [command.id, later.id]),
@@ -120,7 +121,7 @@ describe('control plane, embedded mode', () => {
   })
 
   it('a record on the control topic that does not decode is dead-lettered, and the next command applies', async () => {
-    const topic = controlTopics(runtime.config.SLUICE_TOPIC_PREFIX).commands
+    const { topic } = runtime.topology.topics.control
     await runtime.bus.produce(topic, [
       { partition: 0, value: Buffer.from('{"v":1,"kind":"drop-everything"}') },
     ])
@@ -182,7 +183,7 @@ describe('control plane, embedded mode', () => {
 
   it('two schedulers emitting the same (job, period), and one restarted mid-period, run each period once', async () => {
     // A control plane of its own (another topic prefix) whose applier knows a job that counts its runs.
-    const own: Runtime = { ...runtime, config: { ...runtime.config, SLUICE_TOPIC_PREFIX: 'jobs-test.' } }
+    const own: Runtime = { ...runtime, topology: topology('jobs-test.', 1) }
     const ran: number[] = []
     const job: ScheduledJob = {
       name: 'count',
@@ -214,9 +215,9 @@ describe('control plane, embedded mode', () => {
       await a.close()
       await b.close()
     }
-    const { commands } = controlTopics('jobs-test.')
+    const { group, topic } = own.topology.stages.controlApplier
     await waitFor(
-      () => runtime.bus.lag(controlGroups('jobs-test.').applier, commands),
+      () => runtime.bus.lag(group, topic),
       (lag) => lag === 0,
       { what: 'every emitted command applied' },
     )

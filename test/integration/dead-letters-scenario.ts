@@ -1,9 +1,7 @@
 import { expect } from 'vitest'
 import { encodeBlock, type UploadRef } from '../../pipelines/events/event-block.ts'
 import { compactEventRow } from '../../pipelines/events/event-row.ts'
-import { ingestionGroups, ingestionTopics } from '../../pipelines/events/topics.ts'
 import type { StoredDeadLetter } from '../../pipelines/failures/dead-letters.ts'
-import { profileTopics } from '../../pipelines/profiles/commands.ts'
 import { ADMIN_TOKEN } from '../helpers/edge.ts'
 import { eventRow } from '../helpers/event-rows.ts'
 import type { InProcessSluice } from '../helpers/sluice-inprocess.ts'
@@ -33,9 +31,8 @@ async function adminGet<T>(sluice: InProcessSluice, path: string): Promise<T> {
  * API and the metrics; a replay after the fix stores the controlled one.
  */
 export async function runPoisonScenario(sluice: InProcessSluice, suffix: string) {
-  const { bus, store, config } = sluice.running.runtime
-  const topics = ingestionTopics(config.SLUICE_TOPIC_PREFIX)
-  const groups = ingestionGroups(config.SLUICE_TOPIC_PREFIX)
+  const { bus, store, topology } = sluice.running.runtime
+  const { topic: eventsTopic, group: writerGroup } = topology.stages.eventsWriter
   const app = `poison-app-${suffix}`
   const eventsOf = async () =>
     (
@@ -46,8 +43,8 @@ export async function runPoisonScenario(sluice: InProcessSluice, suffix: string)
     ).map((r) => `${r.uuid}:${r.event_name}`)
 
   // 1. A block that does not decode, then a valid one, on one partition.
-  await bus.produce(topics.events, [{ partition: 0, value: Buffer.from('not an event block\n') }])
-  await bus.produce(topics.events, [{ partition: 0, value: block(app, 'u-1', 'valid', 'tx-1') }])
+  await bus.produce(eventsTopic, [{ partition: 0, value: Buffer.from('not an event block\n') }])
+  await bus.produce(eventsTopic, [{ partition: 0, value: block(app, 'u-1', 'valid', 'tx-1') }])
   await waitFor(eventsOf, (e) => e.includes('u-1:valid'), { what: 'the valid event after the poison' })
   // Dead letters are written once their batch is done, just after the valid events of the batch.
   const writerLetters = () => adminGet<StoredDeadLetter[]>(sluice, '/dead-letters?stage=events-writer')
@@ -56,8 +53,8 @@ export async function runPoisonScenario(sluice: InProcessSluice, suffix: string)
   // 2. A block the engine refuses until an operator fixes something (here: drops a constraint).
   await store.command(`ALTER TABLE events ADD CONSTRAINT poison_test CHECK event_name != 'blocked'`)
   try {
-    await bus.produce(topics.events, [{ partition: 0, value: block(app, 'u-2', 'blocked', 'tx-2') }])
-    await bus.produce(topics.events, [{ partition: 0, value: block(app, 'u-3', 'valid', 'tx-3') }])
+    await bus.produce(eventsTopic, [{ partition: 0, value: block(app, 'u-2', 'blocked', 'tx-2') }])
+    await bus.produce(eventsTopic, [{ partition: 0, value: block(app, 'u-3', 'valid', 'tx-3') }])
     await waitFor(eventsOf, (e) => e.includes('u-3:valid'), { what: 'the valid event after the refused one' })
   } finally {
     await store.command('ALTER TABLE events DROP CONSTRAINT poison_test')
@@ -66,12 +63,12 @@ export async function runPoisonScenario(sluice: InProcessSluice, suffix: string)
   await waitFor(writerLetters, (list) => list.length === 2, { what: 'the refused block dead-lettered' })
 
   // 3. A profile command that does not decode: the profile writer's dead letter.
-  const profiles = profileTopics(config.SLUICE_TOPIC_PREFIX).changes
+  const profiles = topology.topics.profileChanges.topic
   await bus.produce(profiles, [{ key: 'k', value: Buffer.from('{"v":9}'), headers: { h: 'x' } }])
 
   // The partition moved on: everything produced is committed.
   await waitFor(
-    () => bus.lag(groups.events, topics.events),
+    () => bus.lag(writerGroup, eventsTopic),
     (lag) => lag === 0,
     { what: 'the events partition committed past the poison' },
   )
@@ -90,7 +87,7 @@ export async function runPoisonScenario(sluice: InProcessSluice, suffix: string)
   ]
   expect(undecodable).toMatchObject({
     stage: 'events-writer',
-    topic: topics.events,
+    topic: eventsTopic,
     partition: 0,
     key: null,
     headers: {},
@@ -100,11 +97,11 @@ export async function runPoisonScenario(sluice: InProcessSluice, suffix: string)
     preview: 'not an event block\n',
     replayed_at: null,
   })
-  expect(undecodable.id).toBe(`events-writer:${topics.events}:0:${undecodable.offset}`)
+  expect(undecodable.id).toBe(`events-writer:${eventsTopic}:0:${undecodable.offset}`)
   expect(undecodable.error).toMatch(/^PermanentError: undecodable event block; caused by SyntaxError: /)
   expect(refused).toMatchObject({
     stage: 'events-writer',
-    topic: topics.events,
+    topic: eventsTopic,
     partition: 0,
     replayed_at: null,
   })
@@ -142,7 +139,7 @@ export async function runPoisonScenario(sluice: InProcessSluice, suffix: string)
   expect(res.status).toBe(202)
   expect(await res.json()).toMatchObject({
     id: refused.id,
-    topic: topics.events,
+    topic: eventsTopic,
     partition: 0,
     key: null,
     value_bytes: refused.value_bytes,

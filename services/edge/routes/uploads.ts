@@ -4,7 +4,7 @@ import type { Store } from '../../../pipelines/connectors/store/store.ts'
 import type { ControlStore } from '../../../pipelines/control/control-store.ts'
 import type { LoadShedder } from '../uploads/load-shedder.ts'
 import { readReceipt } from '../uploads/receipts.ts'
-import type { IngestionTopics, UploadHeaders } from '../../../pipelines/events/topics.ts'
+import type { UploadHeaders } from '../../../pipelines/events/upload-headers.ts'
 import {
   isTransactionIdShaped,
   mintTransactionId,
@@ -23,7 +23,8 @@ export interface UploadRouteDeps {
   bus: Bus
   store: Store
   control: ControlStore
-  topics: IngestionTopics
+  /** Topic names of the server-side and SDK upload bodies. */
+  topics: { uploads: string; sdkUploads: string }
   shedder: LoadShedder
   metrics: Metrics
   transactionKey: Buffer

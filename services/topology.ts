@@ -1,0 +1,140 @@
+import type { TopicSpec } from '../pipelines/connectors/bus/bus.ts'
+import { CONTROL_PARTITION } from '../pipelines/control/commands.ts'
+
+/** The processes Sluice runs: `sluice start` runs all three in one process. */
+export type Role = 'edge' | 'worker' | 'scheduler'
+
+/** One stage of a pipeline: the topic it consumes, as which consumer group, in batches of what size. */
+export interface StageSpec {
+  /** Names the stage in logs, metrics and dead letters. */
+  stage: string
+  group: string
+  topic: string
+  maxBatchRecords: number
+  maxBatchBytes: number
+}
+
+/** A pipeline the worker role runs: the topics it owns (created at its start) and its stages. */
+export interface PipelineSpec {
+  name: string
+  topics: TopicSpec[]
+  stages: StageSpec[]
+}
+
+export type Topology = ReturnType<typeof topology>
+
+const MB = 1024 * 1024
+
+/**
+ * Every flow of Sluice in one place: which topic feeds which stage of which pipeline, with which
+ * consumer group and batch limits, which role produces onto it and which consumes it, and the
+ * couplings between flows that no single stage shows. Names carry the configured prefix
+ * (SLUICE_TOPIC_PREFIX); `partitions` is SLUICE_PARTITIONS or the bus's default.
+ *
+ *   edge ──► uploads ─────────► upload-splitter ──┐  (ingestion, worker)
+ *   edge ──► sdk-uploads ─────► sdk-builder ──────┼─► events ──► events-writer ──► store
+ *   edge ──► profile-changes ─► profile-writer ──► store            (profiles, worker)
+ *   edge, scheduler ──► control (1 partition) ──► control-applier ──► store (control, worker)
+ */
+export function topology(prefix: string, partitions: number) {
+  const topic = (name: string, count = partitions): TopicSpec => ({
+    topic: `${prefix}${name}`,
+    partitions: count,
+  })
+  const topics = {
+    /** Server-side upload transactions, one record per request body, as received (edge). */
+    uploads: topic('uploads'),
+    /** SDK upload bodies, keyed by app so one owner builds each app's device state (edge). */
+    sdkUploads: topic('sdk-uploads'),
+    /** Validated, attributed events, keyed by app + uuid: the single owner of each uuid stores it once (splitter, SDK builder). */
+    events: topic('events'),
+    /** Accepted PATCHes and DELETEs, keyed by profile db + customer: one owner applies each customer's in order (edge). */
+    profileChanges: topic('profile-changes'),
+    /**
+     * Admin writes (edge) and due jobs (scheduler). Every command goes to CONTROL_PARTITION, so one
+     * partition gives one order over all of them and one applier at a time, whatever partition
+     * count the broker gave the topic (librdkafka's mock makes 4).
+     */
+    control: topic('control', CONTROL_PARTITION + 1),
+  }
+  const stage = (
+    name: string,
+    group: string,
+    on: TopicSpec,
+    limits: Omit<StageSpec, 'stage' | 'group' | 'topic'>,
+  ) => ({
+    stage: name,
+    group: `${prefix}${group}`,
+    topic: on.topic,
+    ...limits,
+  })
+  const stages = {
+    // About 1 MB of bodies: four gzip bodies (~30,000 events) or a dozen plain ones per batch,
+    // which bounds the memory a batch holds while it is attributed.
+    uploadSplitter: stage('upload-splitter', 'uploads-splitter', topics.uploads, {
+      maxBatchRecords: 16,
+      maxBatchBytes: 1 * MB,
+    }),
+    sdkBuilder: stage('sdk-builder', 'sdk-builder', topics.sdkUploads, {
+      maxBatchRecords: 32,
+      maxBatchBytes: 8 * MB,
+    }),
+    // Records are blocks of up to 5,000 events (~1.7 MB of compact rows): a batch is up to
+    // 40,000 events, the output of one splitter batch of gzip bodies. Every batch costs engine round trips and a
+    // new part per table (and the merges that follow); 10,000-event batches (the old limit,
+    // 8 MB) held gzip uploads to 21,000-24,000 events/s, 35,000-event batches reached 28,000.
+    eventsWriter: stage('events-writer', 'events-writer', topics.events, {
+      maxBatchRecords: 8,
+      maxBatchBytes: 32 * MB,
+    }),
+    profileWriter: stage('profile-writer', 'profile-writer', topics.profileChanges, {
+      maxBatchRecords: 5000,
+      maxBatchBytes: 16 * MB,
+    }),
+    // Commands are small; a burst of admin writes is applied with a few inserts per batch.
+    controlApplier: stage('control-applier', 'control-applier', topics.control, {
+      maxBatchRecords: 500,
+      maxBatchBytes: 4 * MB,
+    }),
+  }
+  const pipelines = {
+    ingestion: {
+      name: 'ingestion',
+      topics: [topics.uploads, topics.sdkUploads, topics.events],
+      stages: [stages.eventsWriter, stages.sdkBuilder, stages.uploadSplitter],
+    },
+    profiles: { name: 'profiles', topics: [topics.profileChanges], stages: [stages.profileWriter] },
+    control: { name: 'control', topics: [topics.control], stages: [stages.controlApplier] },
+  } satisfies Record<string, PipelineSpec>
+  /** Couplings between flows: each is a promise one stage or role makes about another's backlog. */
+  const couplings = {
+    /**
+     * The upload splitter waits (bounded) until the SDK builder has no backlog before it declares a
+     * customer unknown: an app that uploads its SDK sessions and, a moment later, its server-side
+     * events must see them attributed (pipelines/events/device-lookup.ts).
+     */
+    splitterWaitsOnSdkBuilder: {
+      group: stages.sdkBuilder.group,
+      topic: stages.sdkBuilder.topic,
+      waitMs: 5000,
+    },
+    /**
+     * The edge sheds load (503 + Retry-After) when any of these backlogs passes SLUICE_MAX_BUS_LAG
+     * records: whole bodies on the upload topics, blocks of up to 5,000 events on the events topic.
+     */
+    edgeShedsOnLagOf: [stages.uploadSplitter, stages.sdkBuilder, stages.eventsWriter].map(
+      ({ group, topic }) => ({
+        group,
+        topic,
+      }),
+    ),
+  }
+  return {
+    topics,
+    stages,
+    pipelines,
+    couplings,
+    /** Created before the edge serves (the control topic is created by the first command sent on it). */
+    edgeTopics: [...pipelines.ingestion.topics, ...pipelines.profiles.topics],
+  }
+}
