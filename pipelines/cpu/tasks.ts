@@ -43,6 +43,11 @@ export type CpuResult =
     }
   | { kind: 'unreadable'; reason: 'invalid_gzip' | 'too_large'; detail: string }
 
+/** Runs tasks off the event loop (the worker's thread pool: services/cpu-pool/pool.ts). */
+export interface CpuRunner {
+  run(task: CpuTask): Promise<CpuResult>
+}
+
 export default function runTask(task: CpuTask): CpuResult {
   let body: Buffer
   try {

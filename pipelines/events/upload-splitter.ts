@@ -1,7 +1,7 @@
 import type { Bus, BusRecord, RecordBatch } from '../connectors/bus/bus.ts'
 import type { Store } from '../connectors/store/store.ts'
 import type { ControlStore } from '../control/control-store.ts'
-import type { CpuPool } from '../cpu/pool.ts'
+import type { CpuRunner } from '../cpu/tasks.ts'
 import { attributeEvent, serverRows } from './attribute-event.ts'
 import { customerKey, lookupDevices, waitForSdkBacklog } from './device-lookup.ts'
 import { blockMessages, eventPartitions, type BlockEvent, type UploadRef } from './event-block.ts'
@@ -16,7 +16,7 @@ import {
 import type { UploadHeaders } from './upload-headers.ts'
 
 export interface SplitterDeps {
-  pool: CpuPool
+  pool: CpuRunner
   store: Store
   bus: Bus
   control: ControlStore

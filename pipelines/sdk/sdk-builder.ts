@@ -1,7 +1,7 @@
 import type { Bus, BusRecord, RecordBatch } from '../connectors/bus/bus.ts'
 import type { Store } from '../connectors/store/store.ts'
 import { stringSet } from '../connectors/store/string-set.ts'
-import type { CpuPool } from '../cpu/pool.ts'
+import type { CpuRunner } from '../cpu/tasks.ts'
 import { blockMessages, eventPartitions, type BlockEvent, type UploadRef } from '../events/event-block.ts'
 import { compactEventRow, type EventRow } from '../events/event-row.ts'
 import {
@@ -24,7 +24,7 @@ import {
 import type { SdkRow } from './validate-sdk-row.ts'
 
 export interface SdkBuilderDeps {
-  pool: CpuPool
+  pool: CpuRunner
   store: Store
   bus: Bus
   eventsTopic: string

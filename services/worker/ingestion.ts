@@ -1,7 +1,7 @@
-import { CpuPool } from '../../pipelines/cpu/pool.ts'
 import { eventsWriter } from '../../pipelines/events/events-writer.ts'
 import { serverUploadSplitter } from '../../pipelines/events/upload-splitter.ts'
 import { sdkBuilder } from '../../pipelines/sdk/sdk-builder.ts'
+import { CpuPool } from '../cpu-pool/pool.ts'
 import { consumeStage } from './guarded-consumer.ts'
 import type { WorkerPipeline } from './worker.ts'
 

@@ -1,9 +1,9 @@
 import { availableParallelism } from 'node:os'
 import { Piscina } from 'piscina'
-import type { CpuResult, CpuTask } from './tasks.ts'
+import type { CpuResult, CpuRunner, CpuTask } from '../../pipelines/cpu/tasks.ts'
 
 /** The pool of threads that runs CPU stages, so the event loop stays free for I/O. */
-export class CpuPool {
+export class CpuPool implements CpuRunner {
   private readonly piscina: Piscina<CpuTask, CpuResult>
 
   constructor(threads = 0) {

@@ -3,5 +3,5 @@
 import { register } from 'tsx/esm/api'
 
 register()
-const tasks = await import('./tasks.ts')
+const tasks = await import('../../pipelines/cpu/tasks.ts')
 export default tasks.default
