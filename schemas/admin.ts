@@ -1,5 +1,8 @@
 import { z } from 'zod'
-import { SCOPES } from '../pipelines/control/credentials.ts'
+
+/** What an API key may be allowed to do: one scope per API area. */
+export const SCOPES = ['profiles', 'push', 'events', 'exports', 'campaigns'] as const
+export type Scope = (typeof SCOPES)[number]
 
 export const createOrgBody = z.object({
   name: z.string().trim().min(1, 'name must not be empty').max(200),

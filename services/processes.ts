@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Hono } from 'hono'
 import { ChdbStore } from '../pipelines/connectors/store/chdb-store.ts'
-import { safeEqual } from '../pipelines/control/credentials.ts'
+import { safeEqual } from './control/credentials.ts'
 import { heartbeatJob } from '../pipelines/control/jobs.ts'
 import { DeadLetterStore } from '../pipelines/failures/dead-letters.ts'
 import { resolveAdminToken } from './admin-token.ts'

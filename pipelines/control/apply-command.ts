@@ -1,4 +1,4 @@
-import type { Scope } from './credentials.ts'
+import type { Scope } from '../../schemas/admin.ts'
 import type { ControlCommand, ControlResult } from './commands.ts'
 
 /**

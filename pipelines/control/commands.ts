@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { z } from 'zod'
 import { wellFormedValue } from '../text/unicode.ts'
 import type { BusRecord, ProduceMessage } from '../connectors/bus/bus.ts'
-import { SCOPES } from './credentials.ts'
+import { SCOPES } from '../../schemas/admin.ts'
 
 /**
  * Control-plane writes as commands (DESIGN.md, "The control plane holds across edges"): any edge

@@ -7,7 +7,7 @@ import {
   type KeyRow,
   type StateNeeds,
 } from './apply-command.ts'
-import type { Scope } from './credentials.ts'
+import type { Scope } from '../../schemas/admin.ts'
 
 /**
  * The control applier's reads and writes of the control tables (orgs, apps, api_keys, profile_dbs).

@@ -1,6 +1,5 @@
 import type { Bus, BusRecord, RecordBatch } from '../connectors/bus/bus.ts'
 import type { Store } from '../connectors/store/store.ts'
-import type { ControlStore } from '../control/control-store.ts'
 import type { CpuRunner } from '../cpu/tasks.ts'
 import { attributeEvent, serverRows } from './attribute-event.ts'
 import { customerKey, lookupDevices, waitForSdkBacklog } from './device-lookup.ts'
@@ -15,11 +14,17 @@ import {
 } from './upload-outcomes.ts'
 import type { UploadHeaders } from './upload-headers.ts'
 
+/** The one thing the splitter asks of the control plane. */
+export interface AppDirectory {
+  getApp(appId: string): Promise<{ org_id: number } | undefined>
+}
+
 export interface SplitterDeps {
   pool: CpuRunner
   store: Store
   bus: Bus
-  control: ControlStore
+  /** Which org owns an app (the control store, through its cache). */
+  apps: AppDirectory
   eventsTopic: string
   /** The SDK pipeline whose backlog must be applied before a customer is declared unknown. */
   sdk: { group: string; topic: string; waitMs: number }
@@ -54,7 +59,7 @@ export function serverUploadSplitter(deps: SplitterDeps) {
 
     const appIds = new Set<string>()
     for (const upload of uploads) for (const app of upload.events.app) appIds.add(app)
-    const appOrg = await appOwners(deps.control, appIds)
+    const appOrg = await appOwners(deps.apps, appIds)
     const devices = await attributionDevices(deps, uploads, appOrg)
 
     const forward: BlockEvent[] = []
@@ -150,10 +155,10 @@ async function parse(deps: SplitterDeps, record: BusRecord): Promise<ParsedUploa
   }
 }
 
-async function appOwners(control: ControlStore, appIds: ReadonlySet<string>): Promise<Map<string, number>> {
+async function appOwners(apps: AppDirectory, appIds: ReadonlySet<string>): Promise<Map<string, number>> {
   const owners = new Map<string, number>()
   for (const appId of appIds) {
-    const app = await control.getApp(appId)
+    const app = await apps.getApp(appId)
     if (app) owners.set(appId, app.org_id)
   }
   return owners

@@ -1,5 +1,5 @@
 import { Hono } from 'hono'
-import type { ControlStore } from '../../pipelines/control/control-store.ts'
+import type { ControlStore } from '../control/control-store.ts'
 import { notFound } from '../shared/errors.ts'
 import type { Logger } from '../shared/logger.ts'
 import type { Metrics } from '../shared/metrics.ts'

@@ -1,4 +1,4 @@
-import type { Scope } from '../../pipelines/control/credentials.ts'
+import type { Scope } from '../../schemas/admin.ts'
 
 export interface Principal {
   orgId: number

@@ -21,7 +21,7 @@ export const ingestionPipeline: WorkerPipeline = {
       pool,
       store,
       bus,
-      control,
+      apps: control,
       eventsTopic: topics.events.topic,
       sdk: couplings.splitterWaitsOnSdkBuilder,
       pastWindowMs: config.SLUICE_EVENT_PAST_WINDOW_HOURS * 3_600_000,

@@ -1,5 +1,5 @@
 import type { Store } from '../../pipelines/connectors/store/store.ts'
-import { hashSecret } from '../../pipelines/control/credentials.ts'
+import { hashSecret } from '../../services/control/credentials.ts'
 
 /**
  * Orgs, apps and keys exactly as Sluice wrote them before the control plane took commands (the

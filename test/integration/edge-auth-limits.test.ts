@@ -1,7 +1,7 @@
 import type { Hono } from 'hono'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import type { Store } from '../../pipelines/connectors/store/store.ts'
-import { ControlStore } from '../../pipelines/control/control-store.ts'
+import { ControlStore } from '../../services/control/control-store.ts'
 import { loadConfig } from '../../services/config.ts'
 import { createEdgeApp } from '../../services/edge/app.ts'
 import type { EdgeEnv } from '../../services/edge/env.ts'

@@ -6,7 +6,7 @@ import {
   type ControlState,
   type KeyRow,
 } from '../../pipelines/control/apply-command.ts'
-import { ControlUnavailableError, ResultWaiter } from '../../pipelines/control/command-client.ts'
+import { ControlUnavailableError, ResultWaiter } from '../../services/control/command-client.ts'
 import {
   decodeCommand,
   encodeCommand,

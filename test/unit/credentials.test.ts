@@ -6,7 +6,7 @@ import {
   parseBasicAuth,
   safeEqual,
   verifySecret,
-} from '../../pipelines/control/credentials.ts'
+} from '../../services/control/credentials.ts'
 
 describe('credentials', () => {
   it('generates distinct keys and high-entropy secrets', () => {

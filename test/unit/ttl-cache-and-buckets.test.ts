@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { TtlCache } from '../../pipelines/control/ttl-cache.ts'
+import { TtlCache } from '../../services/control/ttl-cache.ts'
 import { TokenBuckets } from '../../services/edge/middleware/rate-limit.ts'
 import { manualClock } from '../helpers/manual-clock.ts'
 

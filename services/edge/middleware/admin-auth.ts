@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from 'hono'
-import { safeEqual } from '../../../pipelines/control/credentials.ts'
+import { safeEqual } from '../../control/credentials.ts'
 import { SluiceError } from '../../shared/errors.ts'
 import { authAttemptsOf } from './auth-failure-limit.ts'
 

@@ -1,6 +1,7 @@
 import type { MiddlewareHandler } from 'hono'
-import type { ControlStore } from '../../../pipelines/control/control-store.ts'
-import { parseBasicAuth, verifySecret, type Scope } from '../../../pipelines/control/credentials.ts'
+import type { ControlStore } from '../../control/control-store.ts'
+import type { Scope } from '../../../schemas/admin.ts'
+import { parseBasicAuth, verifySecret } from '../../control/credentials.ts'
 import { SluiceError, forbidden } from '../../shared/errors.ts'
 import type { EdgeEnv } from '../env.ts'
 

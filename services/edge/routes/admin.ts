@@ -1,7 +1,7 @@
 import { Hono } from 'hono'
 import type { Bus } from '../../../pipelines/connectors/bus/bus.ts'
-import { ControlUnavailableError } from '../../../pipelines/control/command-client.ts'
-import { ControlCommandError, type ControlStore } from '../../../pipelines/control/control-store.ts'
+import { ControlUnavailableError } from '../../control/command-client.ts'
+import { ControlCommandError, type ControlStore } from '../../control/control-store.ts'
 import type { DeadLetterStore } from '../../../pipelines/failures/dead-letters.ts'
 import { replayDeadLetter } from '../../../pipelines/failures/replay.ts'
 import {

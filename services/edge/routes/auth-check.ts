@@ -1,5 +1,5 @@
 import { Hono } from 'hono'
-import type { ControlStore } from '../../../pipelines/control/control-store.ts'
+import type { ControlStore } from '../../control/control-store.ts'
 import type { EdgeEnv } from '../env.ts'
 import { apiAuth } from '../middleware/api-auth.ts'
 

@@ -1,7 +1,7 @@
 import { Hono, type Context } from 'hono'
 import type { Bus } from '../../../pipelines/connectors/bus/bus.ts'
 import type { Store } from '../../../pipelines/connectors/store/store.ts'
-import type { ControlStore } from '../../../pipelines/control/control-store.ts'
+import type { ControlStore } from '../../control/control-store.ts'
 import type { LoadShedder } from '../uploads/load-shedder.ts'
 import { readReceipt } from '../uploads/receipts.ts'
 import type { UploadHeaders } from '../../../pipelines/events/upload-headers.ts'

@@ -1,8 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
 
-export const SCOPES = ['profiles', 'push', 'events', 'exports', 'campaigns'] as const
-export type Scope = (typeof SCOPES)[number]
-
 /** API keys are public identifiers; secrets are 256-bit random strings shown once. */
 export function generateApiKey(): string {
   return randomBytes(12).toString('hex')

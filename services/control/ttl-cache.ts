@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache'
-import type { Clock } from '../clock.ts'
+import type { Clock } from '../../pipelines/clock.ts'
 
 export interface TtlCacheOptions {
   /** Most entries kept; past it the least recently used goes. Bounds memory whatever keys arrive. */

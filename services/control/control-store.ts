@@ -1,15 +1,9 @@
-import type { Store } from '../connectors/store/store.ts'
-import {
-  generateApiKey,
-  generateAppKey,
-  generateSecret,
-  hashSecret,
-  SCOPES,
-  type Scope,
-} from './credentials.ts'
+import type { Store } from '../../pipelines/connectors/store/store.ts'
+import { newCommand, type ControlCommand, type ControlResult } from '../../pipelines/control/commands.ts'
+import { latestJobRuns, type JobRun } from '../../pipelines/control/control-results.ts'
+import { SCOPES, type Scope } from '../../schemas/admin.ts'
 import type { CommandSender } from './command-client.ts'
-import { newCommand, type ControlCommand, type ControlResult } from './commands.ts'
-import { latestJobRuns, type JobRun } from './control-results.ts'
+import { generateApiKey, generateAppKey, generateSecret, hashSecret } from './credentials.ts'
 import { TtlCache, type TtlCacheOptions } from './ttl-cache.ts'
 
 export interface Org {
