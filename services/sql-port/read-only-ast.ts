@@ -25,7 +25,7 @@ export interface AstNode {
  * Table functions an analyst may use: they read nothing outside the engine's own tables (and the
  * engine allows them under readonly=1; `format` and `FROM (EXPLAIN …)` it does not).
  */
-export const SAFE_TABLE_FUNCTIONS: ReadonlySet<string> = new Set(
+const SAFE_TABLE_FUNCTIONS: ReadonlySet<string> = new Set(
   [
     'numbers',
     'numbers_mt',
