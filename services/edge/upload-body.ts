@@ -40,14 +40,10 @@ export async function readUploadBody(
       throw payloadTooLarge(`body inflates to ${humanBytes(limits.maxInflatedBytes)} or more`)
     // The same answer as the same body sent plain.
     if (!check.hasContent) throw badRequest('empty body: send one JSON object per line')
-  } else if (isBlank(body)) {
+  } else if (!hasContent(body)) {
     throw badRequest('empty body: send one JSON object per line')
   }
   return body
-}
-
-function isBlank(body: Buffer): boolean {
-  return !hasContent(body)
 }
 
 function humanBytes(n: number): string {

@@ -59,11 +59,17 @@ export async function postSdkTo(url: string, appKey: string, rows: unknown[], gz
   return ((await res.json()) as { transaction_id: string }).transaction_id
 }
 
-export async function receiptDone(sluice: InProcessSluice, auth: string, tx: string): Promise<Receipt> {
+/** Polls an upload's receipt until it is done; `uploadsPath` is the path the upload went to. */
+export async function receiptDone(
+  sluice: InProcessSluice,
+  auth: string,
+  tx: string,
+  uploadsPath = '/v0/uploads',
+): Promise<Receipt> {
   return waitFor(
     async () =>
       (await (
-        await fetch(`${sluice.url}/v0/uploads/${tx}`, { headers: { Authorization: auth } })
+        await fetch(`${sluice.url}${uploadsPath}/${tx}`, { headers: { Authorization: auth } })
       ).json()) as Receipt,
     (r) => r.state === 'done',
     { what: `receipt of ${tx}`, timeoutMs: 30_000 },

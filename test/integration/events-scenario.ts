@@ -389,22 +389,11 @@ export async function runOriginalClientPaths(sluice: InProcessSluice, store: Sto
     })
     expect(res.status).toBe(202)
     const { transaction_id } = (await res.json()) as { transaction_id: string }
-    const receipt = await waitForReceipt(sluice, tenant.auth, `${path}/${transaction_id}`)
+    const receipt = await receiptDone(sluice, tenant.auth, transaction_id, path)
     expect(receipt).toMatchObject({ lines: 1, accepted: 1, rejected: 0 })
   }
   const stored = await eventsOf(store, appId)
   expect(stored.map((e) => e.uuid).sort()).toEqual([...sent].sort())
   const schema = (await (await fetch(`${sluice.url}/schemas/events/v1.json`)).json()) as { $id: string }
   expect(schema.$id).toBe('/schemas/events/v1.json')
-}
-
-async function waitForReceipt(sluice: InProcessSluice, auth: string, path: string) {
-  for (let i = 0; i < 300; i++) {
-    const receipt = (await (
-      await fetch(`${sluice.url}${path}`, { headers: { Authorization: auth } })
-    ).json()) as { state: string }
-    if (receipt.state === 'done') return receipt
-    await new Promise((r) => setTimeout(r, 100))
-  }
-  throw new Error(`receipt at ${path} never reached done`)
 }
