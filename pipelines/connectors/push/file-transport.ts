@@ -1,0 +1,104 @@
+import { mkdir, open } from 'node:fs/promises'
+import { join, resolve } from 'node:path'
+import type { Clock } from '../../clock.ts'
+import type { DeliveryOutcome, PushDelivery, PushTransport } from '../../push/transport.ts'
+import { deliveryRecord } from './delivery-record.ts'
+
+/** App ids are letters, digits, `.`, `_` and `-` (schemas/admin.ts); anything else never names a directory. */
+const SAFE_APP_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/
+
+/**
+ * The default transport: each delivery appended as one JSON line (delivery-record.ts, plus
+ * `written_at`) to `<dataDir>/push/<app_id>/<YYYY-MM-DD>.jsonl`, the UTC day of the write. The
+ * lines of a batch go out in one write per file and are fsync'd before they are reported sent, so
+ * a crash loses no delivery reported sent (a resent batch may add a line twice: `delivery_id`
+ * tells them apart). One instance serves every app of a process; writes to one file are queued,
+ * so lines of concurrent batches never interleave.
+ */
+export class FileTransport implements PushTransport {
+  readonly kind = 'file' as const
+  private readonly root: string
+  private readonly clock: Pick<Clock, 'now'>
+  private readonly queues = new Map<string, Promise<void>>()
+  /** Files whose directory entry is known durable (fsync'd directory after the file was created). */
+  private readonly durableEntries = new Set<string>()
+
+  constructor(options: { dataDir: string; clock?: Pick<Clock, 'now'> }) {
+    this.root = resolve(options.dataDir, 'push')
+    this.clock = options.clock ?? Date
+  }
+
+  /** The file a delivery of this app written at `at` (ms) goes to. */
+  pathFor(appId: string, at: number): string {
+    return join(this.root, appId, `${new Date(at).toISOString().slice(0, 10)}.jsonl`)
+  }
+
+  async send(deliveries: readonly PushDelivery[]): Promise<DeliveryOutcome[]> {
+    const now = this.clock.now()
+    const writtenAt = new Date(now).toISOString()
+    const outcomes: DeliveryOutcome[] = new Array<DeliveryOutcome>(deliveries.length)
+    const byFile = new Map<string, { lines: string[]; indexes: number[] }>()
+    deliveries.forEach((d, i) => {
+      if (!SAFE_APP_ID.test(d.appId) || d.appId === '.' || d.appId === '..') {
+        outcomes[i] = {
+          status: 'failed',
+          error: `invalid app id for a file name: ${JSON.stringify(d.appId)}`,
+        }
+        return
+      }
+      const path = this.pathFor(d.appId, now)
+      const group = byFile.get(path) ?? { lines: [], indexes: [] }
+      group.lines.push(JSON.stringify({ ...deliveryRecord(d), written_at: writtenAt }))
+      group.indexes.push(i)
+      byFile.set(path, group)
+    })
+    await Promise.all(
+      [...byFile].map(async ([path, { lines, indexes }]) => {
+        let outcome: DeliveryOutcome = { status: 'sent' }
+        try {
+          await this.append(path, lines.join('\n') + '\n')
+        } catch (err) {
+          outcome = { status: 'retry', error: `push file ${path}: ${(err as Error).message}` }
+        }
+        for (const i of indexes) outcomes[i] = outcome
+      }),
+    )
+    return outcomes
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.queues.values())
+  }
+
+  private append(path: string, text: string): Promise<void> {
+    const previous = this.queues.get(path) ?? Promise.resolve()
+    const run = previous.then(async () => {
+      await mkdir(resolve(path, '..'), { recursive: true })
+      const file = await open(path, 'a')
+      try {
+        await file.writeFile(text)
+        await file.sync()
+      } finally {
+        await file.close()
+      }
+      // A new file's name is durable only once its directory is synced too.
+      if (!this.durableEntries.has(path)) {
+        const dir = await open(resolve(path, '..'), 'r')
+        try {
+          await dir.sync()
+        } finally {
+          await dir.close()
+        }
+        // Bounded: a day's files are forgotten long after; forgetting one costs one more dir sync.
+        if (this.durableEntries.size >= 10_000) this.durableEntries.clear()
+        this.durableEntries.add(path)
+      }
+    })
+    const settled = run.catch(() => undefined)
+    this.queues.set(path, settled)
+    void settled.then(() => {
+      if (this.queues.get(path) === settled) this.queues.delete(path)
+    })
+    return run
+  }
+}
