@@ -172,7 +172,7 @@ export type ParseResult<T> = { ok: true; rules: T } | { ok: false; issues: RuleI
 // Shared helpers of the semantics (the compiler and the evaluator both follow these)
 
 /** A decimal number as text: what makes a comparison numeric. */
-export const NUMERIC_TEXT = /^-?[0-9]{1,15}(\.[0-9]{1,9})?$/
+export const NUMERIC_TEXT = /^-?[0-9]{1,16}(\.[0-9]{1,9})?$/
 export const isNumericText = (s: string): boolean => NUMERIC_TEXT.test(s)
 
 /** Where a filter reads its value: a column of the event (or session) row, or an event attribute. */
