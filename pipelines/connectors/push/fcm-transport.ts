@@ -186,7 +186,7 @@ const done = (outcome: DeliveryOutcome) => ({ status: 'done' as const, outcome }
 function parse(text: string): FcmErrorBody {
   try {
     const value = JSON.parse(text) as unknown
-    return typeof value === 'object' && value !== null ? (value) : {}
+    return typeof value === 'object' && value !== null ? value : {}
   } catch {
     return {}
   }
