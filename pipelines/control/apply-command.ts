@@ -1,5 +1,13 @@
 import type { Scope } from '../../schemas/admin.ts'
 import type { ControlCommand, ControlResult } from './commands.ts'
+import {
+  applyAudienceCommand,
+  audienceIdsNamed,
+  copyAudienceState,
+  type AudienceRow,
+  type AudienceState,
+  type MutableAudienceState,
+} from '../audiences/audience-commands.ts'
 
 /**
  * The control applier's pure core: the state it read + commands in topic order → the rows to write
@@ -51,6 +59,7 @@ export interface ControlWrites {
   orgs: OrgRow[]
   apps: AppRow[]
   api_keys: KeyRow[]
+  audiences: AudienceRow[]
 }
 
 export const CONTROL_TABLES = [
@@ -58,9 +67,16 @@ export const CONTROL_TABLES = [
   'orgs',
   'apps',
   'api_keys',
+  'audiences',
 ] as const satisfies readonly (keyof ControlWrites)[]
 
-export const noWrites = (): ControlWrites => ({ profile_dbs: [], orgs: [], apps: [], api_keys: [] })
+export const noWrites = (): ControlWrites => ({
+  profile_dbs: [],
+  orgs: [],
+  apps: [],
+  api_keys: [],
+  audiences: [],
+})
 
 /** What the applier knows before a batch: only what its commands name, plus the sequences. */
 export interface ControlState {
@@ -72,6 +88,7 @@ export interface ControlState {
   apps: ReadonlyMap<string, Pick<AppRow, 'deleted' | 'version'>>
   /** Of the API keys the commands name, their current rows. */
   keys: ReadonlyMap<string, KeyRow>
+  audiences: AudienceState
 }
 
 /** What to read before applying these commands. */
@@ -79,6 +96,7 @@ export interface StateNeeds {
   orgIds: number[]
   appIds: string[]
   apiKeys: string[]
+  audienceIds: number[]
 }
 
 export function stateNeeds(commands: readonly ControlCommand[]): StateNeeds {
@@ -94,7 +112,12 @@ export function stateNeeds(commands: readonly ControlCommand[]): StateNeeds {
       apiKeys.add(c.payload.api_key)
     }
   }
-  return { orgIds: [...orgIds], appIds: [...appIds], apiKeys: [...apiKeys] }
+  return {
+    orgIds: [...orgIds],
+    appIds: [...appIds],
+    apiKeys: [...apiKeys],
+    audienceIds: audienceIdsNamed(commands),
+  }
 }
 
 export interface Applied {
@@ -119,6 +142,7 @@ export function applyCommands(
     orgs: new Set(state.orgs),
     apps: new Map(state.apps),
     keys: new Map(state.keys),
+    audiences: copyAudienceState(state.audiences),
   }
   const seen = new Set<string>()
   const applied: Applied[] = []
@@ -135,6 +159,7 @@ interface MutableState {
   orgs: Set<number>
   apps: Map<string, Pick<AppRow, 'deleted' | 'version'>>
   keys: Map<string, KeyRow>
+  audiences: MutableAudienceState
 }
 
 const refused = (status: number, error: string): ControlResult => ({ status, body: { error } })
@@ -209,5 +234,9 @@ function applyOne(s: MutableState, command: ControlCommand, jobs: ReadonlySet<st
       if (!jobs.has(job)) return done(refused(404, `unknown job ${job}`))
       return done({ status: 200, body: { job, period_start } }, { name: job, periodStart: period_start })
     }
+    case 'create-audience':
+    case 'update-audience':
+    case 'delete-audience':
+      return done(applyAudienceCommand(s.audiences, command, writes.audiences))
   }
 }

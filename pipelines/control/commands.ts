@@ -3,6 +3,7 @@ import { z } from 'zod'
 import { wellFormedValue } from '../text/unicode.ts'
 import type { BusRecord, ProduceMessage } from '../connectors/bus/bus.ts'
 import { SCOPES } from '../../schemas/admin.ts'
+import { audiencePayloads } from '../audiences/audience-payloads.ts'
 
 /**
  * Control-plane writes as commands (DESIGN.md, "The control plane holds across edges"): any edge
@@ -33,6 +34,7 @@ const payloads = {
   'revoke-key': z.object({ org_id: orgId, api_key: z.string().min(1).max(128) }),
   /** A due job of the scheduler: its command id is `${job}:${period_start}`, the same from every scheduler. */
   'run-job': z.object({ job: z.string().min(1).max(100), period_start: z.number().int().nonnegative() }),
+  ...audiencePayloads,
 } as const
 
 export type CommandKind = keyof typeof payloads

@@ -2,12 +2,14 @@ import type { Store } from '../connectors/store/store.ts'
 import { stringSet } from '../connectors/store/string-set.ts'
 import {
   CONTROL_TABLES,
+  noWrites,
   type ControlState,
   type ControlWrites,
   type KeyRow,
   type StateNeeds,
 } from './apply-command.ts'
 import type { Scope } from '../../schemas/admin.ts'
+import { readAudienceState } from '../audiences/audience-state.ts'
 
 /**
  * The control applier's reads and writes of the control tables (orgs, apps, api_keys, profile_dbs).
@@ -15,7 +17,7 @@ import type { Scope } from '../../schemas/admin.ts'
  * another writer: the next id is max + 1 for as long as this owner holds the partition.
  */
 export async function readState(store: Store, needs: StateNeeds): Promise<ControlState> {
-  const [maxIds, orgs, apps, keys] = await Promise.all([
+  const [maxIds, orgs, apps, keys, audiences] = await Promise.all([
     store.query<{ orgs: number | string; dbs: number | string }>(
       'SELECT (SELECT max(id) FROM orgs) AS orgs, (SELECT max(id) FROM profile_dbs) AS dbs',
     ),
@@ -26,6 +28,7 @@ export async function readState(store: Store, needs: StateNeeds): Promise<Contro
         }),
     needs.appIds.length === 0 ? [] : readApps(store, needs.appIds),
     needs.apiKeys.length === 0 ? [] : readKeys(store, needs.apiKeys),
+    readAudienceState(store, needs.audienceIds),
   ])
   return {
     maxIds: { orgs: Number(maxIds[0]?.orgs ?? 0), profile_dbs: Number(maxIds[0]?.dbs ?? 0) },
@@ -34,6 +37,7 @@ export async function readState(store: Store, needs: StateNeeds): Promise<Contro
       apps.map((a) => [a.app_id, { deleted: Number(a.deleted) === 1 ? 1 : 0, version: Number(a.version) }]),
     ),
     keys: new Map(keys.map((k) => [k.api_key, k])),
+    audiences,
   }
 }
 
@@ -89,12 +93,13 @@ export async function writeRows(store: Store, writes: ControlWrites): Promise<vo
 }
 
 export function mergeWrites(all: readonly ControlWrites[]): ControlWrites {
-  const merged: ControlWrites = { profile_dbs: [], orgs: [], apps: [], api_keys: [] }
+  const merged = noWrites()
   for (const w of all) {
     merged.profile_dbs.push(...w.profile_dbs)
     merged.orgs.push(...w.orgs)
     merged.apps.push(...w.apps)
     merged.api_keys.push(...w.api_keys)
+    merged.audiences.push(...w.audiences)
   }
   return merged
 }

@@ -32,6 +32,7 @@ const empty = (over: Partial<ControlState> = {}): ControlState => ({
   orgs: new Set(),
   apps: new Map(),
   keys: new Map(),
+  audiences: { maxId: 0, rows: new Map() },
   ...over,
 })
 
@@ -64,6 +65,7 @@ describe('applyCommands (the control applier’s pure core)', () => {
       orgs: [{ id: 9, name: 'B', profiledb_id: 14, created_at: AT + 5, version: AT + 5 }],
       apps: [],
       api_keys: [],
+      audiences: [],
     })
     expect(after.maxIds).toEqual({ orgs: 9, profile_dbs: 14 })
     // The input state is not changed: applying is pure.
@@ -186,7 +188,7 @@ describe('applyCommands (the control applier’s pure core)', () => {
         cmd('create-key', { org_id: 4, api_key: 'k', secret_hash: HASH, scopes: ['push'] }),
         cmd('revoke-key', { org_id: 5, api_key: 'k2' }),
       ]),
-    ).toEqual({ orgIds: [4, 5], appIds: ['a'], apiKeys: ['k', 'k2'] })
+    ).toEqual({ orgIds: [4, 5], appIds: ['a'], apiKeys: ['k', 'k2'], audienceIds: [] })
   })
 })
 
