@@ -76,6 +76,10 @@ export const configSchema = z.object({
   SLUICE_KEY_CACHE_SECONDS: int(5, 0),
   /** How long an admin write waits for the control plane to apply it before answering 503. */
   SLUICE_CONTROL_WAIT_MS: int(10_000, 1),
+  /** How often the scheduler refreshes every audience's counts (the `audience-counts` job). */
+  SLUICE_AUDIENCE_REFRESH_SECONDS: int(3600, 1),
+  /** How long an audience create, update or recompute waits for its counts before answering without them. */
+  SLUICE_AUDIENCE_COUNT_WAIT_MS: int(5_000, 0),
   /** Failed authentications per client address per minute before 429; 0: no limit. */
   SLUICE_AUTH_FAILURES_PER_ADDRESS_PER_MIN: int(600, 0),
   /** Proxies (addresses or CIDR ranges, comma-separated) whose X-Forwarded-For names the client. */

@@ -3,12 +3,15 @@ import type { Hono } from 'hono'
 import { ChdbStore } from '../pipelines/connectors/store/chdb-store.ts'
 import { safeEqual } from './control/credentials.ts'
 import { heartbeatJob } from '../pipelines/control/jobs.ts'
+import { audienceRefreshJob } from '../pipelines/audiences/refresh-job.ts'
 import { DeadLetterStore } from '../pipelines/failures/dead-letters.ts'
 import { resolveAdminToken } from './admin-token.ts'
 import type { Config } from './config.ts'
 import { createEdgeApp } from './edge/app.ts'
 import type { EdgeEnv } from './edge/env.ts'
 import type { ReadinessCheck } from './edge/routes/health.ts'
+import { CountRequester } from './edge/audiences/count-requests.ts'
+import { audienceRoutes } from './edge/routes/audiences.ts'
 import { profileRoutes } from './edge/routes/profiles.ts'
 import { uploadRoutes } from './edge/routes/uploads.ts'
 import { listen } from './edge/serve.ts'
@@ -21,6 +24,7 @@ import type { Logger } from './shared/logger.ts'
 import { ChdbAnalystEngine } from './sql-port/analyst-engine.ts'
 import { startSqlPort } from './sql-port/sql-port.ts'
 import type { Role } from './topology.ts'
+import { audiencesPipeline } from './worker/audiences.ts'
 import { controlPipeline } from './worker/control.ts'
 import { ingestionPipeline } from './worker/ingestion.ts'
 import { profilesPipeline } from './worker/profiles.ts'
@@ -69,11 +73,11 @@ export async function startProcess(
   }
   try {
     if (roles.includes('worker')) {
-      const worker = await startWorker(runtime, workerPipelines())
+      const worker = await startWorker(runtime, workerPipelines(runtime))
       closers.push(() => worker.close())
     }
     if (roles.includes('scheduler')) {
-      const scheduler = startScheduler(runtime, scheduledJobs())
+      const scheduler = startScheduler(runtime, scheduledJobs(runtime))
       closers.push(() => scheduler.close())
     }
     if (!roles.includes('edge')) {
@@ -212,17 +216,41 @@ export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | unde
       perCustomerPerMinute: config.SLUICE_PROFILE_RATE_PER_CUSTOMER_PER_MIN,
     },
   })
-  return { routers: [uploads, profiles], start: () => shedder.start(), stop: () => shedder.stop() }
+  const audiences = audienceRoutes({
+    store,
+    control,
+    commands: runtime.commands,
+    logger,
+    counts: new CountRequester({
+      bus,
+      store,
+      topic: topology.topics.audienceCounts.topic,
+      waitMs: config.SLUICE_AUDIENCE_COUNT_WAIT_MS,
+    }),
+  })
+  return {
+    routers: [uploads, profiles, audiences],
+    start: () => shedder.start(),
+    stop: () => shedder.stop(),
+  }
 }
 
 /** The worker's pipelines; each one's topics, groups and limits are its entry in the topology. */
-export function workerPipelines(): WorkerPipeline[] {
+export function workerPipelines(runtime: Runtime): WorkerPipeline[] {
   // The control applier runs the jobs the scheduler emits, so both take the same list.
-  return [ingestionPipeline, profilesPipeline, controlPipeline(scheduledJobs())]
+  return [ingestionPipeline, profilesPipeline, controlPipeline(scheduledJobs(runtime)), audiencesPipeline]
 }
 
-export function scheduledJobs(): ScheduledJob[] {
-  return [heartbeatJob]
+export function scheduledJobs(runtime: Runtime): ScheduledJob[] {
+  const { bus, config, topology } = runtime
+  return [
+    heartbeatJob,
+    audienceRefreshJob({
+      bus,
+      topic: topology.topics.audienceCounts.topic,
+      intervalMs: config.SLUICE_AUDIENCE_REFRESH_SECONDS * 1000,
+    }),
+  ]
 }
 
 export function readinessChecks(runtime: Runtime): ReadinessCheck[] {

@@ -8,7 +8,7 @@ import { ChdbStore } from '../pipelines/connectors/store/chdb-store.ts'
 import { ClickHouseStore } from '../pipelines/connectors/store/clickhouse-store.ts'
 import { migrate } from '../pipelines/connectors/store/migrations.ts'
 import type { Store } from '../pipelines/connectors/store/store.ts'
-import { CommandClient } from './control/command-client.ts'
+import { CommandClient, type CommandSender } from './control/command-client.ts'
 import { ControlStore } from './control/control-store.ts'
 import type { Config } from './config.ts'
 import type { Logger } from './shared/logger.ts'
@@ -24,6 +24,8 @@ export interface Runtime {
   store: Store
   files: Files
   control: ControlStore
+  /** Control commands: produced onto the control topic, answered by the applier (ControlStore's siblings use it). */
+  commands: CommandSender
   dataDir: string
   /** Every topic, stage and limit, named with the configured prefix and partition count. */
   topology: Topology
@@ -77,6 +79,7 @@ export async function openRuntime(config: Config, logger: Logger): Promise<Runti
     store,
     files,
     control,
+    commands,
     dataDir,
     topology: flows,
     mode,

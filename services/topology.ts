@@ -35,6 +35,7 @@ const MB = 1024 * 1024
  *   edge ──► sdk-uploads ─────► sdk-builder ──────┼─► events ──► events-writer ──► store
  *   edge ──► profile-changes ─► profile-writer ──► store            (profiles, worker)
  *   edge, scheduler ──► control (1 partition) ──► control-applier ──► store (control, worker)
+ *   edge, audience refresh job ──► audience-counts ──► audience-counter ──► store (audiences, worker)
  */
 export function topology(prefix: string, partitions: number) {
   const topic = (name: string, count = partitions): TopicSpec => ({
@@ -56,6 +57,8 @@ export function topology(prefix: string, partitions: number) {
      * count the broker gave the topic (librdkafka's mock makes 4).
      */
     control: topic('control', CONTROL_PARTITION + 1),
+    /** Requests to count an audience, keyed by audience id (edge, the scheduled refresh job). */
+    audienceCounts: topic('audience-counts'),
   }
   const stage = (
     name: string,
@@ -96,6 +99,11 @@ export function topology(prefix: string, partitions: number) {
       maxBatchRecords: 500,
       maxBatchBytes: 4 * MB,
     }),
+    // Requests are small; one batch counts each audience it names once (the hourly refresh names all).
+    audienceCounter: stage('audience-counter', 'audience-counter', topics.audienceCounts, {
+      maxBatchRecords: 1000,
+      maxBatchBytes: 1 * MB,
+    }),
   }
   const pipelines = {
     ingestion: {
@@ -105,6 +113,7 @@ export function topology(prefix: string, partitions: number) {
     },
     profiles: { name: 'profiles', topics: [topics.profileChanges], stages: [stages.profileWriter] },
     control: { name: 'control', topics: [topics.control], stages: [stages.controlApplier] },
+    audiences: { name: 'audiences', topics: [topics.audienceCounts], stages: [stages.audienceCounter] },
   } satisfies Record<string, PipelineSpec>
   /** Couplings between flows: each is a promise one stage or role makes about another's backlog. */
   const couplings = {
@@ -135,6 +144,6 @@ export function topology(prefix: string, partitions: number) {
     pipelines,
     couplings,
     /** Created before the edge serves (the control topic is created by the first command sent on it). */
-    edgeTopics: [...pipelines.ingestion.topics, ...pipelines.profiles.topics],
+    edgeTopics: [...pipelines.ingestion.topics, ...pipelines.profiles.topics, ...pipelines.audiences.topics],
   }
 }

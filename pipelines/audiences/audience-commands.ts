@@ -63,7 +63,10 @@ export interface AudienceRecord {
   org_id: number
   app_id: string
   name: string
+  /** Canonical (what is counted). */
   target_rules: unknown
+  /** As the request gave them (what the API answers). */
+  target_rules_given: unknown
   created_at: number
   updated_at: number
   version: number
@@ -81,6 +84,7 @@ export function toRecord(row: AudienceRow): AudienceRecord {
     app_id: row.app_id,
     name: row.name,
     target_rules: JSON.parse(row.target_rules) as unknown,
+    target_rules_given: JSON.parse(row.target_rules_given) as unknown,
     created_at: row.created_at,
     updated_at: row.updated_at,
     version: row.version,

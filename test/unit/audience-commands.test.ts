@@ -62,6 +62,7 @@ describe('audience commands (the control applier’s rules)', () => {
           app_id: 'app-a',
           name: 'A',
           target_rules: RULES,
+          target_rules_given: { ...RULES, given: true },
           created_at: AT,
           updated_at: AT,
           version: AT,
@@ -75,6 +76,7 @@ describe('audience commands (the control applier’s rules)', () => {
           app_id: 'app-b',
           name: 'B',
           target_rules: RULES,
+          target_rules_given: { ...RULES, given: true },
           created_at: AT + 7,
           updated_at: AT + 7,
           version: AT + 7,
@@ -121,7 +123,14 @@ describe('audience commands (the control applier’s rules)', () => {
     )
     expect(applied[0]!.result).toMatchObject({
       status: 200,
-      body: { id: 5, name: 'Renamed', target_rules: RULES, created_at: AT - 10_000, updated_at: AT },
+      body: {
+        id: 5,
+        name: 'Renamed',
+        target_rules: RULES,
+        target_rules_given: { ...RULES, extra: 1 },
+        created_at: AT - 10_000,
+        updated_at: AT,
+      },
     })
     expect(applied[0]!.writes.audiences[0]).toMatchObject({
       name: 'Renamed',
@@ -132,7 +141,14 @@ describe('audience commands (the control applier’s rules)', () => {
     // The second update applies to the result of the first (merged when applied, not when taken).
     expect(applied[1]!.result).toMatchObject({
       status: 200,
-      body: { id: 5, name: 'Renamed', target_rules: OTHER_RULES, version: AT + 1 },
+      body: {
+        id: 5,
+        name: 'Renamed',
+        target_rules: OTHER_RULES,
+        target_rules_given: { ...OTHER_RULES, as: 'sent' },
+        updated_at: AT,
+        version: AT + 1,
+      },
     })
     expect(applied[1]!.writes.audiences[0]).toMatchObject({
       target_rules: JSON.stringify(OTHER_RULES),
