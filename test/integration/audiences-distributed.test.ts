@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { distributedEnv } from '../helpers/distributed-env.ts'
 import { startInProcess, type InProcessSluice } from '../helpers/sluice-inprocess.ts'
-import { runAudienceScenario } from './audiences-scenario.ts'
+import { AUDIENCE_TEST_ENV, runAudienceScenario } from './audiences-scenario.ts'
 
 // Kafka and ClickHouse as the global setup picked them (a broker, testcontainers, or the stand-ins).
 describe('audience API, distributed mode (Kafka + ClickHouse over HTTP)', () => {
   let sluice: InProcessSluice
   beforeAll(async () => {
-    sluice = await startInProcess(distributedEnv('audiences'))
+    sluice = await startInProcess({ ...distributedEnv('audiences'), ...AUDIENCE_TEST_ENV })
   })
   afterAll(() => sluice.close())
 
