@@ -543,7 +543,10 @@ export function gzipBodies(options: {
   now: number
   mix?: LoadMix
   level?: number
+  /** Build the rows the baseline inserts (default true); the sustained supply needs none. */
+  rows?: boolean
 }): { instance: BodyInstance; rows: Buffer; inflatedBytes: number }[] {
+  const keepRows = options.rows ?? true
   const random = mulberry32(deriveSeed(options.seed, `gzip:${options.app}`))
   const mix = options.mix ?? DEFAULT_MIX
   const placeholder = options.space.format(0)
@@ -607,7 +610,7 @@ export function gzipBodies(options: {
       kinds[i] = kind
       counters[i] = counter
       texts.push(text[0] + uuid + text[1])
-      if (kind === LineKind.Fresh) rows.push(from.row[0] + uuid + from.row[1])
+      if (kind === LineKind.Fresh && keepRows) rows.push(from.row[0] + uuid + from.row[1])
       rowsAfter.push(rows.length)
     }
     // The longest prefix that compresses under the limit: start from the last body's count (one

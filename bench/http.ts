@@ -118,6 +118,8 @@ export async function openLoop(options: {
   durationMs: number
   maxInFlight: number
   send: (index: number) => Promise<void>
+  /** Checked between sends: true ends the loop before `durationMs`. */
+  until?: () => boolean
 }): Promise<{ elapsedMs: number; sent: number; skipped: number }> {
   const started = performance.now()
   let sent = 0
@@ -125,7 +127,7 @@ export async function openLoop(options: {
   let inFlight = 0
   const pending = new Set<Promise<void>>()
   let due = 0
-  while (performance.now() - started < options.durationMs) {
+  while (performance.now() - started < options.durationMs && !options.until?.()) {
     const shouldHave = Math.floor(((performance.now() - started) / 1000) * options.ratePerSecond) + 1
     while (due < shouldHave) {
       due++

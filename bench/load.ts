@@ -7,12 +7,13 @@ import {
   sdkBodies,
   UuidSpace,
   type Customer,
+  type BodyInstance,
   type PlainTemplate,
 } from './generate.ts'
 import { deriveSeed, hex, mulberry32 } from './prng.ts'
 
 /** The scenarios that send server-side events, each to an app and a uuid space of its own. */
-type EventLoad = 'plain' | 'gzip' | 'fresh' | 'overload'
+type EventLoad = 'plain' | 'gzip' | 'fresh' | 'overload' | 'sustained'
 
 /** Everything the bench sends, generated before any timing. */
 export interface BenchLoad {
@@ -24,6 +25,8 @@ export interface BenchLoad {
   sdk: (ReturnType<typeof sdkBodies>[number] & { app: string })[]
   plain: Record<'plain' | 'fresh' | 'overload', PlainTemplate[]>
   gzip: ReturnType<typeof gzipBodies>
+  /** The sustained scenario's gzip bodies (none when it does not run). */
+  sustained: BodyInstance[]
   profileBodies: ReturnType<typeof profilePatchBodies>
 }
 
@@ -36,17 +39,23 @@ export async function generateLoad(run: BenchRun): Promise<BenchLoad | undefined
     gzip: `bench-gzip-${run8}`,
     fresh: `bench-fresh-${run8}`,
     overload: `bench-overload-${run8}`,
+    sustained: `bench-sustained-${run8}`,
   }
   const spaces = {
     plain: new UuidSpace(run8, '0001'),
     gzip: new UuidSpace(run8, '0002'),
     fresh: new UuidSpace(run8, '0003'),
     overload: new UuidSpace(run8, '0004'),
+    sustained: new UuidSpace(run8, '0005'),
   }
   const now = Date.now()
   const generated = await run.step('generate', async () => {
     const customers = makeCustomers(seed, profile.customers)
-    const sdk = Object.values(apps).flatMap((app) =>
+    // Devices for every app that gets server-side events (the sustained one only if it runs).
+    const withDevices = Object.values(apps).filter(
+      (app) => app !== apps.sustained || profile.sustainedEvents > 0,
+    )
+    const sdk = withDevices.flatMap((app) =>
       sdkBodies(seed, app, customers, 100, now).map((b) => ({ app, ...b })),
     )
     const templates = (app: string, space: UuidSpace) =>
@@ -73,8 +82,24 @@ export async function generateLoad(run: BenchRun): Promise<BenchLoad | undefined
       count: profile.gzipBodies,
       now,
     })
+    // Enough bodies of ~7,400 lines for the sustained scenario's events: ~2.4 % of the lines are
+    // copies or invalid, hence 4 % more.
+    const sustainedBodies =
+      profile.sustainedEvents > 0
+        ? Math.ceil((profile.sustainedEvents * 1.04) / (gzipEvents(gzip) || 7000))
+        : 0
+    run.progress.update(() => `sustained gzip bodies (${sustainedBodies})`)
+    const sustained = gzipBodies({
+      seed,
+      app: apps.sustained,
+      customers,
+      space: spaces.sustained,
+      count: sustainedBodies,
+      now,
+      rows: false,
+    }).map((x) => x.instance)
     run.progress.stop()
-    return { customers, sdk, plain, gzip, profileBodies: profilePatchBodies(seed, 512) }
+    return { customers, sdk, plain, gzip, sustained, profileBodies: profilePatchBodies(seed, 512) }
   })
   if (!generated) return undefined
   const { customers, plain, gzip } = generated
@@ -90,6 +115,11 @@ export async function generateLoad(run: BenchRun): Promise<BenchLoad | undefined
       `gzip bodies ${g.gzipEvents} events, ${Math.round(g.gzipBodyBytes / 1024)} KB (${(g.gzipInflatedBytes / 1048576).toFixed(1)} MB inflated, ${Math.round(g.gzipInflatedBytes / g.gzipEvents)} B/event)`,
   )
   return { run8, apps, spaces, ...generated }
+}
+
+/** Valid and invalid lines per gzip body, on average. */
+function gzipEvents(gzip: readonly { instance: BodyInstance }[]): number {
+  return average(gzip.map((x) => x.instance.events))
 }
 
 function average(xs: number[]): number {

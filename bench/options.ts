@@ -8,7 +8,8 @@ export const USAGE = `usage: npm run bench [-- options]
   --distributed          against Kafka + ClickHouse (KAFKA_BROKERS, CLICKHOUSE_URL must answer)
   --seed N               seed of the generated load (default 1)
   --out DIR              results directory (default bench/results/<timestamp>)
-  --skip LIST            skip steps: baselines,edge,sdk,plain,gzip,freshness,profiles,overload
+  --skip LIST            skip steps: baselines,edge,sdk,plain,gzip,freshness,profiles,overload,sustained
+  --sustained N          events of the sustained scenario (default: 10000000 full, 0 quick)
   --keep-data            keep the benched Sluice's data directory
   --cpu-prof             profile the Sluice processes (every thread) into <results>/profiles/{edge,main}
   --compare A B          print a side-by-side table of two results directories and exit
@@ -44,6 +45,7 @@ export function parseOptions(argv: string[]): BenchCommand {
       seed: { type: 'string', default: '1' },
       out: { type: 'string' },
       skip: { type: 'string', default: '' },
+      sustained: { type: 'string' },
       'keep-data': { type: 'boolean', default: false },
       'cpu-prof': { type: 'boolean', default: false },
       compare: { type: 'boolean', default: false },
@@ -58,10 +60,14 @@ export function parseOptions(argv: string[]): BenchCommand {
   }
   const seed = Number(values.seed)
   if (!Number.isInteger(seed)) return { kind: 'invalid', message: `--seed must be an integer\n` }
+  const profile = PROFILES[values.quick ? 'quick' : 'full']
+  const sustainedEvents = values.sustained === undefined ? profile.sustainedEvents : Number(values.sustained)
+  if (!Number.isInteger(sustainedEvents) || sustainedEvents < 0)
+    return { kind: 'invalid', message: `--sustained must be a number of events (0 or more)\n` }
   return {
     kind: 'run',
     options: {
-      profile: PROFILES[values.quick ? 'quick' : 'full'],
+      profile: { ...profile, sustainedEvents },
       distributed: values.distributed,
       seed,
       out: values.out,

@@ -89,6 +89,14 @@ export class RssSampler {
   }
 }
 
+/** CPU seconds by kind of thread of the Sluice process (services/shared/thread-cpu.ts). */
+export interface ThreadCpu {
+  main: number
+  cpu_pool: number
+  engine: number
+  node: number
+}
+
 export interface Tenant {
   orgId: number
   apps: string[]
@@ -133,7 +141,8 @@ export class SluiceUnderTest {
     this.sql = fields.sql
     this.outputTail = fields.outputTail
     this.exited = fields.exited
-    this.http = new HttpClient(fields.url, 8)
+    // As many sockets as the scenarios have senders (16), as the baselines' client has.
+    this.http = new HttpClient(fields.url, 16)
   }
 
   static async start(options: {
@@ -270,6 +279,25 @@ export class SluiceUnderTest {
     for (const m of res.body.matchAll(/^sluice_bus_lag_records\{topic="([^"]+)"\}\s+(\S+)/gm))
       lag[m[1]!] = Number(m[2])
     return lag
+  }
+
+  /**
+   * CPU seconds the Sluice process has used, by kind of thread (`sluice_thread_cpu_seconds` at
+   * /metrics: main, cpu_pool, engine, node); undefined when not exposed (/proc missing).
+   */
+  async threadCpu(): Promise<ThreadCpu | undefined> {
+    const res = await this.http.request('GET', '/metrics').catch(() => undefined)
+    if (!res || res.status !== 200) return undefined
+    const cpu: ThreadCpu = { main: 0, cpu_pool: 0, engine: 0, node: 0 }
+    let found = false
+    for (const m of res.body.matchAll(/^sluice_thread_cpu_seconds\{thread="(\w+)"\}\s+(\S+)/gm)) {
+      const kind = m[1] as keyof ThreadCpu
+      if (kind in cpu) {
+        cpu[kind] = Number(m[2])
+        found = true
+      }
+    }
+    return found ? cpu : undefined
   }
 
   /** SIGKILL: for a Sluice whose backlog is of no interest. */

@@ -100,3 +100,29 @@ export const round = (value: number, digits = 0): number => {
   const f = 10 ** digits
   return Math.round(value * f) / f
 }
+
+/**
+ * A growing counter's value at time `t`, interpolated linearly between its samples ([t, value],
+ * in time order); before the first sample, 0 at time 0 is assumed, after the last, the last value.
+ */
+export function counterAt(samples: readonly (readonly [number, number])[], t: number): number {
+  let previous: readonly [number, number] = [0, 0]
+  for (const sample of samples) {
+    if (sample[0] >= t) {
+      const [t0, v0] = previous
+      const [t1, v1] = sample
+      return t1 > t0 ? v0 + ((v1 - v0) * (t - t0)) / (t1 - t0) : v1
+    }
+    previous = sample
+  }
+  return previous[1]
+}
+
+/** A counter's average rate per second between two times (0 for an empty interval). */
+export function counterRate(
+  samples: readonly (readonly [number, number])[],
+  from: number,
+  to: number,
+): number {
+  return to > from ? (counterAt(samples, to) - counterAt(samples, from)) / (to - from) : 0
+}

@@ -8,4 +8,8 @@ import { register } from 'tsx/esm/api'
 process.env.JE_MALLOC_CONF ??= 'dirty_decay_ms:1000'
 
 register()
+// Node's own threads, noted before anything else runs, so the CPU split by kind of thread
+// (/metrics, the bench) tells them from the engine's.
+const { noteNodeThreads } = await import('../services/shared/thread-cpu.ts')
+await noteNodeThreads()
 await import('../services/cli.ts')

@@ -17,6 +17,8 @@ function spawnTs(file: string, args: string[] = []) {
 
 export interface BareResult {
   kind: string
+  /** bare (reads and discards) or floor (keeps a 202's promises). */
+  server?: 'bare' | 'floor'
   requests: number
   bytes: number
   elapsedMs: number
@@ -28,20 +30,26 @@ export interface BareResult {
 }
 
 /**
- * Baseline 1: the same bodies, the same client, concurrency and keep-alive, against a bare Node
- * HTTP server (child process) that reads and discards them.
+ * Baseline 1: the same bodies, the same client, concurrency and keep-alive, against a Node HTTP
+ * server in a child process: `bare` reads and discards them; `floor` keeps a 202's promises (reads,
+ * inflates gzip to check it, appends to an lmdb log with the local log's durability settings in
+ * `logDir`: bench/baselines/floor-server.ts).
  */
 export async function bareServerBaseline(options: {
   kind: string
+  server: 'bare' | 'floor'
   bodies: readonly { body: Buffer; events: number }[]
   headers: Record<string, string>
   concurrency: number
   durationMs: number
   progress: Progress
-  /** Inflate gzip bodies before answering (the ceiling of an edge that validates gzip). */
-  inflate?: boolean
+  /** The floor server's log directory. */
+  logDir?: string
 }): Promise<BareResult> {
-  const child = spawnTs('./bare-server.ts', options.inflate ? ['inflate'] : [])
+  const child =
+    options.server === 'floor'
+      ? spawnTs('./floor-server.ts', [options.logDir ?? ''])
+      : spawnTs('./bare-server.ts')
   try {
     const port = await new Promise<number>((resolve, reject) => {
       let out = ''
@@ -50,7 +58,7 @@ export async function bareServerBaseline(options: {
         const m = /listening (\d+)/.exec(out)
         if (m) resolve(Number(m[1]))
       })
-      child.once('exit', (code) => reject(new Error(`bare server exited with ${code}`)))
+      child.once('exit', (code) => reject(new Error(`${options.server} server exited with ${code}`)))
     })
     const client = new HttpClient(`http://127.0.0.1:${port}`, options.concurrency)
     const latencies: number[] = []
@@ -60,7 +68,7 @@ export async function bareServerBaseline(options: {
     let errors = 0
     let i = 0
     const timeline = new Timeline()
-    options.progress.start(`baseline:bare-http:${options.kind}`, () => {
+    options.progress.start(`baseline:${options.server}-http:${options.kind}`, () => {
       const rates = timeline.rates('bytes')
       const last = rates[rates.length - 2]?.[1] ?? 0
       return `${(last / 1048576).toFixed(1)} MB/s, ${requests} requests`
@@ -91,6 +99,7 @@ export async function bareServerBaseline(options: {
     client.close()
     return {
       kind: options.kind,
+      server: options.server,
       requests,
       bytes,
       elapsedMs,
@@ -108,6 +117,8 @@ export async function bareServerBaseline(options: {
 
 export interface ChdbResult {
   kind: string
+  /** Input format of the INSERT: JSONEachRow (e2e_ratio), RowBinary or Native (the floor). Absent in older results: JSONEachRow. */
+  format?: string
   rows: number
   bytes: number
   inserts: number
@@ -116,9 +127,13 @@ export interface ChdbResult {
   insertMs: LatencySummary
 }
 
+/** The formats chdb's own insert is measured in: JSONEachRow, then the binary ones of the floor. */
+export const CHDB_BASELINE_FORMATS = ['JSONEachRow', 'RowBinary', 'Native'] as const
+
 /**
- * Baseline 2: the same events, as rows of the `events` table, inserted by chdb itself
- * (`INSERT … FORMAT JSONEachRow`, one INSERT per uploaded body) in a child process.
+ * Baseline 2: the same events, as rows of the `events` table, inserted by chdb itself (one INSERT
+ * per uploaded body) in a child process: `INSERT … FORMAT JSONEachRow`, then the same rows in
+ * RowBinary and Native (the floor). One result per format.
  */
 export async function chdbInsertBaseline(options: {
   kind: string
@@ -127,42 +142,56 @@ export async function chdbInsertBaseline(options: {
   ddlFile: string
   minDurationMs: number
   progress: Progress
-}): Promise<ChdbResult> {
+  formats?: readonly string[]
+}): Promise<ChdbResult[]> {
   const blocksDir = join(options.workDir, `blocks-${options.kind}`)
   mkdirSync(blocksDir, { recursive: true })
   options.blocks.forEach((b, i) => writeFileSync(join(blocksDir, `${String(i).padStart(6, '0')}.jsonl`), b))
   const dataDir = join(options.workDir, `chdb-${options.kind}`)
+  const formats = options.formats ?? CHDB_BASELINE_FORMATS
   const child = spawnTs('./chdb-insert.ts', [
     dataDir,
     options.ddlFile,
     blocksDir,
     String(options.minDurationMs),
+    formats.join(','),
   ])
-  options.progress.start(`baseline:chdb-insert:${options.kind}`, () => `${options.blocks.length} blocks`)
+  let out = ''
+  options.progress.start(`baseline:chdb-insert:${options.kind}`, () => {
+    const done = out.split('\n').filter((l) => l.startsWith('{')).length
+    return `${options.blocks.length} blocks, ${formats[Math.min(done, formats.length - 1)]}`
+  })
   try {
-    let out = ''
     let err = ''
     child.stdout.on('data', (d: Buffer) => (out += d.toString()))
     child.stderr.on('data', (d: Buffer) => (err += d.toString()))
     const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
-    const line = out.trim().split('\n').pop() ?? ''
-    if (code !== 0 || !line.startsWith('{')) throw new Error(`chdb baseline failed (${code}): ${err || out}`)
-    const r = JSON.parse(line) as {
-      rows: number
-      bytes: number
-      inserts: number
-      ms: number
-      insertMs: number[]
-    }
-    return {
-      kind: options.kind,
-      rows: r.rows,
-      bytes: r.bytes,
-      inserts: r.inserts,
-      elapsedMs: r.ms,
-      rowsPerSecond: perSecond(r.rows, r.ms),
-      insertMs: summarize(r.insertMs),
-    }
+    const lines = out
+      .trim()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+    if (code !== 0 || lines.length !== formats.length)
+      throw new Error(`chdb baseline failed (${code}): ${err || out}`)
+    return lines.map((line) => {
+      const r = JSON.parse(line) as {
+        format: string
+        rows: number
+        bytes: number
+        inserts: number
+        ms: number
+        insertMs: number[]
+      }
+      return {
+        kind: options.kind,
+        format: r.format,
+        rows: r.rows,
+        bytes: r.bytes,
+        inserts: r.inserts,
+        elapsedMs: r.ms,
+        rowsPerSecond: perSecond(r.rows, r.ms),
+        insertMs: summarize(r.insertMs),
+      }
+    })
   } finally {
     options.progress.stop()
     if (child.exitCode === null) child.kill('SIGKILL')

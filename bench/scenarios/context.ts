@@ -1,6 +1,6 @@
 import type { Customer, UuidSpace } from '../generate.ts'
 import type { Progress } from '../progress.ts'
-import type { RssSampler, SluiceUnderTest, Tenant } from '../sluice.ts'
+import type { RssSampler, SluiceUnderTest, Tenant, ThreadCpu } from '../sluice.ts'
 import { cpuSnapshot, cpuUse, type CpuUse } from '../machine.ts'
 import { sleep } from '../http.ts'
 
@@ -28,8 +28,13 @@ export interface BenchProfile {
   freshnessMs: number
   profilesMs: number
   profileCustomers: number
+  /** Overload runs this long at most, */
   overloadMs: number
+  /** …or ends once the edge has shed load for this long (undefined: always overloadMs). */
+  overloadAfterShedMs: number | undefined
   overloadDrainMs: number
+  /** Events of the sustained scenario (0: not run); its gzip bodies are generated beforehand. */
+  sustainedEvents: number
 }
 
 export const PROFILES: Record<'quick' | 'full', BenchProfile> = {
@@ -49,8 +54,11 @@ export const PROFILES: Record<'quick' | 'full', BenchProfile> = {
     freshnessMs: 10_000,
     profilesMs: 6000,
     profileCustomers: 5000,
-    overloadMs: 8000,
+    // Long enough to pass SLUICE_MAX_BUS_LAG at twice the sustained rate, then 3 s of shedding.
+    overloadMs: 30_000,
+    overloadAfterShedMs: 3000,
     overloadDrainMs: 40_000,
+    sustainedEvents: 0,
   },
   full: {
     name: 'full',
@@ -69,7 +77,9 @@ export const PROFILES: Record<'quick' | 'full', BenchProfile> = {
     profilesMs: 30_000,
     profileCustomers: 40_000,
     overloadMs: 60_000,
+    overloadAfterShedMs: undefined,
     overloadDrainMs: 300_000,
+    sustainedEvents: 10_000_000,
   },
 }
 
@@ -134,14 +144,27 @@ export class CounterSet {
   }
 }
 
-/** Runs `work` and reports where the CPU went meanwhile. */
+/**
+ * Runs `work` and reports where the CPU went meanwhile: cores used by Sluice, the bench and the
+ * rest of the machine (/proc), and the CPU seconds Sluice spent by kind of thread (its /metrics).
+ */
 export async function measureCpu<T>(
   ctx: BenchContext,
   work: () => Promise<T>,
-): Promise<{ value: T; cpu: CpuUse }> {
+): Promise<{ value: T; cpu: CpuUse; threads?: ThreadCpu }> {
+  const threadsBefore = await ctx.sut.threadCpu()
   const before = cpuSnapshot(ctx.sut.pid)
   const value = await work()
-  return { value, cpu: cpuUse(before, cpuSnapshot(ctx.sut.pid)) }
+  const cpu = cpuUse(before, cpuSnapshot(ctx.sut.pid))
+  const threadsAfter = threadsBefore && (await ctx.sut.threadCpu())
+  if (!threadsBefore || !threadsAfter) return { value, cpu }
+  const threads: ThreadCpu = {
+    main: threadsAfter.main - threadsBefore.main,
+    cpu_pool: threadsAfter.cpu_pool - threadsBefore.cpu_pool,
+    engine: threadsAfter.engine - threadsBefore.engine,
+    node: threadsAfter.node - threadsBefore.node,
+  }
+  return { value, cpu, threads }
 }
 
 /**

@@ -26,6 +26,8 @@ export interface OverloadResult {
   statuses: StatusCounts
   /** Share of answers that were 429 or 503. */
   shedShare: number
+  /** Seconds from the first send to the first 429/503 (undefined: never shed). */
+  firstShedAfterS?: number
   latencyMs: LatencySummary
   acceptedBodies: number
   acceptedEventsPerSecond: number
@@ -48,9 +50,10 @@ export interface OverloadResult {
 }
 
 /**
- * 2× the max sustained rate, open loop, for a fixed time: counts 202/429/503, samples the Sluice
- * process's RSS, then waits for the drain and checks that every accepted event is stored exactly
- * once (lost = accepted uuids not found).
+ * 2× the max sustained rate, open loop, for `durationMs`, or until the edge has been shedding load
+ * for `afterShedMs` when that is given (the quick run: long enough to reach shedding, no longer):
+ * counts 202/429/503, samples the Sluice process's RSS, then waits for the drain and checks that
+ * every accepted event is stored exactly once (lost = accepted uuids not found).
  */
 export async function overload(
   ctx: BenchContext,
@@ -61,6 +64,7 @@ export async function overload(
     eventsPerBody: number
     maxSustainedEventsPerSecond: number
     durationMs: number
+    afterShedMs?: number
     drainMs: number
   },
 ): Promise<OverloadResult> {
@@ -72,6 +76,7 @@ export async function overload(
   const timeline = new Timeline()
   let acceptedBodies = 0
   let acceptedLines = 0
+  let firstShedAt: number | undefined
   const startedAtS = sinceRun(ctx)
   const poller = new QueryablePoller(ctx, options.app, 1000)
   const headers = { Authorization: ctx.tenant.auth, ...options.source.headers }
@@ -85,6 +90,10 @@ export async function overload(
       ratePerSecond: rate,
       durationMs: options.durationMs,
       maxInFlight: 256,
+      until: () =>
+        options.afterShedMs !== undefined &&
+        firstShedAt !== undefined &&
+        performance.now() - firstShedAt >= options.afterShedMs,
       send: async () => {
         const body = options.source.next()
         if (!body) return
@@ -96,7 +105,10 @@ export async function overload(
           acceptedLines += body.events
           timeline.add('accepted', body.events, res.at)
           for (const c of expectedCounters(body)) accepted.add(c)
-        } else if (res.status === 429 || res.status === 503) timeline.add('shed', 1, res.at)
+        } else if (res.status === 429 || res.status === 503) {
+          timeline.add('shed', 1, res.at)
+          firstShedAt ??= res.at
+        }
       },
     })
     const sendEndS = sinceRun(ctx)
@@ -124,6 +136,7 @@ export async function overload(
     skipped: value.loop.skipped,
     statuses,
     shedShare: answers > 0 ? ((statuses['429'] ?? 0) + (statuses['503'] ?? 0)) / answers : 0,
+    ...(firstShedAt === undefined ? {} : { firstShedAfterS: sinceRun(ctx, firstShedAt) - startedAtS }),
     latencyMs: summarize(latencies),
     acceptedBodies,
     acceptedEventsPerSecond: perSecond(acceptedLines, value.loop.elapsedMs),

@@ -7,6 +7,7 @@ import {
 } from '../generate.ts'
 import { closedLoop, sleep, type HttpResult } from '../http.ts'
 import type { CpuUse } from '../machine.ts'
+import type { ThreadCpu } from '../sluice.ts'
 import { perSecond, ratesOfCounter, summarize, Timeline, type LatencySummary } from '../stats.ts'
 import {
   CounterSet,
@@ -115,6 +116,8 @@ export interface EdgeResult {
   acceptedLatencyMs: LatencySummary
   timeline: { accepted: [number, number][]; refused: [number, number][] }
   cpu: CpuUse
+  /** CPU seconds Sluice spent by kind of thread during the scenario. */
+  threads?: ThreadCpu
 }
 
 /**
@@ -132,7 +135,11 @@ export async function edgeBurst(
     const last = r[r.length - 2]?.[1] ?? r[r.length - 1]?.[1] ?? 0
     return `accepting ${(last / 1048576).toFixed(1)} MB/s, ${tally.acceptedBodies} bodies, 429/503: ${tally.shed}`
   })
-  const { value: elapsedMs, cpu } = await measureCpu(ctx, async () => {
+  const {
+    value: elapsedMs,
+    cpu,
+    threads,
+  } = await measureCpu(ctx, async () => {
     const deadline = performance.now() + options.durationMs
     const { elapsedMs } = await closedLoop({
       concurrency: options.concurrency,
@@ -159,6 +166,7 @@ export async function edgeBurst(
     acceptedLatencyMs: summarize(tally.latencies),
     timeline: { accepted: tally.timeline.rates('events'), refused: tally.timeline.rates('refused') },
     cpu,
+    ...(threads ? { threads } : {}),
   }
 }
 
@@ -188,6 +196,8 @@ export interface EndToEndResult {
   queryableEventsPerSecond: number
   timeline: { accepted: [number, number][]; refused: [number, number][]; queryable: [number, number][] }
   cpu: CpuUse
+  /** CPU seconds Sluice spent by kind of thread, from the first send until all was queryable. */
+  threads?: ThreadCpu
 }
 
 /**
@@ -219,7 +229,11 @@ export async function endToEnd(
     const rate = q.length > 0 ? q.reduce((a, [, v]) => a + v, 0) / q.length : 0
     return `${Math.round(rate)} ev/s queryable, ${poller.last}/${accepted.size} queryable, ${tally.acceptedBodies} bodies, 429/503: ${tally.shed}`
   })
-  const { value: drained, cpu } = await measureCpu(ctx, async () => {
+  const {
+    value: drained,
+    cpu,
+    threads,
+  } = await measureCpu(ctx, async () => {
     const deadline = performance.now() + options.durationMs
     const { elapsedMs } = await closedLoop({
       concurrency: options.concurrency,
@@ -271,5 +285,6 @@ export async function endToEnd(
       queryable: poller.samples.map(([t, n]): [number, number] => [t - startedAtS, n]),
     },
     cpu,
+    ...(threads ? { threads } : {}),
   }
 }

@@ -1,13 +1,25 @@
 import { availableParallelism } from 'node:os'
+import { BroadcastChannel } from 'node:worker_threads'
 import { Piscina } from 'piscina'
 import type { CpuResult, CpuRunner, CpuTask } from '../../pipelines/cpu/tasks.ts'
+import { registerPoolThread } from '../shared/thread-cpu.ts'
+
+/** Each pool thread posts its kernel thread id here when it starts (worker-entry.mjs). */
+const POOL_THREADS_CHANNEL = 'sluice:cpu-pool-threads'
 
 /** The pool of threads that runs CPU stages, so the event loop stays free for I/O. */
 export class CpuPool implements CpuRunner {
   private readonly piscina: Piscina<CpuTask, CpuResult>
+  private readonly threadIds = new BroadcastChannel(POOL_THREADS_CHANNEL)
 
   constructor(threads = 0) {
     const size = threads > 0 ? threads : Math.max(1, availableParallelism() - 1)
+    // Their CPU time is the pool's in the split by kind of thread (/metrics, the bench).
+    this.threadIds.onmessage = (message) => {
+      const tid: unknown = (message as { data: unknown }).data
+      if (typeof tid === 'number') registerPoolThread(tid)
+    }
+    this.threadIds.unref()
     this.piscina = new Piscina({
       filename: new URL('./worker-entry.mjs', import.meta.url).href,
       minThreads: size,
@@ -27,6 +39,7 @@ export class CpuPool implements CpuRunner {
   }
 
   async close(): Promise<void> {
+    this.threadIds.close()
     await this.piscina.destroy()
   }
 }

@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { THREAD_KINDS, threadCpuSeconds } from './thread-cpu.ts'
 
 /** All Prometheus metrics of one process, served at /metrics. */
 export function createMetrics() {
@@ -73,6 +74,16 @@ export function createMetrics() {
       help: 'Records produced but not yet committed by a consumer group, sampled by its consumers every 5 s',
       labelNames: ['group', 'topic'] as const,
       registers: [registry],
+    }),
+    threadCpu: new Gauge({
+      name: 'sluice_thread_cpu_seconds',
+      help: 'CPU seconds used since the process started, by kind of thread: main (event loop), cpu_pool, engine (chdb and the libuv threads it runs on), node (V8 helpers)',
+      labelNames: ['thread'] as const,
+      registers: [registry],
+      collect() {
+        const seconds = threadCpuSeconds()
+        for (const kind of THREAD_KINDS) this.set({ thread: kind }, seconds[kind])
+      },
     }),
     stageRetries: new Counter({
       name: 'sluice_stage_retries_total',

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest'
-import { percentile, perSecond, ratesOfCounter, summarize, Timeline } from '../../bench/stats.ts'
+import {
+  counterAt,
+  counterRate,
+  percentile,
+  perSecond,
+  ratesOfCounter,
+  summarize,
+  Timeline,
+} from '../../bench/stats.ts'
 
 describe('bench stats', () => {
   const hundred = Array.from({ length: 100 }, (_, i) => 100 - i) // 100..1, unsorted
@@ -62,5 +70,27 @@ describe('bench stats', () => {
       [1.5, 0],
       [2, 4000],
     ])
+  })
+})
+
+describe('counter rates', () => {
+  const samples: [number, number][] = [
+    [1, 100],
+    [2, 300],
+    [4, 300],
+    [5, 1300],
+  ]
+  it('interpolates between samples and holds the last value after them', () => {
+    expect(counterAt(samples, 0)).toBe(0)
+    expect(counterAt(samples, 0.5)).toBe(50)
+    expect(counterAt(samples, 1.5)).toBe(200)
+    expect(counterAt(samples, 3)).toBe(300)
+    expect(counterAt(samples, 4.5)).toBe(800)
+    expect(counterAt(samples, 9)).toBe(1300)
+  })
+  it('gives the average rate over a window', () => {
+    expect(counterRate(samples, 0, 2)).toBe(150)
+    expect(counterRate(samples, 4, 5)).toBe(1000)
+    expect(counterRate(samples, 3, 3)).toBe(0)
   })
 })

@@ -28,6 +28,15 @@ type MetaKey = (string | number)[]
 const DEFAULT_MAP_SIZE = 8 * 2 ** 30
 const MAX_STRING = '\uffff'
 
+/**
+ * The lmdb environment with the log's durability settings. The bench's edge floor
+ * (bench/baselines/floor-server.ts) opens its log with this too, so both append alike.
+ */
+export function openDurableEnv(path: string, mapSizeBytes = DEFAULT_MAP_SIZE): RootDatabase {
+  // overlappingSync must be off for commit promises to mean "on disk" (see the module comment).
+  return open({ path, maxDbs: 4, overlappingSync: false, mapSize: mapSizeBytes })
+}
+
 export class LogStore {
   private readonly records: Database<Buffer, RecordKey>
   private readonly meta: Database<number, MetaKey>
@@ -38,9 +47,7 @@ export class LogStore {
   }
 
   static open(path: string, mapSizeBytes = DEFAULT_MAP_SIZE): LogStore {
-    // overlappingSync must be off for commit promises to mean "on disk" (see the module comment).
-    const env = open({ path, maxDbs: 4, overlappingSync: false, mapSize: mapSizeBytes })
-    return new LogStore(env)
+    return new LogStore(openDurableEnv(path, mapSizeBytes))
   }
 
   loadTopics(): Map<string, number> {

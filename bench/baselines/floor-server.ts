@@ -1,0 +1,62 @@
+import http from 'node:http'
+import { gunzip } from 'node:zlib'
+import { openDurableEnv } from '../../pipelines/connectors/bus/local-log/log-store.ts'
+import { INFLATE_CHUNK_BYTES } from '../../pipelines/events/gzip.ts'
+
+/**
+ * The edge floor: the least any edge does before a 202 that keeps its promises. A minimal Node
+ * HTTP server (child process; argv = log directory; prints its port) that reads each body,
+ * inflates a gzip body to check it (on libuv's pool, in chunks of the size Sluice's edge uses),
+ * appends the body to an lmdb log opened with the local log's own durability settings
+ * (`openDurableEnv`: every commit fsync'd before its promise resolves, commits of one event turn
+ * grouped), and answers 202 once the append is durable (400 for bad gzip). What it leaves out is
+ * what the spec does not make part of a 202: authentication, rate limits, transaction ids, headers
+ * and the pipeline behind the log.
+ *
+ * The log is a ring of RING keys overwritten in turn, so its file stays bounded the way the local
+ * log's retention keeps it bounded.
+ */
+const [dir] = process.argv.slice(2)
+if (!dir) {
+  process.stderr.write('usage: floor-server <log dir>\n')
+  process.exit(2)
+}
+const RING = 1024
+const env = openDurableEnv(dir)
+const records = env.openDB<Buffer, number>({ name: 'records', encoding: 'binary' })
+const answer = Buffer.from('{"transaction_id":"AAABogBRPT8AAAAAAAEKlMGxh5LfGssBb0miBj6fHRo"}')
+let next = 0
+let bytes = 0
+
+const server = http.createServer((req, res) => {
+  const chunks: Buffer[] = []
+  const gzip = (req.headers['content-type'] ?? '').includes('gzip')
+  req.on('data', (chunk: Buffer) => {
+    bytes += chunk.length
+    chunks.push(chunk)
+  })
+  req.on('end', () => {
+    const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)
+    const reply = (status: number) => {
+      res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': answer.length })
+      res.end(answer)
+    }
+    const append = () =>
+      records.put(next++ % RING, body).then(
+        () => reply(202),
+        () => reply(503),
+      )
+    if (!gzip) return void append()
+    gunzip(body, { chunkSize: INFLATE_CHUNK_BYTES }, (err) => (err ? reply(400) : void append()))
+  })
+})
+server.keepAliveTimeout = 30_000
+server.listen(0, '127.0.0.1', () => {
+  const address = server.address()
+  process.stdout.write(`listening ${typeof address === 'object' && address ? address.port : 0}\n`)
+})
+process.on('SIGTERM', () => {
+  process.stdout.write(`received ${bytes}\n`)
+  server.close(() => void env.close().finally(() => process.exit(0)))
+  server.closeAllConnections()
+})
