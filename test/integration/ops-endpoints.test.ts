@@ -73,6 +73,11 @@ describe('health, readiness and metrics in every role', () => {
       expect(metric(text, 'sluice_consumer_lag_records', `topic="${prefix}${topic}"`)).toBeGreaterThanOrEqual(
         0,
       )
+    // The split of the process's CPU by kind of thread: the worker's pool validated the SDK body,
+    // and its event loop ran the stage.
+    expect(metric(text, 'sluice_thread_cpu_seconds', 'thread="main"')).toBeGreaterThan(0)
+    expect(metric(text, 'sluice_thread_cpu_seconds', 'thread="cpu_pool"')).toBeGreaterThan(0)
+    expect(metric(text, 'sluice_thread_cpu_seconds', 'thread="node"')).toBeGreaterThanOrEqual(0)
     // The scheduler serves its (process-level) metrics too.
     const schedulerMetrics = await (await fetch(`${scheduler.opsUrl}/metrics`)).text()
     expect(schedulerMetrics).toContain('process_cpu_user_seconds_total')
