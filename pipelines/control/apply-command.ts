@@ -8,6 +8,15 @@ import {
   type AudienceState,
   type MutableAudienceState,
 } from '../audiences/audience-commands.ts'
+import {
+  applyCampaignCommand,
+  campaignNeeds,
+  copyCampaignState,
+  emptyCampaignState,
+  type CampaignNeeds,
+  type CampaignRow,
+  type CampaignState,
+} from '../campaigns/campaign-commands.ts'
 
 /**
  * The control applier's pure core: the state it read + commands in topic order → the rows to write
@@ -60,6 +69,7 @@ export interface ControlWrites {
   apps: AppRow[]
   api_keys: KeyRow[]
   audiences: AudienceRow[]
+  campaigns: CampaignRow[]
 }
 
 export const CONTROL_TABLES = [
@@ -68,6 +78,7 @@ export const CONTROL_TABLES = [
   'apps',
   'api_keys',
   'audiences',
+  'campaigns',
 ] as const satisfies readonly (keyof ControlWrites)[]
 
 export const noWrites = (): ControlWrites => ({
@@ -76,6 +87,7 @@ export const noWrites = (): ControlWrites => ({
   apps: [],
   api_keys: [],
   audiences: [],
+  campaigns: [],
 })
 
 /** What the applier knows before a batch: only what its commands name, plus the sequences. */
@@ -89,6 +101,8 @@ export interface ControlState {
   /** Of the API keys the commands name, their current rows. */
   keys: ReadonlyMap<string, KeyRow>
   audiences: AudienceState
+  /** Campaign sequences and the campaigns the commands name (campaign-commands.ts); absent: none. */
+  campaigns?: CampaignState
 }
 
 /** What to read before applying these commands. */
@@ -97,6 +111,7 @@ export interface StateNeeds {
   appIds: string[]
   apiKeys: string[]
   audienceIds: number[]
+  campaigns: CampaignNeeds
 }
 
 export function stateNeeds(commands: readonly ControlCommand[]): StateNeeds {
@@ -117,6 +132,7 @@ export function stateNeeds(commands: readonly ControlCommand[]): StateNeeds {
     appIds: [...appIds],
     apiKeys: [...apiKeys],
     audienceIds: audienceIdsNamed(commands),
+    campaigns: campaignNeeds(commands),
   }
 }
 
@@ -143,6 +159,7 @@ export function applyCommands(
     apps: new Map(state.apps),
     keys: new Map(state.keys),
     audiences: copyAudienceState(state.audiences),
+    campaigns: copyCampaignState(state.campaigns ?? emptyCampaignState()),
   }
   const seen = new Set<string>()
   const applied: Applied[] = []
@@ -160,6 +177,7 @@ interface MutableState {
   apps: Map<string, Pick<AppRow, 'deleted' | 'version'>>
   keys: Map<string, KeyRow>
   audiences: MutableAudienceState
+  campaigns: CampaignState
 }
 
 const refused = (status: number, error: string): ControlResult => ({ status, body: { error } })
@@ -238,5 +256,10 @@ function applyOne(s: MutableState, command: ControlCommand, jobs: ReadonlySet<st
     case 'update-audience':
     case 'delete-audience':
       return done(applyAudienceCommand(s.audiences, command, writes.audiences))
+    case 'create-campaign':
+    case 'update-campaign':
+    case 'archive-campaign':
+    case 'delete-campaign':
+      return done(applyCampaignCommand(s.campaigns, command, writes.campaigns))
   }
 }

@@ -4,6 +4,7 @@ import { wellFormedValue } from '../text/unicode.ts'
 import type { BusRecord, ProduceMessage } from '../connectors/bus/bus.ts'
 import { SCOPES } from '../../schemas/admin.ts'
 import { audiencePayloads } from '../audiences/audience-payloads.ts'
+import { campaignPayloads } from '../campaigns/campaign-commands.ts'
 
 /**
  * Control-plane writes as commands (DESIGN.md, "The control plane holds across edges"): any edge
@@ -35,6 +36,7 @@ const payloads = {
   /** A due job of the scheduler: its command id is `${job}:${period_start}`, the same from every scheduler. */
   'run-job': z.object({ job: z.string().min(1).max(100), period_start: z.number().int().nonnegative() }),
   ...audiencePayloads,
+  ...campaignPayloads,
 } as const
 
 export type CommandKind = keyof typeof payloads

@@ -10,6 +10,7 @@ import {
 } from './apply-command.ts'
 import type { Scope } from '../../schemas/admin.ts'
 import { readAudienceState } from '../audiences/audience-state.ts'
+import { readCampaignState } from '../campaigns/campaign-state.ts'
 
 /**
  * The control applier's reads and writes of the control tables (orgs, apps, api_keys, profile_dbs).
@@ -17,7 +18,7 @@ import { readAudienceState } from '../audiences/audience-state.ts'
  * another writer: the next id is max + 1 for as long as this owner holds the partition.
  */
 export async function readState(store: Store, needs: StateNeeds): Promise<ControlState> {
-  const [maxIds, orgs, apps, keys, audiences] = await Promise.all([
+  const [maxIds, orgs, apps, keys, audiences, campaigns] = await Promise.all([
     store.query<{ orgs: number | string; dbs: number | string }>(
       'SELECT (SELECT max(id) FROM orgs) AS orgs, (SELECT max(id) FROM profile_dbs) AS dbs',
     ),
@@ -29,6 +30,7 @@ export async function readState(store: Store, needs: StateNeeds): Promise<Contro
     needs.appIds.length === 0 ? [] : readApps(store, needs.appIds),
     needs.apiKeys.length === 0 ? [] : readKeys(store, needs.apiKeys),
     readAudienceState(store, needs.audienceIds),
+    readCampaignState(store, needs.campaigns),
   ])
   return {
     maxIds: { orgs: Number(maxIds[0]?.orgs ?? 0), profile_dbs: Number(maxIds[0]?.dbs ?? 0) },
@@ -38,6 +40,7 @@ export async function readState(store: Store, needs: StateNeeds): Promise<Contro
     ),
     keys: new Map(keys.map((k) => [k.api_key, k])),
     audiences,
+    campaigns,
   }
 }
 
@@ -100,6 +103,7 @@ export function mergeWrites(all: readonly ControlWrites[]): ControlWrites {
     merged.apps.push(...w.apps)
     merged.api_keys.push(...w.api_keys)
     merged.audiences.push(...w.audiences)
+    merged.campaigns.push(...(w.campaigns ?? []))
   }
   return merged
 }

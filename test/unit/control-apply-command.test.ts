@@ -18,6 +18,7 @@ import { ControlStoreError } from '../../pipelines/control/control-applier.ts'
 import { dueJobCommand, periodStart } from '../../pipelines/control/jobs.ts'
 import { classifyFailure } from '../../pipelines/failures/classify-error.ts'
 import { PermanentError } from '../../pipelines/failures/outcome.ts'
+import { emptyCampaignState } from '../../pipelines/campaigns/campaign-commands.ts'
 import { manualClock } from '../helpers/manual-clock.ts'
 
 const AT = 1_700_000_000_000
@@ -33,6 +34,7 @@ const empty = (over: Partial<ControlState> = {}): ControlState => ({
   apps: new Map(),
   keys: new Map(),
   audiences: { maxId: 0, rows: new Map() },
+  campaigns: emptyCampaignState(),
   ...over,
 })
 
@@ -188,7 +190,13 @@ describe('applyCommands (the control applier’s pure core)', () => {
         cmd('create-key', { org_id: 4, api_key: 'k', secret_hash: HASH, scopes: ['push'] }),
         cmd('revoke-key', { org_id: 5, api_key: 'k2' }),
       ]),
-    ).toEqual({ orgIds: [4, 5], appIds: ['a'], apiKeys: ['k', 'k2'], audienceIds: [] })
+    ).toEqual({
+      orgIds: [4, 5],
+      appIds: ['a'],
+      apiKeys: ['k', 'k2'],
+      audienceIds: [],
+      campaigns: { any: false, ids: [] },
+    })
   })
 })
 

@@ -1,0 +1,31 @@
+import type { InappCampaignBody, PushCampaignBody, StoredPushSchedule } from '../../schemas/campaigns.ts'
+import type { CampaignRow } from './campaign-commands.ts'
+import { intervalStart } from './schedule-time.ts'
+
+/**
+ * A stored campaign as the API answers it (create, get, update, archive): the spec's fields, `id`
+ * first, creatives with their `id` and `letter`, recurring intervals with `interval_start`;
+ * nothing Sluice keeps for itself (stored assets, the shape flag).
+ */
+export function renderCampaign(row: Pick<CampaignRow, 'id' | 'channel' | 'body'>): Record<string, unknown> {
+  const body = JSON.parse(row.body) as PushCampaignBody | InappCampaignBody
+  const { creatives_as_object, ...rest } = body
+  const { assets: _assets, ...visible } = rest as typeof rest & { assets?: unknown }
+  const schedule = row.channel === 'push' ? renderPushSchedule(body.schedule as StoredPushSchedule) : body.schedule
+  const creatives = creatives_as_object ? body.creatives[0] : body.creatives
+  return { id: row.id, ...visible, schedule, creatives }
+}
+
+function renderPushSchedule(schedule: StoredPushSchedule): StoredPushSchedule {
+  if (!('recurring' in schedule)) return schedule
+  const r = schedule.recurring
+  return {
+    recurring: {
+      ...r,
+      intervals: r.intervals.map((i) => {
+        const start = intervalStart(r, i)
+        return { ...i, ...(start && { interval_start: start }) }
+      }),
+    },
+  }
+}

@@ -1,0 +1,381 @@
+import type { z } from 'zod'
+import {
+  CAMPAIGN_LIMITS,
+  inappCampaignInput,
+  pushCampaignInput,
+  type ConversionFilter,
+  type FrequencyAttribute,
+  type Interval,
+  type InappCampaignBody,
+  type PushCampaignBody,
+  type StoredAudiences,
+  type StoredConversionEvent,
+  type StoredFilterGroup,
+  type StoredFrequency,
+  type StoredInappCreative,
+  type StoredInterval,
+  type StoredPushCreative,
+  type StoredPushSchedule,
+} from '../../schemas/campaigns.ts'
+import { parseInstant } from './schedule-time.ts'
+
+/**
+ * A campaign body → its canonical stored form, or every rule it breaks with the JSON path of each.
+ * Pure: the only outside knowledge is the target-rules parser (the audience area's), passed in.
+ * Creative ids are not assigned here (0 = to assign): the control applier allocates them.
+ */
+
+export interface Issue {
+  path: string
+  message: string
+}
+
+export type TargetRulesParser = (
+  input: unknown,
+) => { ok: true; rules: unknown } | { ok: false; issues: { path: unknown; message: string }[] }
+
+export type Validated<T> = { ok: true; body: T } | { ok: false; issues: Issue[] }
+
+export const LETTERS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ'
+
+/** `a.b[0].c`: the JSON path as a client reads it. */
+export function jsonPath(path: readonly PropertyKey[]): string {
+  let out = ''
+  for (const part of path) {
+    if (typeof part === 'number') out += `[${part}]`
+    else out += out === '' ? String(part) : `.${String(part)}`
+  }
+  return out
+}
+
+const zodIssues = (error: z.ZodError, prefix: readonly PropertyKey[] = []): Issue[] =>
+  error.issues.map((i) => ({ path: jsonPath([...prefix, ...i.path]), message: i.message }))
+
+/** The message an edge answers with: every issue as "path: message". */
+export const describeIssues = (issues: readonly Issue[]) =>
+  issues.map((i) => (i.path === '' ? i.message : `${i.path}: ${i.message}`))
+
+/** A single creative object is accepted as a list of one; answers keep the shape the client used. */
+function normaliseCreatives(input: Record<string, unknown>): { input: Record<string, unknown>; asObject: boolean } {
+  const c = input.creatives
+  if (c !== null && typeof c === 'object' && !Array.isArray(c))
+    return { input: { ...input, creatives: [c] }, asObject: true }
+  return { input, asObject: false }
+}
+
+type NoNulls<T> = { [K in keyof T]?: Exclude<T[K], null | undefined> }
+const omitNullish = <T extends Record<string, unknown>>(o: T): NoNulls<T> => {
+  const out: Record<string, unknown> = {}
+  for (const [k, v] of Object.entries(o)) if (v !== null && v !== undefined) out[k] = v
+  return out as NoNulls<T>
+}
+
+const NEEDS_VALUE = new Set([
+  'is_one_of',
+  'is_not_one_of',
+  'contains',
+  'does_not_contain',
+  'greater_than',
+  'less_than',
+])
+
+function checkFilters(filters: readonly ConversionFilter[], at: string, issues: Issue[]) {
+  filters.forEach((f, i) => {
+    const path = `${at}[${i}].value`
+    const values = f.value === undefined ? [] : Array.isArray(f.value) ? f.value : [f.value]
+    if (NEEDS_VALUE.has(f.operator) && values.every((v) => v.trim() === ''))
+      issues.push({ path, message: `is required with operator ${f.operator}` })
+    if (
+      (f.operator === 'greater_than' || f.operator === 'less_than') &&
+      values.some((v) => !Number.isFinite(Number(v)))
+    )
+      issues.push({ path, message: `must be a number with operator ${f.operator}` })
+  })
+}
+
+function filterGroup(
+  group: { filters: ConversionFilter[]; operator: 'and' | 'or' } | null | undefined,
+  at: string,
+  issues: Issue[],
+): StoredFilterGroup | undefined {
+  if (!group) return undefined
+  checkFilters(group.filters, `${at}.filters`, issues)
+  return { filters: group.filters.map((f) => omitNullish(f) as ConversionFilter), operator: group.operator }
+}
+
+function conversion(
+  input: z.infer<typeof pushCampaignInput>['conversion_event'],
+  issues: Issue[],
+): StoredConversionEvent | undefined {
+  if (!input) return undefined
+  const attributes = filterGroup(input.conversion_attributes, 'conversion_event.conversion_attributes', issues)
+  return { event_name: input.event_name, ...(attributes && { conversion_attributes: attributes }) }
+}
+
+function audiencesOf(
+  input: z.infer<typeof pushCampaignInput>['audiences'],
+  channel: 'push' | 'inapp',
+  parseRules: TargetRulesParser,
+  issues: Issue[],
+): StoredAudiences {
+  const hasId = input.audience_id !== null && input.audience_id !== undefined
+  const hasRules = input.target_rules !== null && input.target_rules !== undefined
+  if (hasId && hasRules)
+    issues.push({ path: 'audiences', message: 'give audience_id or target_rules, not both' })
+  if (input.campaign_type === 'audience' && !hasId)
+    issues.push({ path: 'audiences.audience_id', message: 'is required when campaign_type is audience' })
+  if (input.campaign_type === 'target_rules' && !hasRules)
+    issues.push({ path: 'audiences.target_rules', message: 'is required when campaign_type is target_rules' })
+  if (input.campaign_type === 'audience' && hasRules)
+    issues.push({ path: 'audiences.target_rules', message: 'must be absent when campaign_type is audience' })
+  if (input.campaign_type === 'target_rules' && hasId)
+    issues.push({ path: 'audiences.audience_id', message: 'must be absent when campaign_type is target_rules' })
+  if (channel === 'push' && input.devices)
+    issues.push({ path: 'audiences.devices', message: 'only in-app campaigns target device types' })
+  let rules: unknown
+  if (hasRules) {
+    const parsed = parseRules(input.target_rules)
+    if (parsed.ok) rules = parsed.rules
+    else
+      for (const issue of parsed.issues)
+        issues.push({ path: prefixPath('audiences.target_rules', issue.path), message: issue.message })
+  }
+  // The original's own example sends campaign_type everyone together with target_rules: the rules apply.
+  const campaign_type = input.campaign_type ?? (hasId ? 'audience' : hasRules ? 'target_rules' : 'everyone')
+  return {
+    campaign_type,
+    control_group_percent: input.control_group_percent,
+    ...(hasId && { audience_id: input.audience_id! }),
+    ...(hasRules && { target_rules: rules }),
+    ...(channel === 'inapp' && {
+      devices: [...new Set(input.devices ?? (['phone', 'tablet'] as const))],
+    }),
+  }
+}
+
+/** `audiences.target_rules` + the parser's own path (a string, or a list of keys and indexes). */
+function prefixPath(prefix: string, path: unknown): string {
+  if (Array.isArray(path)) {
+    const rest = jsonPath(path as PropertyKey[])
+    return rest === '' ? prefix : rest.startsWith('[') ? `${prefix}${rest}` : `${prefix}.${rest}`
+  }
+  if (typeof path === 'string' && path !== '') {
+    const rest = path.replace(/^target_rules\.?/, '')
+    return rest === '' ? prefix : rest.startsWith('[') ? `${prefix}${rest}` : `${prefix}.${rest}`
+  }
+  return prefix
+}
+
+function frequency(items: readonly FrequencyAttribute[] | null | undefined): StoredFrequency[] | undefined {
+  if (!items || items.length === 0) return undefined
+  return items.map((f) => omitNullish(f) as StoredFrequency)
+}
+
+const DAY_INDEX = ['sunday', 'monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday'] as const
+
+function intervals(
+  items: readonly Interval[],
+  at: string,
+  issues: Issue[],
+): StoredInterval[] {
+  return items.map((item, i) => {
+    const path = `${at}[${i}]`
+    const dow = item.day_of_week ?? undefined
+    const onDay = item.on_day ?? undefined
+    if (item.interval === 'weekly') {
+      if (dow === undefined && onDay === undefined)
+        issues.push({ path: `${path}.day_of_week`, message: 'is required for a weekly interval' })
+      if (onDay !== undefined && (onDay < 0 || onDay > 6))
+        issues.push({ path: `${path}.on_day`, message: 'of a weekly interval is a day of the week, 0 (sunday)..6' })
+      else if (dow !== undefined && onDay !== undefined && DAY_INDEX[onDay] !== dow)
+        issues.push({ path: `${path}.on_day`, message: `says ${DAY_INDEX[onDay]} but day_of_week says ${dow}` })
+      const day = dow ?? (onDay !== undefined ? DAY_INDEX[onDay] : undefined)
+      return { interval: 'weekly', ...(day && { day_of_week: day }), ...(onDay !== undefined && { on_day: onDay }) }
+    }
+    if (item.interval === 'monthly') {
+      if (onDay === undefined) issues.push({ path: `${path}.on_day`, message: 'is required for a monthly interval' })
+      else if (onDay < 1 || onDay > 31)
+        issues.push({ path: `${path}.on_day`, message: 'of a monthly interval is a day of the month, 1..31' })
+      return { interval: 'monthly', ...(onDay !== undefined && { on_day: onDay }) }
+    }
+    return { interval: 'daily' }
+  })
+}
+
+function pushSchedule(
+  input: z.infer<typeof pushCampaignInput>['schedule'],
+  issues: Issue[],
+): StoredPushSchedule | undefined {
+  const present = (['begin_immediately', 'on_schedule', 'recurring', 'optimized'] as const).filter(
+    (k) => input[k] !== null && input[k] !== undefined,
+  )
+  if (present.length !== 1) {
+    issues.push({
+      path: 'schedule',
+      message: `must hold exactly one of begin_immediately, on_schedule, recurring, optimized${present.length > 1 ? ` (found ${present.join(', ')})` : ''}`,
+    })
+    return undefined
+  }
+  if (input.begin_immediately) return { begin_immediately: omitNullish(input.begin_immediately) }
+  if (input.on_schedule) {
+    const s = input.on_schedule
+    return {
+      on_schedule: {
+        begin_date: s.begin_date,
+        ...(s.starting_time_zone_id != null && { starting_time_zone_id: s.starting_time_zone_id }),
+        ...(s.push_throttle_num_msgs != null && { push_throttle_num_msgs: s.push_throttle_num_msgs }),
+        ...(s.send_local_tz && { send_local_tz: true }),
+      },
+    }
+  }
+  if (input.recurring) {
+    const s = input.recurring
+    const begin = parseInstant(s.begin_date, s.starting_time_zone_id ?? undefined)
+    const end = parseInstant(s.end_date, s.starting_time_zone_id ?? undefined)
+    if (end <= begin) issues.push({ path: 'schedule.recurring.end_date', message: 'must be after begin_date' })
+    else if (end - begin > CAMPAIGN_LIMITS.maxRecurringDays * 86_400_000)
+      issues.push({
+        path: 'schedule.recurring.end_date',
+        message: `must be at most ${CAMPAIGN_LIMITS.maxRecurringDays} days after begin_date`,
+      })
+    const freq = frequency(s.frequency_attributes)
+    return {
+      recurring: {
+        begin_date: s.begin_date,
+        end_date: s.end_date,
+        ...(s.starting_time_zone_id != null && { starting_time_zone_id: s.starting_time_zone_id }),
+        ...(s.push_throttle_num_msgs != null && { push_throttle_num_msgs: s.push_throttle_num_msgs }),
+        ...(s.send_local_tz && { send_local_tz: true }),
+        ...(freq && { frequency_attributes: freq }),
+        intervals: intervals(s.intervals, 'schedule.recurring.intervals', issues),
+      },
+    }
+  }
+  return { optimized: { fallback_time: input.optimized!.fallback_time } }
+}
+
+/** Percents: one creative may omit it (100); several must each give one, summing to 100. */
+function percents(items: readonly { percent?: number | null }[], issues: Issue[]): number[] {
+  if (items.length === 1 && (items[0]?.percent === null || items[0]?.percent === undefined)) return [100]
+  let missing = false
+  items.forEach((c, i) => {
+    if (c.percent === null || c.percent === undefined) {
+      missing = true
+      issues.push({ path: `creatives[${i}].percent`, message: 'is required when there are several creatives' })
+    }
+  })
+  const values = items.map((c) => c.percent ?? 0)
+  const sum = values.reduce((a, b) => a + b, 0)
+  if (!missing && sum !== 100)
+    issues.push({ path: 'creatives', message: `percent weights must sum to 100 (they sum to ${sum})` })
+  return values
+}
+
+function duplicateIds(items: readonly { id?: number | null }[], issues: Issue[]) {
+  const seen = new Set<number>()
+  items.forEach((c, i) => {
+    if (c.id == null) return
+    if (seen.has(c.id)) issues.push({ path: `creatives[${i}].id`, message: `creative id ${c.id} appears twice` })
+    seen.add(c.id)
+  })
+}
+
+function asObject(input: unknown): Record<string, unknown> | undefined {
+  return input !== null && typeof input === 'object' && !Array.isArray(input)
+    ? (input as Record<string, unknown>)
+    : undefined
+}
+
+export function validatePushCampaign(input: unknown, parseRules: TargetRulesParser): Validated<PushCampaignBody> {
+  const object = asObject(input)
+  if (!object) return { ok: false, issues: [{ path: '', message: 'the body must be a JSON object' }] }
+  const { input: normalised, asObject: creativesAsObject } = normaliseCreatives(object)
+  const parsed = pushCampaignInput.safeParse(normalised)
+  if (!parsed.success) return { ok: false, issues: zodIssues(parsed.error) }
+  const v = parsed.data
+  const issues: Issue[] = []
+  const conversion_event = conversion(v.conversion_event, issues)
+  const audiences = audiencesOf(v.audiences, 'push', parseRules, issues)
+  const schedule = pushSchedule(v.schedule, issues)
+  const weights = percents(v.creatives, issues)
+  duplicateIds(v.creatives, issues)
+  if (issues.length > 0 || !schedule) return { ok: false, issues }
+  const creatives: StoredPushCreative[] = v.creatives.map((c, i) => ({
+    id: c.id ?? 0,
+    letter: LETTERS[i]!,
+    ...(c.title != null && { title: c.title }),
+    percent: weights[i]!,
+    key_values: c.key_values,
+    build_attributes: omitNullish(c.build_attributes) as StoredPushCreative['build_attributes'],
+  }))
+  return {
+    ok: true,
+    body: {
+      name: v.name,
+      status: v.status,
+      goal: v.goal,
+      ...(conversion_event && { conversion_event }),
+      audiences,
+      schedule,
+      creatives,
+      ...(creativesAsObject && { creatives_as_object: true }),
+    },
+  }
+}
+
+/** The in-app `data` part; files are checked and attached by the caller (they are not JSON). */
+export function validateInappCampaign(
+  input: unknown,
+  parseRules: TargetRulesParser,
+): Validated<Omit<InappCampaignBody, 'assets'>> {
+  const object = asObject(input)
+  if (!object) return { ok: false, issues: [{ path: 'data', message: 'must be a JSON object' }] }
+  const { input: normalised, asObject: creativesAsObject } = normaliseCreatives(object)
+  const parsed = inappCampaignInput.safeParse(normalised)
+  if (!parsed.success) return { ok: false, issues: zodIssues(parsed.error) }
+  const v = parsed.data
+  const issues: Issue[] = []
+  const conversion_event = conversion(v.conversion_event, issues)
+  const audiences = audiencesOf(v.audiences, 'inapp', parseRules, issues)
+  const s = v.schedule
+  const zone = s.starting_time_zone_id ?? undefined
+  if (s.end_date && parseInstant(s.end_date, zone) <= parseInstant(s.begin_date, zone))
+    issues.push({ path: 'schedule.end_date', message: 'must be after begin_date' })
+  const filters = filterGroup(s.filter_attributes, 'schedule.filter_attributes', issues)
+  const freq = frequency(s.frequency_attributes)
+  const weights = percents(v.creatives, issues)
+  duplicateIds(v.creatives, issues)
+  if (issues.length > 0) return { ok: false, issues }
+  const creatives: StoredInappCreative[] = v.creatives.map((c, i) => ({
+    id: c.id ?? 0,
+    letter: LETTERS[i]!,
+    ...(c.title != null && { title: c.title }),
+    percent: weights[i]!,
+    position: c.position ?? 'center',
+    key_values: c.key_values,
+  }))
+  return {
+    ok: true,
+    body: {
+      name: v.name,
+      status: v.status,
+      goal: v.goal,
+      ...(conversion_event && { conversion_event }),
+      audiences,
+      schedule: {
+        ...omitNullish({
+          trigger_name: s.trigger_name,
+          trigger_type: s.trigger_type,
+          event_name: s.event_name === '' ? undefined : s.event_name,
+        }),
+        ...(filters && { filter_attributes: filters }),
+        begin_date: s.begin_date,
+        ...(s.end_date != null && { end_date: s.end_date }),
+        ...(s.starting_time_zone_id != null && { starting_time_zone_id: s.starting_time_zone_id }),
+        ...(freq && { frequency_attributes: freq }),
+      },
+      creatives,
+      ...(creativesAsObject && { creatives_as_object: true }),
+    },
+  }
+}
