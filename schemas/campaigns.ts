@@ -36,6 +36,9 @@ export const CONVERSION_OPERATORS = [
   'does_not_contain',
   'greater_than',
   'less_than',
+  'greater_than_or_equal',
+  'less_than_or_equal',
+  'between',
   'is_defined',
   'is_not_defined',
 ] as const
@@ -59,11 +62,7 @@ export const INAPP_POSITIONS = ['center', 'top', 'bottom', 'full_screen'] as con
 const { nameMaxChars, keyMaxChars, valueMaxChars } = CAMPAIGN_LIMITS
 const text = (max: number) => z.string().max(max, `must be at most ${max} characters`)
 const required = (max: number) =>
-  z
-    .string()
-    .trim()
-    .min(1, 'must not be empty')
-    .max(max, `must be at most ${max} characters`)
+  z.string().trim().min(1, 'must not be empty').max(max, `must be at most ${max} characters`)
 
 /** An ISO 8601 date-time (offset optional: without one it is read in the schedule's zone). */
 const ISO_DATE_TIME =
@@ -158,9 +157,7 @@ export const interval = z.object({
 export type Interval = z.infer<typeof interval>
 
 export const pushSchedule = z.object({
-  begin_immediately: z
-    .object({ push_throttle_num_msgs: throttle })
-    .nullish(),
+  begin_immediately: z.object({ push_throttle_num_msgs: throttle }).nullish(),
   on_schedule: z
     .object({
       begin_date: dateTime,
@@ -177,7 +174,10 @@ export const pushSchedule = z.object({
       push_throttle_num_msgs: throttle,
       send_local_tz: sendLocalTz,
       frequency_attributes: z.array(frequencyAttribute).max(CAMPAIGN_LIMITS.maxFrequencyAttributes).nullish(),
-      intervals: z.array(interval).min(1, 'must hold at least one interval').max(CAMPAIGN_LIMITS.maxIntervals),
+      intervals: z
+        .array(interval)
+        .min(1, 'must hold at least one interval')
+        .max(CAMPAIGN_LIMITS.maxIntervals),
     })
     .nullish(),
   optimized: z.object({ fallback_time: dateTime }).nullish(),
@@ -424,7 +424,9 @@ const intParam = (min: number, max: number, what: string) =>
     .string()
     .regex(/^\s*\d+\s*$/, `${what} must be an integer ${min}..${max}`)
     .transform(Number)
-    .pipe(z.number().int().min(min, `${what} must be ${min}..${max}`).max(max, `${what} must be ${min}..${max}`))
+    .pipe(
+      z.number().int().min(min, `${what} must be ${min}..${max}`).max(max, `${what} must be ${min}..${max}`),
+    )
 
 export const MAX_PER_PAGE = 1000
 
@@ -433,15 +435,11 @@ export function listQuery(search: boolean) {
     key: search
       ? z.string().trim().min(1, 'key is required: a campaign name (or part of one) or id').max(255)
       : z.string().optional(),
-    channel: commaList(
-      ['push', 'in-app', 'inapp', 'inbox', 'places'] as const,
-      'channel',
-    ).optional(),
-    status: (search
-      ? commaList(SEARCH_STATUSES, 'status')
-      : commaList(LIST_STATUSES, 'status')
-    ).optional(),
-    sort_by: z.enum(['created_at', 'name'], { message: 'sort_by must be created_at or name' }).default('created_at'),
+    channel: commaList(['push', 'in-app', 'inapp', 'inbox', 'places'] as const, 'channel').optional(),
+    status: (search ? commaList(SEARCH_STATUSES, 'status') : commaList(LIST_STATUSES, 'status')).optional(),
+    sort_by: z
+      .enum(['created_at', 'name'], { message: 'sort_by must be created_at or name' })
+      .default('created_at'),
     sort_order: z.enum(['asc', 'desc'], { message: 'sort_order must be asc or desc' }).default('desc'),
     per_page: intParam(1, MAX_PER_PAGE, 'per_page').default(100),
     page_number: intParam(1, 1_000_000, 'page_number').default(1),

@@ -68,6 +68,10 @@ export const configSchema = z.object({
   SLUICE_PROFILE_RATE_PER_KEY_PER_MIN: int(50_000, 1),
   SLUICE_PROFILE_RATE_PER_CUSTOMER_PER_MIN: int(15, 1),
   SLUICE_EXPORT_RATE_PER_KEY_PER_MIN: int(50, 1),
+  /** In-app campaigns (docs/campaigns.md, "In-app assets"): multipart body, one creative file, a zip once inflated. */
+  SLUICE_INAPP_MAX_REQUEST_BYTES: int(25 * 1024 * 1024, 1),
+  SLUICE_INAPP_MAX_FILE_BYTES: int(5 * 1024 * 1024, 1),
+  SLUICE_INAPP_MAX_UNZIPPED_BYTES: int(50 * 1024 * 1024, 1),
   SLUICE_EVENT_PAST_WINDOW_HOURS: int(72, 0),
   SLUICE_EVENT_FUTURE_WINDOW_HOURS: int(48, 0),
   /** Uncommitted bus records per topic above which the edge answers 503 (bodies on upload topics, event blocks on the events topic). */

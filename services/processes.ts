@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Hono } from 'hono'
 import { ChdbStore } from '../pipelines/connectors/store/chdb-store.ts'
+import { DEFAULT_ASSET_LIMITS } from '../pipelines/campaigns/inapp-assets.ts'
 import { safeEqual } from './control/credentials.ts'
 import { heartbeatJob } from '../pipelines/control/jobs.ts'
 import { audienceRefreshJob } from '../pipelines/audiences/refresh-job.ts'
@@ -12,6 +13,7 @@ import type { EdgeEnv } from './edge/env.ts'
 import type { ReadinessCheck } from './edge/routes/health.ts'
 import { CountRequester } from './edge/audiences/count-requests.ts'
 import { audienceRoutes } from './edge/routes/audiences.ts'
+import { campaignRoutes } from './edge/routes/campaigns.ts'
 import { profileRoutes } from './edge/routes/profiles.ts'
 import { uploadRoutes } from './edge/routes/uploads.ts'
 import { listen } from './edge/serve.ts'
@@ -228,8 +230,15 @@ export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | unde
       waitMs: config.SLUICE_AUDIENCE_COUNT_WAIT_MS,
     }),
   })
+  const campaigns = campaignRoutes({
+    store,
+    control,
+    commands: runtime.commands,
+    files: runtime.files,
+    inapp: inappLimits(config),
+  })
   return {
-    routers: [uploads, profiles, audiences],
+    routers: [uploads, profiles, audiences, campaigns],
     start: () => shedder.start(),
     stop: () => shedder.stop(),
   }
@@ -251,6 +260,17 @@ export function scheduledJobs(runtime: Runtime): ScheduledJob[] {
       intervalMs: config.SLUICE_AUDIENCE_REFRESH_SECONDS * 1000,
     }),
   ]
+}
+
+function inappLimits(config: Runtime['config']) {
+  return {
+    maxRequestBytes: config.SLUICE_INAPP_MAX_REQUEST_BYTES,
+    asset: {
+      ...DEFAULT_ASSET_LIMITS,
+      maxFileBytes: config.SLUICE_INAPP_MAX_FILE_BYTES,
+      maxUnzippedBytes: config.SLUICE_INAPP_MAX_UNZIPPED_BYTES,
+    },
+  }
 }
 
 export function readinessChecks(runtime: Runtime): ReadinessCheck[] {

@@ -34,7 +34,12 @@ export type CampaignCommandKind = keyof typeof campaignPayloads
 export const CAMPAIGN_COMMAND_KINDS = Object.keys(campaignPayloads) as CampaignCommandKind[]
 
 export type CampaignCommand = {
-  [K in CampaignCommandKind]: { id: string; kind: K; at: number; payload: z.infer<(typeof campaignPayloads)[K]> }
+  [K in CampaignCommandKind]: {
+    id: string
+    kind: K
+    at: number
+    payload: z.infer<(typeof campaignPayloads)[K]>
+  }
 }[CampaignCommandKind]
 
 export const isCampaignCommand = (c: { kind: string }): c is CampaignCommand =>
@@ -80,7 +85,7 @@ export function campaignNeeds(commands: readonly { kind: string; payload: unknow
   const ids = new Set<number>()
   let any = false
   for (const c of commands) {
-    if (!isCampaignCommand(c as never)) continue
+    if (!isCampaignCommand(c)) continue
     any = true
     const id = (c.payload as { campaign_id?: number }).campaign_id
     if (id !== undefined) ids.add(id)
@@ -102,7 +107,11 @@ type Body = PushCampaignBody | InappCampaignBody
  * takes the id of the creative at its position before (so re-sending a campaign as it was created
  * changes no id), and the rest get new ids.
  */
-export function applyCampaignCommand(s: CampaignState, command: CampaignCommand, rows: CampaignRow[]): ControlResult {
+export function applyCampaignCommand(
+  s: CampaignState,
+  command: CampaignCommand,
+  rows: CampaignRow[],
+): ControlResult {
   const { at } = command
   const p = command.payload
   const write = (row: CampaignRow) => {
@@ -154,13 +163,13 @@ export function applyCampaignCommand(s: CampaignState, command: CampaignCommand,
       const before = JSON.parse(previous.body) as Body
       const body = structuredClone(command.payload.body) as unknown as Body
       const allocated = keepCreativeIds(before, body, () => ++s.maxCreativeId)
-      const missing = p.channel === 'inapp' ? attachAssets(body as InappCampaignBody, before as InappCampaignBody) : []
+      const missing =
+        p.channel === 'inapp' ? attachAssets(body as InappCampaignBody, before as InappCampaignBody) : []
       if (missing.length > 0) {
         s.maxCreativeId -= allocated
         return refused(422, missing[0]!, missing)
       }
-      const activated =
-        body.status === 'active' && previous.status !== 'active' ? at : previous.activated_at
+      const activated = body.status === 'active' && previous.status !== 'active' ? at : previous.activated_at
       const row: CampaignRow = {
         ...previous,
         name: body.name,
@@ -231,7 +240,9 @@ function attachAssets(body: InappCampaignBody, before: InappCampaignBody | undef
     const phone = fresh.phone ?? old.phone
     const tablet = fresh.tablet ?? old.tablet
     if (!phone && !tablet) {
-      missing.push(`file_phone_${i + 1}: creative ${i + 1} needs a phone or tablet file (file_phone_${i + 1} or file_tablet_${i + 1})`)
+      missing.push(
+        `file_phone_${i + 1}: creative ${i + 1} needs a phone or tablet file (file_phone_${i + 1} or file_tablet_${i + 1})`,
+      )
       return
     }
     assets[c.letter] = { ...(phone && { phone }), ...(tablet && { tablet }) }

@@ -1,16 +1,23 @@
 import type { Store } from '../connectors/store/store.ts'
-import { emptyCampaignState, type CampaignNeeds, type CampaignRow, type CampaignState } from './campaign-commands.ts'
+import {
+  emptyCampaignState,
+  type CampaignNeeds,
+  type CampaignRow,
+  type CampaignState,
+} from './campaign-commands.ts'
 
 /** Columns of a campaign row as read back (times in ms). */
 export const CAMPAIGN_COLUMNS = `id, org_id, app_id, channel, name, status, archived, deleted, body, max_creative_id,
   toUnixTimestamp64Milli(activated_at) AS activated_at, toUnixTimestamp64Milli(created_at) AS created_at,
   toUnixTimestamp64Milli(updated_at) AS updated_at, version`
 
-type RawRow = { [K in keyof CampaignRow]: CampaignRow[K] extends number ? number | string : CampaignRow[K] } & {
+export type RawCampaignRow = {
+  [K in keyof CampaignRow]: CampaignRow[K] extends number ? number | string : CampaignRow[K]
+} & {
   activated_at: number | string | null
 }
 
-export function toCampaignRow(r: RawRow): CampaignRow {
+export function toCampaignRow(r: RawCampaignRow): CampaignRow {
   return {
     id: Number(r.id),
     org_id: Number(r.org_id),
@@ -38,31 +45,16 @@ export async function readCampaignState(store: Store, needs: CampaignNeeds): Pro
     ),
     needs.ids.length === 0
       ? []
-      : store.query<RawRow>(`SELECT ${CAMPAIGN_COLUMNS} FROM campaigns FINAL WHERE id IN {ids:Array(UInt64)}`, {
-          ids: needs.ids,
-        }),
+      : store.query<RawCampaignRow>(
+          `SELECT ${CAMPAIGN_COLUMNS} FROM campaigns FINAL WHERE id IN {ids:Array(UInt64)}`,
+          {
+            ids: needs.ids,
+          },
+        ),
   ])
   return {
     maxId: Number(max[0]?.campaigns ?? 0),
     maxCreativeId: Number(max[0]?.creatives ?? 0),
     rows: new Map(rows.map((r) => [Number(r.id), toCampaignRow(r)])),
   }
-}
-
-/** The stored campaign `id` of this app, if it exists and is not deleted (any channel). */
-export async function readCampaign(store: Store, appId: string, id: number): Promise<CampaignRow | undefined> {
-  const rows = await store.query<RawRow>(
-    `SELECT ${CAMPAIGN_COLUMNS} FROM campaigns FINAL WHERE id = {id:UInt64} AND app_id = {app:String} AND deleted = 0`,
-    { id, app: appId },
-  )
-  return rows[0] ? toCampaignRow(rows[0]) : undefined
-}
-
-/** Every campaign of an app that is not deleted (the list and search read these). */
-export async function readAppCampaigns(store: Store, appId: string): Promise<CampaignRow[]> {
-  const rows = await store.query<RawRow>(
-    `SELECT ${CAMPAIGN_COLUMNS} FROM campaigns FINAL WHERE app_id = {app:String} AND deleted = 0`,
-    { app: appId },
-  )
-  return rows.map(toCampaignRow)
 }

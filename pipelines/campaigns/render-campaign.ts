@@ -11,7 +11,8 @@ export function renderCampaign(row: Pick<CampaignRow, 'id' | 'channel' | 'body'>
   const body = JSON.parse(row.body) as PushCampaignBody | InappCampaignBody
   const { creatives_as_object, ...rest } = body
   const { assets: _assets, ...visible } = rest as typeof rest & { assets?: unknown }
-  const schedule = row.channel === 'push' ? renderPushSchedule(body.schedule as StoredPushSchedule) : body.schedule
+  const schedule =
+    row.channel === 'push' ? renderPushSchedule(body.schedule as StoredPushSchedule) : body.schedule
   const creatives = creatives_as_object ? body.creatives[0] : body.creatives
   return { id: row.id, ...visible, schedule, creatives }
 }

@@ -47,7 +47,9 @@ export function parseInstant(s: string, zoneId: number | undefined): number {
 /** The wall-clock digits of a date-time, whatever its offset. */
 export function wallClockOf(s: string): WallClock {
   const text = normalise(s)
-  const dt = hasOffset(text) ? DateTime.fromISO(text, { setZone: true }) : DateTime.fromISO(text, { zone: 'UTC' })
+  const dt = hasOffset(text)
+    ? DateTime.fromISO(text, { setZone: true })
+    : DateTime.fromISO(text, { zone: 'UTC' })
   if (!dt.isValid) throw new Error(`invalid date-time ${s}`)
   const { year, month, day, hour, minute, second, millisecond } = dt
   return { year, month, day, hour, minute, second, millisecond }
@@ -105,7 +107,15 @@ export function optimizedDeliveryTime(start: number, usualUtcHour: number | unde
   return start
 }
 
-export const DAY_NAMES = ['sunday', 'monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday'] as const
+export const DAY_NAMES = [
+  'sunday',
+  'monday',
+  'tuesday',
+  'wednesday',
+  'thursday',
+  'friday',
+  'saturday',
+] as const
 
 export interface RecurringRule {
   begin_date: string
@@ -136,10 +146,16 @@ function matches(date: DateTime, interval: RecurringRule['intervals'][number]): 
  * The occurrences of a recurring schedule that start in [from, to], oldest first: `key` is the
  * date in the schedule's zone (YYYY-MM-DD), the same however often it is computed.
  */
-export function recurringOccurrences(rule: RecurringRule, from: number, to: number): { key: string; at: number }[] {
+export function recurringOccurrences(
+  rule: RecurringRule,
+  from: number,
+  to: number,
+): { key: string; at: number }[] {
   const zone = scheduleZone(rule)
   const wc = wallClockOf(rule.begin_date)
-  const begin = rule.send_local_tz ? atWallClock(wc, zone) : parseInstant(rule.begin_date, rule.starting_time_zone_id)
+  const begin = rule.send_local_tz
+    ? atWallClock(wc, zone)
+    : parseInstant(rule.begin_date, rule.starting_time_zone_id)
   const end = rule.send_local_tz
     ? atWallClock(wallClockOf(rule.end_date), zone)
     : parseInstant(rule.end_date, rule.starting_time_zone_id)
@@ -160,10 +176,15 @@ export function recurringOccurrences(rule: RecurringRule, from: number, to: numb
 }
 
 /** The first occurrence of one interval at or after `begin_date` (the answer's `interval_start`). */
-export function intervalStart(rule: RecurringRule, interval: RecurringRule['intervals'][number]): string | undefined {
+export function intervalStart(
+  rule: RecurringRule,
+  interval: RecurringRule['intervals'][number],
+): string | undefined {
   const zone = scheduleZone(rule)
   const wc = wallClockOf(rule.begin_date)
-  const begin = rule.send_local_tz ? atWallClock(wc, zone) : parseInstant(rule.begin_date, rule.starting_time_zone_id)
+  const begin = rule.send_local_tz
+    ? atWallClock(wc, zone)
+    : parseInstant(rule.begin_date, rule.starting_time_zone_id)
   let day = DateTime.fromMillis(begin, { zone }).startOf('day')
   for (let i = 0; i < 370; i++) {
     if (matches(day, interval)) {

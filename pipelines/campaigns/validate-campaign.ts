@@ -17,6 +17,7 @@ import {
   type StoredPushCreative,
   type StoredPushSchedule,
 } from '../../schemas/campaigns.ts'
+import { filterValues } from './conversion-sql.ts'
 import { parseInstant } from './schedule-time.ts'
 
 /**
@@ -56,7 +57,10 @@ export const describeIssues = (issues: readonly Issue[]) =>
   issues.map((i) => (i.path === '' ? i.message : `${i.path}: ${i.message}`))
 
 /** A single creative object is accepted as a list of one; answers keep the shape the client used. */
-function normaliseCreatives(input: Record<string, unknown>): { input: Record<string, unknown>; asObject: boolean } {
+function normaliseCreatives(input: Record<string, unknown>): {
+  input: Record<string, unknown>
+  asObject: boolean
+} {
   const c = input.creatives
   if (c !== null && typeof c === 'object' && !Array.isArray(c))
     return { input: { ...input, creatives: [c] }, asObject: true }
@@ -70,25 +74,24 @@ const omitNullish = <T extends Record<string, unknown>>(o: T): NoNulls<T> => {
   return out as NoNulls<T>
 }
 
-const NEEDS_VALUE = new Set([
-  'is_one_of',
-  'is_not_one_of',
-  'contains',
-  'does_not_contain',
+const NUMERIC = new Set([
   'greater_than',
   'less_than',
+  'greater_than_or_equal',
+  'less_than_or_equal',
+  'between',
 ])
 
 function checkFilters(filters: readonly ConversionFilter[], at: string, issues: Issue[]) {
   filters.forEach((f, i) => {
     const path = `${at}[${i}].value`
-    const values = f.value === undefined ? [] : Array.isArray(f.value) ? f.value : [f.value]
-    if (NEEDS_VALUE.has(f.operator) && values.every((v) => v.trim() === ''))
+    const values = filterValues(f)
+    if (f.operator === 'is_defined' || f.operator === 'is_not_defined') return
+    if (values.length === 0 || values.every((v) => v === ''))
       issues.push({ path, message: `is required with operator ${f.operator}` })
-    if (
-      (f.operator === 'greater_than' || f.operator === 'less_than') &&
-      values.some((v) => !Number.isFinite(Number(v)))
-    )
+    else if (f.operator === 'between' && values.length !== 2)
+      issues.push({ path, message: 'of between holds two numbers (an array, or "low,high")' })
+    else if (NUMERIC.has(f.operator) && values.some((v) => v === '' || !Number.isFinite(Number(v))))
       issues.push({ path, message: `must be a number with operator ${f.operator}` })
   })
 }
@@ -108,7 +111,11 @@ function conversion(
   issues: Issue[],
 ): StoredConversionEvent | undefined {
   if (!input) return undefined
-  const attributes = filterGroup(input.conversion_attributes, 'conversion_event.conversion_attributes', issues)
+  const attributes = filterGroup(
+    input.conversion_attributes,
+    'conversion_event.conversion_attributes',
+    issues,
+  )
   return { event_name: input.event_name, ...(attributes && { conversion_attributes: attributes }) }
 }
 
@@ -129,7 +136,10 @@ function audiencesOf(
   if (input.campaign_type === 'audience' && hasRules)
     issues.push({ path: 'audiences.target_rules', message: 'must be absent when campaign_type is audience' })
   if (input.campaign_type === 'target_rules' && hasId)
-    issues.push({ path: 'audiences.audience_id', message: 'must be absent when campaign_type is target_rules' })
+    issues.push({
+      path: 'audiences.audience_id',
+      message: 'must be absent when campaign_type is target_rules',
+    })
   if (channel === 'push' && input.devices)
     issues.push({ path: 'audiences.devices', message: 'only in-app campaigns target device types' })
   let rules: unknown
@@ -173,11 +183,7 @@ function frequency(items: readonly FrequencyAttribute[] | null | undefined): Sto
 
 const DAY_INDEX = ['sunday', 'monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday'] as const
 
-function intervals(
-  items: readonly Interval[],
-  at: string,
-  issues: Issue[],
-): StoredInterval[] {
+function intervals(items: readonly Interval[], at: string, issues: Issue[]): StoredInterval[] {
   return items.map((item, i) => {
     const path = `${at}[${i}]`
     const dow = item.day_of_week ?? undefined
@@ -186,14 +192,25 @@ function intervals(
       if (dow === undefined && onDay === undefined)
         issues.push({ path: `${path}.day_of_week`, message: 'is required for a weekly interval' })
       if (onDay !== undefined && (onDay < 0 || onDay > 6))
-        issues.push({ path: `${path}.on_day`, message: 'of a weekly interval is a day of the week, 0 (sunday)..6' })
+        issues.push({
+          path: `${path}.on_day`,
+          message: 'of a weekly interval is a day of the week, 0 (sunday)..6',
+        })
       else if (dow !== undefined && onDay !== undefined && DAY_INDEX[onDay] !== dow)
-        issues.push({ path: `${path}.on_day`, message: `says ${DAY_INDEX[onDay]} but day_of_week says ${dow}` })
+        issues.push({
+          path: `${path}.on_day`,
+          message: `says ${DAY_INDEX[onDay]} but day_of_week says ${dow}`,
+        })
       const day = dow ?? (onDay !== undefined ? DAY_INDEX[onDay] : undefined)
-      return { interval: 'weekly', ...(day && { day_of_week: day }), ...(onDay !== undefined && { on_day: onDay }) }
+      return {
+        interval: 'weekly',
+        ...(day && { day_of_week: day }),
+        ...(onDay !== undefined && { on_day: onDay }),
+      }
     }
     if (item.interval === 'monthly') {
-      if (onDay === undefined) issues.push({ path: `${path}.on_day`, message: 'is required for a monthly interval' })
+      if (onDay === undefined)
+        issues.push({ path: `${path}.on_day`, message: 'is required for a monthly interval' })
       else if (onDay < 1 || onDay > 31)
         issues.push({ path: `${path}.on_day`, message: 'of a monthly interval is a day of the month, 1..31' })
       return { interval: 'monthly', ...(onDay !== undefined && { on_day: onDay }) }
@@ -232,7 +249,8 @@ function pushSchedule(
     const s = input.recurring
     const begin = parseInstant(s.begin_date, s.starting_time_zone_id ?? undefined)
     const end = parseInstant(s.end_date, s.starting_time_zone_id ?? undefined)
-    if (end <= begin) issues.push({ path: 'schedule.recurring.end_date', message: 'must be after begin_date' })
+    if (end <= begin)
+      issues.push({ path: 'schedule.recurring.end_date', message: 'must be after begin_date' })
     else if (end - begin > CAMPAIGN_LIMITS.maxRecurringDays * 86_400_000)
       issues.push({
         path: 'schedule.recurring.end_date',
@@ -261,7 +279,10 @@ function percents(items: readonly { percent?: number | null }[], issues: Issue[]
   items.forEach((c, i) => {
     if (c.percent === null || c.percent === undefined) {
       missing = true
-      issues.push({ path: `creatives[${i}].percent`, message: 'is required when there are several creatives' })
+      issues.push({
+        path: `creatives[${i}].percent`,
+        message: 'is required when there are several creatives',
+      })
     }
   })
   const values = items.map((c) => c.percent ?? 0)
@@ -275,7 +296,8 @@ function duplicateIds(items: readonly { id?: number | null }[], issues: Issue[])
   const seen = new Set<number>()
   items.forEach((c, i) => {
     if (c.id == null) return
-    if (seen.has(c.id)) issues.push({ path: `creatives[${i}].id`, message: `creative id ${c.id} appears twice` })
+    if (seen.has(c.id))
+      issues.push({ path: `creatives[${i}].id`, message: `creative id ${c.id} appears twice` })
     seen.add(c.id)
   })
 }
@@ -286,7 +308,10 @@ function asObject(input: unknown): Record<string, unknown> | undefined {
     : undefined
 }
 
-export function validatePushCampaign(input: unknown, parseRules: TargetRulesParser): Validated<PushCampaignBody> {
+export function validatePushCampaign(
+  input: unknown,
+  parseRules: TargetRulesParser,
+): Validated<PushCampaignBody> {
   const object = asObject(input)
   if (!object) return { ok: false, issues: [{ path: '', message: 'the body must be a JSON object' }] }
   const { input: normalised, asObject: creativesAsObject } = normaliseCreatives(object)

@@ -68,6 +68,7 @@ describe('applyCommands (the control applier’s pure core)', () => {
       apps: [],
       api_keys: [],
       audiences: [],
+      campaigns: [],
     })
     expect(after.maxIds).toEqual({ orgs: 9, profile_dbs: 14 })
     // The input state is not changed: applying is pure.
