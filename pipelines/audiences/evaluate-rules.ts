@@ -182,7 +182,9 @@ function filterHolds(value: string | undefined, f: Filter): boolean {
   }
 }
 
+/** and / or over a group; an empty group (no filters) constrains nothing. */
 function allOrAny(results: boolean[], operator: 'and' | 'or'): boolean {
+  if (results.length === 0) return true
   return operator === 'and' ? results.every(Boolean) : results.some(Boolean)
 }
 
@@ -315,7 +317,7 @@ export function evaluateMembers(rules: TargetRules, data: AudienceData, ctx: Aud
     const parts: boolean[] = []
     if (rules.behavior) parts.push(allOrAny(ruleResults, rules.behavior.behavior_rule_operator))
     if (rules.profile) parts.push(allOrAny(criterionResults, rules.profile.operator))
-    if (!allOrAny(parts, rules.behavior_profile_operator) && parts.length > 0) continue
+    if (!allOrAny(parts, rules.behavior_profile_operator)) continue
 
     const starts = sessions.map((s) => s.started_at)
     members.push({

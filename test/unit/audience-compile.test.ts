@@ -95,6 +95,11 @@ const fixture: AudienceData = {
     event('i3', 'Open', 1, { screen: 'home' }, { app_version: '2.0' }),
     event('i4', 'Purchase', 5, { item: 'socks' }),
     { ...event('o1', 'Purchase', 1), app_id: 'other' },
+    // Window bounds: exactly 7 days ago and exactly now are inside a 7-day window; 1 ms outside is not.
+    event('i5', 'Edge', 7),
+    event('i3', 'Edge', 0),
+    { ...event('i2', 'Edge', 0), event_time: NOW + 1 },
+    { ...event('i4', 'Edge', 7), event_time: NOW - 7 * DAY - 1 },
   ],
   sessions: [
     session('i1', 's1', 2),
@@ -208,6 +213,21 @@ describe('behavior rules: event counts (Purchase in 30 days: i1 3, i4 1, others 
     ['neg_time_window [7, 2]', purchase({ neg_time_window: [-7, -2] }), ['i1', 'i4']],
     ['neg_time_window [45, 30]', purchase({ neg_time_window: [45, 30] }), ['i2']],
     ['an event of another name', { behavior: { rules: [{ event_name: 'Open' }] } }, ['i2', 'i3']],
+    [
+      'the window includes both bounds',
+      { behavior: { days: 7, rules: [{ event_name: 'Edge' }] } },
+      ['i3', 'i5'],
+    ],
+    [
+      'neg_time_window includes both bounds',
+      { behavior: { rules: [{ event_name: 'Edge', neg_time_window: [7, 0] }] } },
+      ['i3', 'i5'],
+    ],
+    [
+      'neg_time_window [6, 0] leaves out 7 days ago',
+      { behavior: { rules: [{ event_name: 'Edge', neg_time_window: [6, 0] }] } },
+      ['i3'],
+    ],
   ])('%s', async (_name, input, expected) => {
     expect(await members(input)).toEqual(expected)
   })
