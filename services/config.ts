@@ -72,6 +72,18 @@ export const configSchema = z.object({
   SLUICE_INAPP_MAX_REQUEST_BYTES: int(25 * 1024 * 1024, 1),
   SLUICE_INAPP_MAX_FILE_BYTES: int(5 * 1024 * 1024, 1),
   SLUICE_INAPP_MAX_UNZIPPED_BYTES: int(50 * 1024 * 1024, 1),
+  // Push (docs/push.md): requests per app and target type (per edge), and the per-app send rate.
+  SLUICE_PUSH_RATE_CUSTOMER_ID_PER_SECOND: int(1000, 1),
+  SLUICE_PUSH_RATE_BROADCAST_PER_MINUTE: int(2, 1),
+  SLUICE_PUSH_RATE_PROFILE_PER_HOUR: int(600, 1),
+  SLUICE_PUSH_RATE_AUDIENCE_ID_PER_MINUTE: int(2, 1),
+  SLUICE_PUSH_NEW_CAMPAIGN_KEYS_PER_DAY: int(100, 1),
+  /** Deliveries per second handed to the transports for one app; 0: no limit. */
+  SLUICE_PUSH_SEND_RATE_PER_APP: int(5000, 0),
+  /** Installs per delivery batch: the most a crash of the sender can send twice. */
+  SLUICE_PUSH_BATCH_SIZE: int(2000, 1).pipe(z.number().max(10_000)),
+  SLUICE_PUSH_MAX_ATTEMPTS: int(5, 1),
+  SLUICE_PUSH_RETRY_DEADLINE_MS: int(60_000, 0),
   SLUICE_EVENT_PAST_WINDOW_HOURS: int(72, 0),
   SLUICE_EVENT_FUTURE_WINDOW_HOURS: int(48, 0),
   /** Uncommitted bus records per topic above which the edge answers 503 (bodies on upload topics, event blocks on the events topic). */

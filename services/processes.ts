@@ -15,6 +15,7 @@ import { CountRequester } from './edge/audiences/count-requests.ts'
 import { audienceRoutes } from './edge/routes/audiences.ts'
 import { campaignRoutes } from './edge/routes/campaigns.ts'
 import { profileRoutes } from './edge/routes/profiles.ts'
+import { pushRoutes } from './edge/routes/push.ts'
 import { uploadRoutes } from './edge/routes/uploads.ts'
 import { listen } from './edge/serve.ts'
 import { LoadShedder } from './edge/uploads/load-shedder.ts'
@@ -30,6 +31,11 @@ import { audiencesPipeline } from './worker/audiences.ts'
 import { controlPipeline } from './worker/control.ts'
 import { ingestionPipeline } from './worker/ingestion.ts'
 import { profilesPipeline } from './worker/profiles.ts'
+import { pushPipeline } from './worker/push.ts'
+import { FileTransport } from '../pipelines/connectors/push/file-transport.ts'
+import type { TransportResolver } from '../pipelines/push/transport.ts'
+import { audienceMembers, audienceRefusal } from '../pipelines/push/members.ts'
+import type { MemberSource } from '../pipelines/push/planner.ts'
 import { startWorker, type WorkerPipeline } from './worker/worker.ts'
 
 export interface RunningProcess {
@@ -237,17 +243,59 @@ export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | unde
     files: runtime.files,
     inapp: inappLimits(config),
   })
+  const push = pushRoutes({
+    bus,
+    store,
+    control,
+    topic: topology.topics.pushRequests.topic,
+    metrics,
+    transports: pushTransports(runtime),
+    audiences: (org, appId, id) => audienceRefusal(store, org, appId, id),
+    limits: {
+      customerIdPerSecond: config.SLUICE_PUSH_RATE_CUSTOMER_ID_PER_SECOND,
+      broadcastPerMinute: config.SLUICE_PUSH_RATE_BROADCAST_PER_MINUTE,
+      profilePerHour: config.SLUICE_PUSH_RATE_PROFILE_PER_HOUR,
+      audienceIdPerMinute: config.SLUICE_PUSH_RATE_AUDIENCE_ID_PER_MINUTE,
+      newCampaignKeysPerDay: config.SLUICE_PUSH_NEW_CAMPAIGN_KEYS_PER_DAY,
+    },
+  })
   return {
-    routers: [uploads, profiles, audiences, campaigns],
+    routers: [uploads, profiles, audiences, campaigns, push],
     start: () => shedder.start(),
     stop: () => shedder.stop(),
+  }
+}
+
+/** The members of audience_id and profile push targets: the audience compiler over the store. */
+function pushMembers(runtime: Runtime): MemberSource {
+  return audienceMembers(runtime.store, {
+    async profileDbsOf(orgId, appId) {
+      const [app, org] = await Promise.all([runtime.control.getApp(appId), runtime.control.getOrg(orgId)])
+      return app && org ? { app: app.profiledb_id, org: org.profiledb_id } : undefined
+    },
+  })
+}
+
+/** The push transports: the file transport for both platforms (the default of an unconfigured app). */
+function pushTransports(runtime: Runtime): TransportResolver {
+  const file = new FileTransport({ dataDir: runtime.dataDir })
+  return {
+    transportFor: async () => file,
+    platformsOf: async () => ['ios', 'android'],
+    close: () => file.close(),
   }
 }
 
 /** The worker's pipelines; each one's topics, groups and limits are its entry in the topology. */
 export function workerPipelines(runtime: Runtime): WorkerPipeline[] {
   // The control applier runs the jobs the scheduler emits, so both take the same list.
-  return [ingestionPipeline, profilesPipeline, controlPipeline(scheduledJobs(runtime)), audiencesPipeline]
+  return [
+    ingestionPipeline,
+    profilesPipeline,
+    controlPipeline(scheduledJobs(runtime)),
+    audiencesPipeline,
+    pushPipeline({ transports: pushTransports, members: pushMembers }),
+  ]
 }
 
 export function scheduledJobs(runtime: Runtime): ScheduledJob[] {

@@ -36,6 +36,7 @@ const MB = 1024 * 1024
  *   edge ──► profile-changes ─► profile-writer ──► store            (profiles, worker)
  *   edge, scheduler ──► control (1 partition) ──► control-applier ──► store (control, worker)
  *   edge, audience refresh job ──► audience-counts ──► audience-counter ──► store (audiences, worker)
+ *   edge, scheduler ──► push-requests ──► push-planner ──► push-deliveries ──► push-sender ──► transports, store (push, worker)
  */
 export function topology(prefix: string, partitions: number) {
   const topic = (name: string, count = partitions): TopicSpec => ({
@@ -59,6 +60,10 @@ export function topology(prefix: string, partitions: number) {
     control: topic('control', CONTROL_PARTITION + 1),
     /** Requests to count an audience, keyed by audience id (edge, the scheduled refresh job). */
     audienceCounts: topic('audience-counts'),
+    /** Accepted push requests (edge, campaign scheduler), keyed by app: one planner owns an app's requests. */
+    pushRequests: topic('push-requests'),
+    /** Delivery batches of planned requests, keyed by app: one sender owns an app's send rate (planner). */
+    pushDeliveries: topic('push-deliveries'),
   }
   const stage = (
     name: string,
@@ -104,6 +109,17 @@ export function topology(prefix: string, partitions: number) {
       maxBatchRecords: 1000,
       maxBatchBytes: 1 * MB,
     }),
+    // Requests are small; a burst of customer_id requests is planned with a few queries per batch.
+    pushPlanner: stage('push-planner', 'push-planner', topics.pushRequests, {
+      maxBatchRecords: 256,
+      maxBatchBytes: 4 * MB,
+    }),
+    // A batch of one broadcast page (up to SLUICE_PUSH_BATCH_SIZE installs) or many small ones:
+    // what a crash of the sender may send twice.
+    pushSender: stage('push-sender', 'push-sender', topics.pushDeliveries, {
+      maxBatchRecords: 256,
+      maxBatchBytes: 1 * MB,
+    }),
   }
   const pipelines = {
     ingestion: {
@@ -114,6 +130,11 @@ export function topology(prefix: string, partitions: number) {
     profiles: { name: 'profiles', topics: [topics.profileChanges], stages: [stages.profileWriter] },
     control: { name: 'control', topics: [topics.control], stages: [stages.controlApplier] },
     audiences: { name: 'audiences', topics: [topics.audienceCounts], stages: [stages.audienceCounter] },
+    push: {
+      name: 'push',
+      topics: [topics.pushRequests, topics.pushDeliveries],
+      stages: [stages.pushSender, stages.pushPlanner],
+    },
   } satisfies Record<string, PipelineSpec>
   /** Couplings between flows: each is a promise one stage or role makes about another's backlog. */
   const couplings = {
@@ -144,6 +165,11 @@ export function topology(prefix: string, partitions: number) {
     pipelines,
     couplings,
     /** Created before the edge serves (the control topic is created by the first command sent on it). */
-    edgeTopics: [...pipelines.ingestion.topics, ...pipelines.profiles.topics, ...pipelines.audiences.topics],
+    edgeTopics: [
+      ...pipelines.ingestion.topics,
+      ...pipelines.profiles.topics,
+      ...pipelines.audiences.topics,
+      topics.pushRequests,
+    ],
   }
 }

@@ -91,6 +91,12 @@ export function createMetrics() {
       labelNames: ['stage'] as const,
       registers: [registry],
     }),
+    pushDeliveries: new Counter({
+      name: 'sluice_push_deliveries_total',
+      help: 'Push deliveries recorded, by platform, transport and status (sent, failed)',
+      labelNames: ['platform', 'transport', 'status'] as const,
+      registers: [registry],
+    }),
   }
 }
 

@@ -1,0 +1,337 @@
+import type { BusRecord, RecordBatch } from '../connectors/bus/bus.ts'
+import type { Store } from '../connectors/store/store.ts'
+import { describeFailure } from '../failures/classify-error.ts'
+import { deadLetter, PermanentError, type StageReport } from '../failures/outcome.ts'
+import { backoffDelay, realClock, type RetryClock, type RetryPolicy } from '../failures/retry.ts'
+import { wellFormed } from '../text/unicode.ts'
+import {
+  decodeBatch,
+  deliveryId,
+  pushPlatform,
+  type BatchTarget,
+  type DeliveryBatch,
+} from './delivery-batch.ts'
+import { compareInstall } from './plan.ts'
+import type { SendRate } from './send-rate.ts'
+import type { DeliveryOutcome, PushDelivery, PushPlatform, TransportResolver } from './transport.ts'
+
+export interface SenderDeps {
+  store: Store
+  transports: TransportResolver
+  rate: SendRate
+  /** Bounds of retrying deliveries a transport answered `retry` (or a send that threw). */
+  retry: RetryPolicy
+  /** Deliveries per transport call (default 500). */
+  chunkSize?: number
+  clock?: RetryClock
+  onDelivered?: (info: {
+    appId: string
+    platform: string
+    transport: string
+    sent: number
+    failed: number
+  }) => void
+}
+
+/** The columns of a push_deliveries row, in the order the sender writes them. */
+export const DELIVERY_COLUMNS = [
+  'app_id',
+  'request_id',
+  'generation',
+  'campaign_key',
+  'campaign_id',
+  'creative',
+  'install_uuid',
+  'customer_id',
+  'platform',
+  'transport',
+  'status',
+  'error',
+  'attempts',
+  'message_index',
+  'batch_id',
+  'planned_at',
+  'first_attempt_at',
+  'finished_at',
+  'version',
+] as const
+
+interface Work {
+  batch: DeliveryBatch
+  target: BatchTarget
+}
+
+interface Result {
+  status: 'sent' | 'failed'
+  error: string
+  attempts: number
+  transport: string
+  firstAttemptAt: number
+  finishedAt: number
+  invalidToken?: boolean
+}
+
+/**
+ * The push sender: sends each delivery batch through the app's transport for each platform, at
+ * the app's rate, and records every (request, install) once in push_deliveries.
+ *
+ * Exactly once in the record, at most once more on the wire: before sending, it reads which
+ * installs of the batch's requests are recorded already and skips them, and it records what it
+ * sent (one insert per bus batch) before the bus commits. A crash after the transport took a
+ * batch and before the insert resends that batch, and only it, on redelivery (the deliveries
+ * carry an idempotency key, `deliveryId`, for receivers that drop repeats).
+ *
+ * Retries: deliveries the transport answered `retry` (and all of a send that threw) are tried
+ * again with exponential backoff and full jitter, never sooner than the transport's retryAfterMs,
+ * within `retry` (attempts and a deadline); then they are recorded as failed with the last error.
+ * `failed` with invalidToken also writes the token to invalid_push_tokens, so no fan-out uses it
+ * again. A device whose platform push does not serve, or whose platform has no transport, is
+ * recorded as failed with the reason.
+ */
+export function pushSender(deps: SenderDeps) {
+  const clock = deps.clock ?? realClock
+  const chunkSize = deps.chunkSize ?? 500
+
+  return async (bus: RecordBatch): Promise<StageReport> => {
+    const report: StageReport = { outcomes: [] }
+    const batches: DeliveryBatch[] = []
+    for (const record of bus.records) {
+      const decoded = decodeBatch(record.value)
+      if (decoded.ok) batches.push(decoded.batch)
+      else report.outcomes.push({ record, outcome: undecodable(record, decoded.reason) })
+    }
+    if (batches.length === 0) return report
+
+    const recorded = await recordedInstalls(deps.store, batches)
+    const results = new Map<Work, Result>()
+    const groups = new Map<string, { appId: string; platform: PushPlatform; work: Work[] }>()
+    const now = clock.now()
+    for (const batch of batches) {
+      for (const target of batch.targets) {
+        const key = installKey(batch.requestId, batch.generation, target[0])
+        // Recorded before (a redelivery), or twice in this bus batch (a re-emitted page).
+        if (recorded.has(key)) continue
+        recorded.add(key)
+        const work = { batch, target }
+        const platform = pushPlatform(target[2])
+        if (!platform) {
+          results.set(work, failedNow(now, `unsupported platform ${JSON.stringify(target[2])}`))
+          continue
+        }
+        const groupKey = `${batch.appId}\n${platform}`
+        const group = groups.get(groupKey) ?? { appId: batch.appId, platform, work: [] }
+        group.work.push(work)
+        groups.set(groupKey, group)
+      }
+    }
+
+    for (const { appId, platform, work } of groups.values()) {
+      const transport = await deps.transports.transportFor(appId, platform)
+      if (!transport) {
+        for (const w of work)
+          results.set(w, failedNow(clock.now(), `no transport configured for ${platform}`))
+        continue
+      }
+      for (let i = 0; i < work.length; i += chunkSize) {
+        const chunk = work.slice(i, i + chunkSize)
+        const outcomes = await sendWithRetries(chunk, platform, transport)
+        chunk.forEach((w, j) => results.set(w, outcomes[j]!))
+      }
+    }
+
+    if (results.size > 0) await record(results)
+    return report
+  }
+
+  async function sendWithRetries(
+    work: readonly Work[],
+    platform: PushPlatform,
+    transport: NonNullable<Awaited<ReturnType<TransportResolver['transportFor']>>>,
+  ): Promise<Result[]> {
+    const appId = work[0]!.batch.appId
+    const deliveries = work.map(({ batch, target }): PushDelivery => ({
+      deliveryId: deliveryId(batch.requestId, batch.generation, target[0]),
+      requestId: batch.requestId,
+      campaignKey: batch.campaignKey,
+      appId: batch.appId,
+      installUuid: target[0],
+      customerId: target[1],
+      platform,
+      pushToken: target[3],
+      message: batch.messages[target[4]]!,
+      attempt: 1,
+    }))
+    const results = new Array<Result | undefined>(work.length)
+    const firstAttemptAt = clock.now()
+    let pending = deliveries.map((_, i) => i)
+    for (let attempt = 1; ; attempt++) {
+      await deps.rate.acquire(appId, pending.length)
+      let outcomes: DeliveryOutcome[]
+      try {
+        outcomes = await transport.send(pending.map((i) => ({ ...deliveries[i]!, attempt })))
+        if (outcomes.length !== pending.length)
+          throw new Error(
+            `the ${transport.kind} transport answered ${outcomes.length} outcomes for ${pending.length} deliveries`,
+          )
+      } catch (err) {
+        const error = describeFailure(err, 1000)
+        outcomes = pending.map(() => ({ status: 'retry', error }))
+      }
+      const again: number[] = []
+      let retryAfterMs = 0
+      const finishedAt = clock.now()
+      outcomes.forEach((outcome, j) => {
+        const i = pending[j]!
+        const base = { attempts: attempt, transport: transport.kind, firstAttemptAt, finishedAt }
+        if (outcome.status === 'sent') results[i] = { ...base, status: 'sent', error: '' }
+        else if (outcome.status === 'failed')
+          results[i] = {
+            ...base,
+            status: 'failed',
+            error: outcome.error,
+            ...(outcome.invalidToken && { invalidToken: true }),
+          }
+        else {
+          again.push(i)
+          retryAfterMs = Math.max(retryAfterMs, outcome.retryAfterMs ?? 0)
+          results[i] = {
+            ...base,
+            status: 'failed',
+            error: `${outcome.error} (gave up after ${attempt} attempts)`,
+          }
+        }
+      })
+      if (again.length === 0) break
+      const wait = Math.max(
+        retryAfterMs,
+        backoffDelay(attempt, deps.retry, () => clock.random()),
+      )
+      if (attempt >= deps.retry.attempts || clock.now() + wait - firstAttemptAt > deps.retry.deadlineMs) break
+      await clock.sleep(wait)
+      pending = again
+    }
+    return results.map((r) => r!)
+  }
+
+  async function record(results: Map<Work, Result>): Promise<void> {
+    let rows = ''
+    const invalid: object[] = []
+    const counts = new Map<
+      string,
+      { appId: string; platform: string; transport: string; sent: number; failed: number }
+    >()
+    for (const [{ batch, target }, r] of results) {
+      const platform = pushPlatform(target[2]) ?? target[2]
+      rows +=
+        JSON.stringify([
+          batch.appId,
+          batch.requestId,
+          batch.generation,
+          batch.campaignKey ?? '',
+          batch.campaignId,
+          batch.creative,
+          target[0],
+          target[1],
+          platform,
+          r.transport,
+          r.status,
+          wellFormed(r.error).slice(0, 2000),
+          r.attempts,
+          batch.messageIndexes[target[4]] ?? 0,
+          batch.batchId,
+          batch.plannedAt,
+          r.firstAttemptAt,
+          r.finishedAt,
+          r.finishedAt,
+        ]) + '\n'
+      if (r.invalidToken)
+        invalid.push({
+          app_id: batch.appId,
+          push_token: target[3],
+          install_uuid: target[0],
+          transport: r.transport,
+          reason: wellFormed(r.error).slice(0, 2000),
+          invalidated_at: r.finishedAt,
+        })
+      const key = `${batch.appId}\n${platform}\n${r.transport}`
+      const c = counts.get(key) ?? {
+        appId: batch.appId,
+        platform,
+        transport: r.transport,
+        sent: 0,
+        failed: 0,
+      }
+      c[r.status]++
+      counts.set(key, c)
+    }
+    // Tokens first: a crash between the two inserts leaves the token dead and the delivery
+    // unrecorded, which the redelivery resends (to a dead token, answered failed again).
+    if (invalid.length > 0) await deps.store.insert('invalid_push_tokens', invalid)
+    await deps.store.insert('push_deliveries', Buffer.from(rows), { compactColumns: DELIVERY_COLUMNS })
+    for (const c of counts.values()) deps.onDelivered?.(c)
+  }
+}
+
+const installKey = (requestId: string, generation: number, install: string) =>
+  `${requestId}\n${generation}\n${install}`
+
+const failedNow = (at: number, error: string): Result => ({
+  status: 'failed',
+  error,
+  attempts: 0,
+  transport: '',
+  firstAttemptAt: at,
+  finishedAt: at,
+})
+
+const undecodable = (record: BusRecord, reason: string) =>
+  deadLetter(new PermanentError(`undecodable delivery batch at offset ${record.offset}: ${reason}`))
+
+/**
+ * Which installs of these batches' requests are recorded already, as installKey strings: one
+ * range read per (app, request, generation) over the table's key (pages are in install order).
+ */
+async function recordedInstalls(store: Store, batches: readonly DeliveryBatch[]): Promise<Set<string>> {
+  const ranges = new Map<
+    string,
+    { app: string; request: string; generation: number; lo: string; hi: string }
+  >()
+  for (const b of batches) {
+    if (b.targets.length === 0) continue
+    const key = `${b.appId}\n${b.requestId}\n${b.generation}`
+    const range = ranges.get(key) ?? {
+      app: b.appId,
+      request: b.requestId,
+      generation: b.generation,
+      lo: '',
+      hi: '',
+    }
+    for (const [install] of b.targets) {
+      if (range.lo === '' || compareInstall(install, range.lo) < 0) range.lo = install
+      if (compareInstall(install, range.hi) > 0) range.hi = install
+    }
+    ranges.set(key, range)
+  }
+  const found = new Set<string>()
+  if (ranges.size === 0) return found
+  const clauses: string[] = []
+  const params: Record<string, unknown> = {}
+  ;[...ranges.values()].forEach((r, i) => {
+    clauses.push(
+      `(app_id = {a${i}:String} AND request_id = {r${i}:String} AND generation = {g${i}:UInt32} AND install_uuid >= {lo${i}:String} AND install_uuid <= {hi${i}:String})`,
+    )
+    Object.assign(params, {
+      [`a${i}`]: r.app,
+      [`r${i}`]: r.request,
+      [`g${i}`]: r.generation,
+      [`lo${i}`]: r.lo,
+      [`hi${i}`]: r.hi,
+    })
+  })
+  const rows = await store.query<{ request_id: string; generation: number | string; install_uuid: string }>(
+    `SELECT request_id, generation, install_uuid FROM push_deliveries WHERE ${clauses.join(' OR ')}`,
+    params,
+  )
+  for (const r of rows) found.add(installKey(r.request_id, Number(r.generation), r.install_uuid))
+  return found
+}
