@@ -79,7 +79,8 @@ describe('the edge asks for credentials first and limits failed attempts and SDK
       ['GET', '/v1/nope'],
       ['DELETE', '/v1/auth/check'],
       ['GET', '/v1/sdk/apps/limits-ios/nope'],
-      ['POST', '/v2/push/nope'],
+      ['POST', '/v2/nope'],
+      ['GET', '/v2/push/app/reports'],
       ['GET', '/events/v1/nope'],
       ['GET', '/api/v6/orgs/1/apps/x/audiences'],
     ] as const
