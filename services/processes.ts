@@ -14,6 +14,7 @@ import type { ReadinessCheck } from './edge/routes/health.ts'
 import { CountRequester } from './edge/audiences/count-requests.ts'
 import { audienceRoutes } from './edge/routes/audiences.ts'
 import { campaignRoutes } from './edge/routes/campaigns.ts'
+import { inappSdkRoutes } from './edge/routes/inapp-sdk.ts'
 import { profileRoutes } from './edge/routes/profiles.ts'
 import { pushRoutes } from './edge/routes/push.ts'
 import { uploadRoutes } from './edge/routes/uploads.ts'
@@ -259,8 +260,14 @@ export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | unde
       newCampaignKeysPerDay: config.SLUICE_PUSH_NEW_CAMPAIGN_KEYS_PER_DAY,
     },
   })
+  const inappSdk = inappSdkRoutes({
+    store,
+    control,
+    files: runtime.files,
+    ratePerAppPerSecond: config.SLUICE_SDK_UPLOAD_RATE_PER_APP,
+  })
   return {
-    routers: [uploads, profiles, audiences, campaigns, push],
+    routers: [uploads, profiles, audiences, campaigns, push, inappSdk],
     start: () => shedder.start(),
     stop: () => shedder.stop(),
   }

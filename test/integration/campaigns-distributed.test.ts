@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { distributedEnv } from '../helpers/distributed-env.ts'
 import { startInProcess, type InProcessSluice } from '../helpers/sluice-inprocess.ts'
+import { runInappScenario } from './campaigns-inapp-scenario.ts'
 import { runCampaignCrudScenario } from './campaigns-scenario.ts'
 
 // Kafka and ClickHouse as the global setup picked them (a broker, testcontainers, or the stand-ins).
@@ -17,5 +18,9 @@ describe('campaigns, distributed mode (Kafka + ClickHouse over HTTP)', () => {
 
   it('creates, reads, updates, archives, lists, searches and deletes push campaigns', async () => {
     await runCampaignCrudScenario(sluice, 'dist')
+  })
+
+  it('creates and updates in-app campaigns with checked files, and offers them to installs through the SDK', async () => {
+    await runInappScenario(sluice, 'dist')
   })
 })
