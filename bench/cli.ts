@@ -6,6 +6,7 @@ import { parseOptions, USAGE } from './options.ts'
 import { compareReport, loadResults } from './report.ts'
 import { runBaselines } from './run-baselines.ts'
 import { runScenarios } from './run-scenarios.ts'
+import { runSegmentation } from './scenarios/segmentation.ts'
 
 /**
  * `npm run bench`: the load is generated, the baselines measured, then the scenarios run against
@@ -40,6 +41,7 @@ async function main(argv: string[]): Promise<number> {
   const run = new BenchRun(options, distributedEnv)
   const load = await generateLoad(run)
   if (load) {
+    await runSegmentation(run)
     if (!options.skip.has('baselines')) await runBaselines(run, load)
     await runScenarios(run, load)
   }

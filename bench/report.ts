@@ -7,6 +7,7 @@ import type { FreshnessResult } from './scenarios/freshness.ts'
 import type { OverloadResult } from './scenarios/overload.ts'
 import type { ProfilesResult } from './scenarios/profiles.ts'
 import type { SdkResult } from './scenarios/sdk.ts'
+import { segmentationFigures, segmentationLine, type SegmentationResult } from './scenarios/segmentation.ts'
 import type { EdgeResult, EndToEndResult } from './scenarios/uploads.ts'
 import type { ThreadCpu } from './sluice.ts'
 import { ratesOfCounter, round, type LatencySummary } from './stats.ts'
@@ -62,6 +63,7 @@ export interface BenchResults {
     profiles?: ProfilesResult
     overload?: OverloadResult
     sustained?: SustainedResult
+    segmentation?: SegmentationResult
   }
   /** Wall time of each step, ms. */
   durations: Record<string, number>
@@ -306,6 +308,9 @@ export function buildFigures(r: Omit<BenchResults, 'figures'>): Figure[] {
         `RSS max ${fmtN(sus.rssMaxMb)} MB (under 1024: ${rssOk ? 'yes' : 'no'})`,
     })
   }
+  figures.push(
+    ...segmentationFigures(r.scenarios.segmentation, why('segmentation'), r.run.profile === 'quick'),
+  )
   return figures
 }
 
@@ -451,6 +456,7 @@ export function markdownReport(r: BenchResults): string {
         `first minute ${fmtN(u.firstMinuteEventsPerSecond)} ev/s, last minute ${fmtN(u.lastMinuteEventsPerSecond)} ev/s; RSS max ${fmtN(u.rssMaxMb)} MB (chart: rate-sustained.svg).`,
     )
   }
+  if (s.segmentation) out.push('', segmentationLine(s.segmentation))
   out.push('', '## Step durations', '', '| step | seconds |', '|---|---|')
   for (const [k, v] of Object.entries(r.durations)) out.push(`| ${k} | ${(v / 1000).toFixed(1)} |`)
   if (r.run.notes.length > 0) out.push('', '## Notes', '', ...r.run.notes.map((n) => `- ${n}`))
