@@ -63,8 +63,9 @@ mkdirSync(dataDir, { recursive: true })
 const store = await ChdbStore.open(join(dataDir, 'clickhouse'), 'sluice')
 try {
   const reused = generated !== undefined
+  // Also on a reused data set: migrations added since it was generated apply (none: nothing to do).
+  await migrate(store)
   if (!generated) {
-    await migrate(store)
     // The exactly-once index is the events writer's business, not segmentation's: not filled here.
     await store.command('DROP VIEW IF EXISTS event_uuid_index_mv')
     const params: GenerationParams = { ...wanted, anchor: Date.now() }
