@@ -12,6 +12,7 @@ import {
 } from '../../bench/report.ts'
 import type { BenchContext } from '../../bench/scenarios/context.ts'
 import { profiles } from '../../bench/scenarios/profiles.ts'
+import { segmentationFigures, type SegmentationResult } from '../../bench/scenarios/segmentation.ts'
 
 const latency = { count: 10, p50: 5, p90: 9, p99: 12, max: 13, min: 1, mean: 6 }
 const cpu = { sluice: 1, bench: 0.2, other: 0.3, busyShare: 0.8 }
@@ -65,6 +66,31 @@ const e2eGzip = {
   cpu,
   // 600,000 events: 5 + 7 + 15 + 1 = 28 us each
   threads: { main: 3, cpu_pool: 4.2, engine: 9, node: 0.6 },
+}
+
+function segmentationResult(
+  over: Partial<Extract<SegmentationResult, { set: string }>> = {},
+): SegmentationResult {
+  return {
+    name: 'segmentation',
+    set: '100k',
+    installs: 100_000,
+    events: 2_000_000,
+    sessions: 300_000,
+    rows: { devices: 100_000, events: 2_000_000 },
+    reused: true,
+    generationMs: 1,
+    dataDir: '/cache',
+    compiledMs: { ...latency, p50: 420.2, p99: 899.9 },
+    handWrittenMs: { ...latency, p50: 400, p99: 800 },
+    ratio: 400 / 420.2,
+    counts: {
+      compiled: { user_count: 5, has_push: 3, seen_last_thirty: 4 },
+      hand: { user_count: 5, has_push: 3, seen_last_thirty: 4 },
+    },
+    countsMatch: true,
+    ...over,
+  }
 }
 
 function results(over: Partial<BenchResults['scenarios']> = {}): BenchResults {
@@ -147,6 +173,7 @@ function results(over: Partial<BenchResults['scenarios']> = {}): BenchResults {
         cpu,
       },
       profiles: { name: 'profiles', skipped: 'profile API not available (404)' },
+      segmentation: segmentationResult(),
       ...over,
     },
     durations: {},
@@ -170,6 +197,42 @@ describe('bench report', () => {
       'profile_read_your_writes_p99_ms skipped: profile API not available (404)',
       'rss_max_mb skipped: not measured',
       'sustained_rate_ratio skipped: full run only',
+      "segmentation_100k_p50_ms 420 (no target; 100,000 installs, 2,000,000 events, 10 runs; the 1,000 ms target is the 1M-install set's)",
+      'segmentation_100k_p99_ms 900 (no target; hand-written p50 400 ms, p99 800 ms)',
+      'segmentation_100k_ratio 0.95 (target >= 0.8: met; hand-written p50 ÷ compiled p50; both count {"user_count":5,"has_push":3,"seen_last_thirty":4})',
+    ])
+  })
+
+  it('names the segmentation figures by data set; a full run has the p50 target; differing counts fail the ratio', () => {
+    const full = segmentationFigures(
+      segmentationResult({
+        set: '1m',
+        installs: 1_000_000,
+        events: 20_000_000,
+        compiledMs: { ...latency, count: 20, p50: 1200, p99: 1500 },
+        handWrittenMs: { ...latency, count: 20, p50: 1100, p99: 1400 },
+        ratio: 1100 / 1200,
+        counts: { compiled: { user_count: 1 }, hand: { user_count: 2 } },
+        countsMatch: false,
+      }),
+      'unused',
+      false,
+    ).map(formatFigure)
+    expect(full).toEqual([
+      'segmentation_1m_p50_ms 1200 (target <= 1000: not met; 1,000,000 installs, 20,000,000 events, 20 runs)',
+      'segmentation_1m_p99_ms 1500 (no target; hand-written p50 1100 ms, p99 1400 ms)',
+      'segmentation_1m_ratio 0.92 (target >= 0.8: not met; hand-written p50 ÷ compiled p50; COUNTS DIFFER: compiled {"user_count":1}, hand-written {"user_count":2})',
+    ])
+    expect(
+      segmentationFigures(
+        { name: 'segmentation', skipped: 'measured on the embedded engine (chdb) only' },
+        'x',
+        false,
+      ).map(formatFigure),
+    ).toEqual([
+      'segmentation_1m_p50_ms skipped: measured on the embedded engine (chdb) only',
+      'segmentation_1m_p99_ms skipped: measured on the embedded engine (chdb) only',
+      'segmentation_1m_ratio skipped: measured on the embedded engine (chdb) only',
     ])
   })
 
