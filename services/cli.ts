@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util'
 import { resolve } from 'node:path'
 import { readStoredToken } from './admin-token.ts'
+import { PUSH_TRANSPORT_OPTIONS, PUSH_TRANSPORT_USAGE, pushTransportRequest } from './cli-push-transport.ts'
 import { ConfigError, loadConfig, type Config } from './config.ts'
 import type { Role } from './topology.ts'
 
@@ -23,7 +24,7 @@ const USAGE = `usage: sluice <command>
     admin jobs list                      (latest run of each scheduled job)
     admin dead-letters list [--stage STAGE] [--limit N]
     admin dead-letters replay --id ID
-    (--url defaults to SLUICE_URL or http://127.0.0.1:$PORT; the token to
+${PUSH_TRANSPORT_USAGE}    (--url defaults to SLUICE_URL or http://127.0.0.1:$PORT; the token to
      SLUICE_ADMIN_TOKEN or the one stored in $SLUICE_DATA_DIR)
 `
 
@@ -141,6 +142,7 @@ async function runAdmin(config: Config, args: string[]): Promise<number> {
       stage: { type: 'string' },
       limit: { type: 'string' },
       id: { type: 'string' },
+      ...PUSH_TRANSPORT_OPTIONS,
     },
   })
   const [resource, action] = positionals
@@ -154,7 +156,10 @@ async function runAdmin(config: Config, args: string[]): Promise<number> {
   }
   let request: { method: string; path: string; body?: unknown }
   try {
-    request = adminRequest(resource, action, need, values)
+    request =
+      resource === 'push-transport'
+        ? pushTransportRequest(action, values, (message) => new UsageError(message))
+        : adminRequest(resource, action, need, values)
   } catch (err) {
     if (err instanceof UsageError) {
       process.stderr.write(`sluice admin: ${err.message}\n\n${USAGE}`)

@@ -111,6 +111,14 @@ export const configSchema = z.object({
       )
       .refine((entries) => entries.every(isAddressOrRange), 'must be IP addresses or CIDR ranges'),
   ),
+  /** Push transports (docs/push.md "Transports"): Apple's and Google's addresses, overridable for proxies and tests. */
+  SLUICE_APNS_URL: optionalString.pipe(z.url().optional()),
+  /** A PEM file of certificates to trust at SLUICE_APNS_URL (a stand-in's self-signed one). */
+  SLUICE_APNS_CA_FILE: optionalString,
+  SLUICE_FCM_URL: z.url().default('https://fcm.googleapis.com'),
+  SLUICE_FCM_TOKEN_URL: z.url().default('https://oauth2.googleapis.com/token'),
+  /** How long one APNs or FCM request may take before its delivery is retried. */
+  SLUICE_PUSH_REQUEST_TIMEOUT_MS: int(10_000, 100),
   SLUICE_SHUTDOWN_TIMEOUT_MS: int(15_000, 0),
   /** PEM files of the edge's certificate and key: set both to serve HTTPS (and HTTP/2 by ALPN). */
   SLUICE_TLS_CERT: optionalString,

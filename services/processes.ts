@@ -17,6 +17,8 @@ import { campaignRoutes } from './edge/routes/campaigns.ts'
 import { inappSdkRoutes } from './edge/routes/inapp-sdk.ts'
 import { profileRoutes } from './edge/routes/profiles.ts'
 import { pushRoutes } from './edge/routes/push.ts'
+import { pushTransportAdminRoutes } from './edge/routes/push-transports-admin.ts'
+import { PushTransportConfigs } from './push/transport-configs.ts'
 import { uploadRoutes } from './edge/routes/uploads.ts'
 import { listen } from './edge/serve.ts'
 import { LoadShedder } from './edge/uploads/load-shedder.ts'
@@ -266,8 +268,13 @@ export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | unde
     files: runtime.files,
     ratePerAppPerSecond: config.SLUICE_SDK_UPLOAD_RATE_PER_APP,
   })
+  const pushTransportAdmin = pushTransportAdminRoutes({
+    control,
+    configs: new PushTransportConfigs(store, control),
+    adminToken: secrets.adminToken,
+  })
   return {
-    routers: [uploads, profiles, audiences, campaigns, push, inappSdk],
+    routers: [uploads, profiles, audiences, campaigns, push, inappSdk, pushTransportAdmin],
     start: () => shedder.start(),
     stop: () => shedder.stop(),
   }

@@ -17,6 +17,12 @@ import {
   type CampaignRow,
   type CampaignState,
 } from '../campaigns/campaign-commands.ts'
+import {
+  applyPushTransportCommand,
+  pushTransportApps,
+  type PushTransportAppState,
+  type PushTransportRow,
+} from './push-transports.ts'
 
 /**
  * The control applier's pure core: the state it read + commands in topic order → the rows to write
@@ -70,6 +76,7 @@ export interface ControlWrites {
   api_keys: KeyRow[]
   audiences: AudienceRow[]
   campaigns: CampaignRow[]
+  push_transports: PushTransportRow[]
 }
 
 export const CONTROL_TABLES = [
@@ -79,6 +86,7 @@ export const CONTROL_TABLES = [
   'api_keys',
   'audiences',
   'campaigns',
+  'push_transports',
 ] as const satisfies readonly (keyof ControlWrites)[]
 
 export const noWrites = (): ControlWrites => ({
@@ -88,6 +96,7 @@ export const noWrites = (): ControlWrites => ({
   api_keys: [],
   audiences: [],
   campaigns: [],
+  push_transports: [],
 })
 
 /** What the applier knows before a batch: only what its commands name, plus the sequences. */
@@ -103,6 +112,8 @@ export interface ControlState {
   audiences: AudienceState
   /** Campaign sequences and the campaigns the commands name (campaign-commands.ts); absent: none. */
   campaigns?: CampaignState
+  /** Of the apps push-transport commands name, their org and transport rows; absent: none. */
+  pushTransports?: ReadonlyMap<string, PushTransportAppState>
 }
 
 /** What to read before applying these commands. */
@@ -112,6 +123,7 @@ export interface StateNeeds {
   apiKeys: string[]
   audienceIds: number[]
   campaigns: CampaignNeeds
+  pushTransportApps: string[]
 }
 
 export function stateNeeds(commands: readonly ControlCommand[]): StateNeeds {
@@ -133,6 +145,7 @@ export function stateNeeds(commands: readonly ControlCommand[]): StateNeeds {
     apiKeys: [...apiKeys],
     audienceIds: audienceIdsNamed(commands),
     campaigns: campaignNeeds(commands),
+    pushTransportApps: pushTransportApps(commands),
   }
 }
 
@@ -160,6 +173,7 @@ export function applyCommands(
     keys: new Map(state.keys),
     audiences: copyAudienceState(state.audiences),
     campaigns: copyCampaignState(state.campaigns ?? emptyCampaignState()),
+    pushTransports: new Map(state.pushTransports ?? []),
   }
   const seen = new Set<string>()
   const applied: Applied[] = []
@@ -178,6 +192,7 @@ interface MutableState {
   keys: Map<string, KeyRow>
   audiences: MutableAudienceState
   campaigns: CampaignState
+  pushTransports: Map<string, PushTransportAppState>
 }
 
 const refused = (status: number, error: string): ControlResult => ({ status, body: { error } })
@@ -247,6 +262,9 @@ function applyOne(s: MutableState, command: ControlCommand, jobs: ReadonlySet<st
       s.keys.set(api_key, row)
       return done({ status: 204, body: null })
     }
+    case 'set-push-transport':
+    case 'remove-push-transport':
+      return done(applyPushTransportCommand(s.pushTransports, command, writes))
     case 'run-job': {
       const { job, period_start } = command.payload
       if (!jobs.has(job)) return done(refused(404, `unknown job ${job}`))

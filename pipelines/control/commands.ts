@@ -5,6 +5,7 @@ import type { BusRecord, ProduceMessage } from '../connectors/bus/bus.ts'
 import { SCOPES } from '../../schemas/admin.ts'
 import { audiencePayloads } from '../audiences/audience-payloads.ts'
 import { campaignPayloads } from '../campaigns/campaign-commands.ts'
+import { pushTransportPayloads } from './push-transports.ts'
 
 /**
  * Control-plane writes as commands (DESIGN.md, "The control plane holds across edges"): any edge
@@ -37,6 +38,7 @@ const payloads = {
   'run-job': z.object({ job: z.string().min(1).max(100), period_start: z.number().int().nonnegative() }),
   ...audiencePayloads,
   ...campaignPayloads,
+  ...pushTransportPayloads,
 } as const
 
 export type CommandKind = keyof typeof payloads

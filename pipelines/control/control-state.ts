@@ -11,6 +11,7 @@ import {
 import type { Scope } from '../../schemas/admin.ts'
 import { readAudienceState } from '../audiences/audience-state.ts'
 import { readCampaignState } from '../campaigns/campaign-state.ts'
+import { readPushTransportState } from './push-transports.ts'
 
 /**
  * The control applier's reads and writes of the control tables (orgs, apps, api_keys, profile_dbs).
@@ -18,7 +19,7 @@ import { readCampaignState } from '../campaigns/campaign-state.ts'
  * another writer: the next id is max + 1 for as long as this owner holds the partition.
  */
 export async function readState(store: Store, needs: StateNeeds): Promise<ControlState> {
-  const [maxIds, orgs, apps, keys, audiences, campaigns] = await Promise.all([
+  const [maxIds, orgs, apps, keys, audiences, campaigns, pushTransports] = await Promise.all([
     store.query<{ orgs: number | string; dbs: number | string }>(
       'SELECT (SELECT max(id) FROM orgs) AS orgs, (SELECT max(id) FROM profile_dbs) AS dbs',
     ),
@@ -31,6 +32,7 @@ export async function readState(store: Store, needs: StateNeeds): Promise<Contro
     needs.apiKeys.length === 0 ? [] : readKeys(store, needs.apiKeys),
     readAudienceState(store, needs.audienceIds),
     readCampaignState(store, needs.campaigns),
+    readPushTransportState(store, needs.pushTransportApps),
   ])
   return {
     maxIds: { orgs: Number(maxIds[0]?.orgs ?? 0), profile_dbs: Number(maxIds[0]?.dbs ?? 0) },
@@ -41,6 +43,7 @@ export async function readState(store: Store, needs: StateNeeds): Promise<Contro
     keys: new Map(keys.map((k) => [k.api_key, k])),
     audiences,
     campaigns,
+    pushTransports,
   }
 }
 
@@ -104,6 +107,8 @@ export function mergeWrites(all: readonly ControlWrites[]): ControlWrites {
     merged.api_keys.push(...w.api_keys)
     merged.audiences.push(...w.audiences)
     merged.campaigns.push(...(w.campaigns ?? []))
+    // Journals written before push transports existed have no such list.
+    merged.push_transports.push(...(w.push_transports ?? []))
   }
   return merged
 }

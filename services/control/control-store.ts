@@ -210,7 +210,8 @@ export class ControlStore {
     }
   }
 
-  private submit(command: ControlCommand): Promise<ControlResult> {
+  /** Hand a command to the control plane and await its answer (also for siblings: push transports, ...). */
+  submit(command: ControlCommand): Promise<ControlResult> {
     if (!this.commands) throw new Error('this ControlStore only reads: it was built without a command sender')
     return this.commands.submit(command)
   }

@@ -35,6 +35,7 @@ const empty = (over: Partial<ControlState> = {}): ControlState => ({
   keys: new Map(),
   audiences: { maxId: 0, rows: new Map() },
   campaigns: emptyCampaignState(),
+  pushTransports: new Map(),
   ...over,
 })
 
@@ -69,6 +70,7 @@ describe('applyCommands (the control applier’s pure core)', () => {
       api_keys: [],
       audiences: [],
       campaigns: [],
+      push_transports: [],
     })
     expect(after.maxIds).toEqual({ orgs: 9, profile_dbs: 14 })
     // The input state is not changed: applying is pure.
@@ -197,6 +199,7 @@ describe('applyCommands (the control applier’s pure core)', () => {
       apiKeys: ['k', 'k2'],
       audienceIds: [],
       campaigns: { any: false, ids: [] },
+      pushTransportApps: [],
     })
   })
 })
