@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises'
+import { readFileSync } from 'node:fs'
 import { createTransport, type TransportEndpoints } from '../../pipelines/connectors/push/create-transport.ts'
 import { FileTransport } from '../../pipelines/connectors/push/file-transport.ts'
 import type { Store } from '../../pipelines/connectors/store/store.ts'
@@ -6,6 +6,7 @@ import { readPushTransports } from '../../pipelines/control/push-transports.ts'
 import { PUSH_PLATFORMS } from '../../pipelines/push/transport-settings.ts'
 import type { PushPlatform, PushTransport, TransportResolver } from '../../pipelines/push/transport.ts'
 import type { Config } from '../config.ts'
+import type { Runtime } from '../runtime.ts'
 import { TtlCache } from '../control/ttl-cache.ts'
 
 type AppRows = Awaited<ReturnType<typeof readPushTransports>>
@@ -87,26 +88,35 @@ export class ControlTransportResolver implements TransportResolver {
   }
 }
 
-/** The resolver of a Sluice process, from its configuration (SLUICE_APNS_URL, SLUICE_FCM_URL, ...). */
-export async function openTransportResolver(deps: { store: Store; dataDir: string; config: Config }) {
+/**
+ * The resolver of a Sluice process, from its runtime: the store, the data directory (file
+ * transport) and the configuration (SLUICE_APNS_URL, SLUICE_FCM_URL, ...; the control read cache's
+ * SLUICE_KEY_CACHE_SECONDS as the time a configuration change takes to reach this process).
+ */
+export function createTransportResolver(
+  runtime: Pick<Runtime, 'store' | 'dataDir' | 'config'>,
+): ControlTransportResolver {
   return new ControlTransportResolver({
-    store: deps.store,
-    dataDir: deps.dataDir,
-    cacheTtlMs: deps.config.SLUICE_KEY_CACHE_SECONDS * 1000,
-    endpoints: await transportEndpoints(deps.config),
+    store: runtime.store,
+    dataDir: runtime.dataDir,
+    cacheTtlMs: runtime.config.SLUICE_KEY_CACHE_SECONDS * 1000,
+    endpoints: transportEndpoints(runtime.config),
   })
 }
 
-export async function transportEndpoints(config: Config): Promise<TransportEndpoints> {
-  const endpoints: TransportEndpoints = { requestTimeoutMs: config.SLUICE_PUSH_REQUEST_TIMEOUT_MS }
+export function transportEndpoints(config: Config): TransportEndpoints {
+  const endpoints: TransportEndpoints = {
+    requestTimeoutMs: config.SLUICE_PUSH_REQUEST_TIMEOUT_MS,
+    fcm: { baseUrl: config.SLUICE_FCM_URL, tokenUrl: config.SLUICE_FCM_TOKEN_URL },
+  }
   if (config.SLUICE_APNS_URL) {
     const url = new URL(config.SLUICE_APNS_URL)
     endpoints.apns = {
       host: url.hostname,
       port: url.port === '' ? 443 : Number(url.port),
-      ...(config.SLUICE_APNS_CA_FILE && { ca: [await readFile(config.SLUICE_APNS_CA_FILE)] }),
+      // Read once at start-up, like the edge's own certificate.
+      ...(config.SLUICE_APNS_CA_FILE && { ca: [readFileSync(config.SLUICE_APNS_CA_FILE)] }),
     }
   }
-  endpoints.fcm = { baseUrl: config.SLUICE_FCM_URL, tokenUrl: config.SLUICE_FCM_TOKEN_URL }
   return endpoints
 }
