@@ -19,6 +19,7 @@ import { profileRoutes } from './edge/routes/profiles.ts'
 import { pushRoutes } from './edge/routes/push.ts'
 import { pushTransportAdminRoutes } from './edge/routes/push-transports-admin.ts'
 import { PushTransportConfigs } from './push/transport-configs.ts'
+import { createTransportResolver } from './push/transport-resolver.ts'
 import { uploadRoutes } from './edge/routes/uploads.ts'
 import { listen } from './edge/serve.ts'
 import { LoadShedder } from './edge/uploads/load-shedder.ts'
@@ -35,7 +36,6 @@ import { controlPipeline } from './worker/control.ts'
 import { ingestionPipeline } from './worker/ingestion.ts'
 import { profilesPipeline } from './worker/profiles.ts'
 import { pushPipeline } from './worker/push.ts'
-import { FileTransport } from '../pipelines/connectors/push/file-transport.ts'
 import type { TransportResolver } from '../pipelines/push/transport.ts'
 import { audienceMembers, audienceRefusal } from '../pipelines/push/members.ts'
 import type { MemberSource } from '../pipelines/push/planner.ts'
@@ -290,14 +290,12 @@ function pushMembers(runtime: Runtime): MemberSource {
   })
 }
 
-/** The push transports: the file transport for both platforms (the default of an unconfigured app). */
+/**
+ * The push transports: each app's as configured through the admin API (services/push/
+ * transport-resolver.ts); the file transport for both platforms of an app that configured none.
+ */
 function pushTransports(runtime: Runtime): TransportResolver {
-  const file = new FileTransport({ dataDir: runtime.dataDir })
-  return {
-    transportFor: async () => file,
-    platformsOf: async () => ['ios', 'android'],
-    close: () => file.close(),
-  }
+  return createTransportResolver(runtime)
 }
 
 /** The worker's pipelines; each one's topics, groups and limits are its entry in the topology. */
