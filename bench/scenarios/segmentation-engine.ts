@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { compileCounts } from '../../pipelines/audiences/compile-rules.ts'
+import { ChdbSideConnection } from '../../pipelines/connectors/store/chdb-side-connection.ts'
 import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
 import { migrate } from '../../pipelines/connectors/store/migrations.ts'
 import { parseTargetRules } from '../../schemas/audiences.ts'
@@ -90,10 +91,12 @@ try {
     now,
   })
   const hand = { sql: HAND_WRITTEN_SQL, params: handWrittenParams(now) }
+  // Both on a side connection, as the audience counter runs its counts in embedded mode.
+  const side = await ChdbSideConnection.open(store)
   type Counts = { user_count: string; has_push: string; seen_last_thirty: string }
   const time = async (q: { sql: string; params: Record<string, unknown> }) => {
     const t = performance.now()
-    const [row] = await store.query<Counts>(q.sql, q.params)
+    const [row] = await side.query<Counts>(q.sql, q.params)
     return { ms: performance.now() - t, counts: row }
   }
   const warmCompiled = await time(compiled)
@@ -104,6 +107,7 @@ try {
     compiledMs.push((await time(compiled)).ms)
     handMs.push((await time(hand)).ms)
   }
+  await side.close()
   const [sizes] = await store.query<Record<string, string>>(
     `SELECT (SELECT count() FROM devices) AS devices, (SELECT count() FROM events) AS events,
             (SELECT count() FROM sessions) AS sessions, (SELECT count() FROM profiles) AS profiles`,
