@@ -205,7 +205,7 @@ async function authorise(deps: PushRouteDeps, orgId: number, appId: string, requ
   const platforms = new Set<PushPlatform>(await deps.transports.platformsOf(appId))
   if (platforms.size === 0)
     throw forbidden(
-      `app ${appId} has no push transport configured for ios or android; configure one (sluice admin push-transports)`,
+      `app ${appId} has no push transport configured for ios or android; configure one (sluice admin push-transport set)`,
     )
   for (const wanted of ['ios', 'android'] as const) {
     if (!platforms.has(wanted) && request.messages.some((m) => m[wanted] !== undefined))
