@@ -22,17 +22,20 @@ export class SendRate {
     if (this.perSecond <= 0 || count <= 0) return
     const now = this.clock.now()
     this.sweep(now)
-    const start = Math.max(this.next.get(app) ?? now - BURST_MS, now - BURST_MS)
-    this.next.set(app, start + (count * 1000) / this.perSecond)
-    const wait = start - now
+    // `next`: when the app's deliveries so far have used up their time at the rate. A call may go
+    // once it ends at most one second past now (a token bucket holding one second's worth).
+    const next = Math.max(this.next.get(app) ?? now, now)
+    const cost = (count * 1000) / this.perSecond
+    this.next.set(app, next + cost)
+    const wait = next + cost - now - BURST_MS
     if (wait > 0) await this.clock.sleep(wait)
   }
 
-  /** Apps idle for a second carry no state: dropping them bounds the map to the busy apps. */
+  /** Apps whose deliveries have used up their time carry no state: dropping them bounds the map. */
   private sweep(now: number): void {
     if (now - this.sweptAt < 10_000) return
     this.sweptAt = now
-    for (const [app, at] of this.next) if (at < now - BURST_MS) this.next.delete(app)
+    for (const [app, at] of this.next) if (at < now) this.next.delete(app)
   }
 }
 

@@ -23,6 +23,11 @@ export interface SenderDeps {
   retry: RetryPolicy
   /** Deliveries per transport call (default 500). */
   chunkSize?: number
+  /**
+   * Deliveries sent before they are recorded (default 2000; SLUICE_PUSH_BATCH_SIZE): what a crash
+   * can send twice. A batch larger than this is still sent and recorded as one.
+   */
+  recordEvery?: number
   clock?: RetryClock
   onDelivered?: (info: {
     appId: string
@@ -76,10 +81,11 @@ interface Result {
  * the app's rate, and records every (request, install) once in push_deliveries.
  *
  * Exactly once in the record, at most once more on the wire: before sending, it reads which
- * installs of the batch's requests are recorded already and skips them, and it records what it
- * sent (one insert per bus batch) before the bus commits. A crash after the transport took a
- * batch and before the insert resends that batch, and only it, on redelivery (the deliveries
- * carry an idempotency key, `deliveryId`, for receivers that drop repeats).
+ * installs of the bus batch's requests are recorded already and skips them, and it records what
+ * it sent (one insert per run of at most `recordEvery` deliveries) before sending more, and
+ * before the bus commits. A crash after the transport took a run and before its insert resends
+ * that run, and only it, on redelivery (the deliveries carry an idempotency key, `deliveryId`,
+ * for receivers that drop repeats).
  *
  * Retries: deliveries the transport answered `retry` (and all of a send that threw) are tried
  * again with exponential backoff and full jitter, never sooner than the transport's retryAfterMs,
@@ -91,6 +97,7 @@ interface Result {
 export function pushSender(deps: SenderDeps) {
   const clock = deps.clock ?? realClock
   const chunkSize = deps.chunkSize ?? 500
+  const recordEvery = deps.recordEvery ?? 2000
 
   return async (bus: RecordBatch): Promise<StageReport> => {
     const report: StageReport = { outcomes: [] }
@@ -103,6 +110,25 @@ export function pushSender(deps: SenderDeps) {
     if (batches.length === 0) return report
 
     const recorded = await recordedInstalls(deps.store, batches)
+    // Batches go in runs of at most `recordEvery` deliveries, each recorded before the next is
+    // sent: whatever a crash finds sent and unrecorded is one run, at most one batch's worth.
+    let run: DeliveryBatch[] = []
+    let size = 0
+    for (const batch of batches) {
+      if (run.length > 0 && size + batch.targets.length > recordEvery) {
+        await sendRun(run, recorded)
+        run = []
+        size = 0
+      }
+      run.push(batch)
+      size += batch.targets.length
+    }
+    if (run.length > 0) await sendRun(run, recorded)
+    return report
+  }
+
+  /** Send a run of batches (skipping what is recorded), then record every outcome in one insert. */
+  async function sendRun(batches: readonly DeliveryBatch[], recorded: Set<string>): Promise<void> {
     const results = new Map<Work, Result>()
     const groups = new Map<string, { appId: string; platform: PushPlatform; work: Work[] }>()
     const now = clock.now()
@@ -140,7 +166,6 @@ export function pushSender(deps: SenderDeps) {
     }
 
     if (results.size > 0) await record(results)
-    return report
   }
 
   async function sendWithRetries(

@@ -48,6 +48,7 @@ export function pushPipeline(parts: PushPipelineParts): WorkerPipeline {
         store,
         transports,
         rate: new SendRate(config.SLUICE_PUSH_SEND_RATE_PER_APP, realClock),
+        recordEvery: config.SLUICE_PUSH_BATCH_SIZE,
         retry: {
           attempts: config.SLUICE_PUSH_MAX_ATTEMPTS,
           deadlineMs: config.SLUICE_PUSH_RETRY_DEADLINE_MS,

@@ -1,0 +1,437 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { BusRecord, ProduceMessage, RecordBatch } from '../../pipelines/connectors/bus/bus.ts'
+import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
+import { migrate } from '../../pipelines/connectors/store/migrations.ts'
+import { decodeBatch, encodeBatch, type DeliveryBatch } from '../../pipelines/push/delivery-batch.ts'
+import { buildBatch } from '../../pipelines/push/plan.ts'
+import { pushPlanner } from '../../pipelines/push/planner.ts'
+import { SendRate } from '../../pipelines/push/send-rate.ts'
+import { pushSender } from '../../pipelines/push/sender.ts'
+import type {
+  DeliveryOutcome,
+  PushDelivery,
+  PushPlatform,
+  PushTransport,
+  TransportResolver,
+} from '../../pipelines/push/transport.ts'
+import { encodePushRequest, type PushRequestRecord } from '../../schemas/push.ts'
+import { manualClock } from '../helpers/manual-clock.ts'
+import { tempDir } from '../helpers/temp.ts'
+
+/**
+ * The planner and the sender as stages, on the embedded engine, fed record batches directly: what
+ * they emit, record and skip on replays, with a transport that answers as told.
+ */
+
+const T = 1_700_000_000_000
+let offset = 0
+const busBatch = (topic: string, values: Buffer[]): RecordBatch => ({
+  topic,
+  partition: 0,
+  records: values.map((value): BusRecord => ({
+    topic,
+    partition: 0,
+    offset: String(offset++),
+    key: null,
+    value,
+    headers: {},
+    timestamp: T,
+  })),
+})
+
+const request = (o: Partial<PushRequestRecord>): PushRequestRecord => ({
+  v: 1,
+  requestId: 'r',
+  appId: 'app',
+  orgId: 1,
+  receivedAt: T,
+  campaignKey: null,
+  targetType: 'broadcast',
+  allDevices: false,
+  messages: [{ alert: 'hello' }],
+  origin: 'api',
+  ...o,
+})
+
+/** A transport that answers each delivery with what `answer` says, and records every call. */
+class ScriptedTransport implements PushTransport {
+  readonly calls: PushDelivery[][] = []
+  constructor(
+    readonly kind: PushTransport['kind'],
+    private readonly answer: (d: PushDelivery) => DeliveryOutcome | 'throw',
+  ) {}
+  async send(deliveries: readonly PushDelivery[]): Promise<DeliveryOutcome[]> {
+    this.calls.push([...deliveries])
+    const outcomes = deliveries.map((d) => this.answer(d))
+    if (outcomes.includes('throw'))
+      throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })
+    return outcomes as DeliveryOutcome[]
+  }
+  async close() {}
+}
+
+const resolver = (transports: Partial<Record<PushPlatform, PushTransport>>): TransportResolver => ({
+  transportFor: async (_app, platform) => transports[platform],
+  platformsOf: async () => Object.keys(transports) as PushPlatform[],
+  close: async () => {},
+})
+
+describe('push planner and sender on the embedded engine', () => {
+  let store: ChdbStore
+  let cleanup: () => Promise<void>
+  beforeAll(async () => {
+    const dir = await tempDir('push-pipeline')
+    cleanup = dir.cleanup
+    store = await ChdbStore.open(dir.path)
+    await migrate(store)
+    const device = (
+      app: string,
+      install: string,
+      o: { token?: string; status?: string; platform?: string } = {},
+    ) => ({
+      app_id: app,
+      install_uuid: install,
+      device_uuid: '',
+      customer_id: `c-${install}`,
+      last_active_at: T,
+      app_version: '',
+      os_version: '',
+      platform: o.platform ?? 'iOS',
+      model: '',
+      country: '',
+      language: '',
+      device_timezone: '',
+      push_token: o.token ?? `tok-${install}`,
+      push_status: o.status ?? 'Enabled (Prominent)',
+      version: 1,
+    })
+    await store.insert('devices', [
+      ...['i1', 'i2', 'i3', 'i4', 'i5', 'i6', 'i7'].map((i) => device('plan', i)),
+      device('plan', 'i0-disabled', { status: 'Disabled' }),
+      device('plan', 'i8-notoken', { token: '' }),
+      device('plan', 'i9-dead', { token: 'dead-token' }),
+    ])
+    await store.insert('invalid_push_tokens', [
+      {
+        app_id: 'plan',
+        push_token: 'dead-token',
+        install_uuid: 'i9-dead',
+        transport: 'apns',
+        reason: 'gone',
+        invalidated_at: T,
+      },
+    ])
+  })
+  afterAll(async () => {
+    await store.close()
+    await cleanup()
+  })
+
+  const requestRows = (app: string) =>
+    store.query<{
+      request_id: string
+      generation: number
+      status: string
+      targeted: number
+      pages: number
+      cursor: string
+    }>(
+      `SELECT request_id, generation, status, targeted, pages, cursor FROM push_requests FINAL
+       WHERE app_id = {app:String} ORDER BY request_id, generation`,
+      { app },
+    )
+
+  it('pages a broadcast in install order, skipping disabled, tokenless and dead tokens; replays emit nothing', async () => {
+    const emitted: ProduceMessage[] = []
+    const planner = pushPlanner({
+      store,
+      emit: async (m) => void emitted.push(...m),
+      pageSize: 3,
+      now: () => T,
+    })
+    const rec = encodePushRequest(request({ requestId: 'bc', appId: 'plan' })).value
+    await planner(busBatch('push-requests', [rec]))
+    const batches = emitted.map((m) => (decodeBatch(m.value) as { batch: DeliveryBatch }).batch)
+    expect(batches.map((b) => [b.batchId, b.targets.map((t) => t[0])])).toEqual([
+      ['bc:0:0', ['i1', 'i2', 'i3']],
+      ['bc:0:1', ['i4', 'i5', 'i6']],
+      ['bc:0:2', ['i7']],
+    ])
+    expect(emitted.every((m) => m.key === 'plan')).toBe(true)
+    expect(
+      (await requestRows('plan')).map((r) => [r.request_id, r.status, Number(r.targeted), Number(r.pages)]),
+    ).toEqual([['bc', 'planned', 7, 3]])
+    // The same record again (a redelivery), and a client's repeat an hour later: nothing.
+    await planner(
+      busBatch('push-requests', [
+        rec,
+        encodePushRequest(request({ requestId: 'bc', appId: 'plan', receivedAt: T + 3600_000 })).value,
+      ]),
+    )
+    expect(emitted).toHaveLength(3)
+    // A day later the id starts a new request: generation 1.
+    await planner(
+      busBatch('push-requests', [
+        encodePushRequest(request({ requestId: 'bc', appId: 'plan', receivedAt: T + 86_400_000 })).value,
+      ]),
+    )
+    expect(
+      emitted.slice(3).map((m) => (decodeBatch(m.value) as { batch: DeliveryBatch }).batch.batchId),
+    ).toEqual(['bc:1:0', 'bc:1:1', 'bc:1:2'])
+  })
+
+  it('resumes a fan-out cut short after its recorded cursor, under the same batch ids', async () => {
+    const emitted: string[] = []
+    let failAt = 2
+    const planner = pushPlanner({
+      store,
+      emit: async (messages) => {
+        for (const m of messages) {
+          const id = (decodeBatch(m.value) as { batch: DeliveryBatch }).batch.batchId
+          if (emitted.length === failAt) throw new Error('the bus went away')
+          emitted.push(id)
+        }
+      },
+      pageSize: 2,
+      now: () => T,
+      cursorEveryMs: 0,
+    })
+    const rec = encodePushRequest(request({ requestId: 'cut', appId: 'plan' })).value
+    await expect(planner(busBatch('push-requests', [rec]))).rejects.toThrow('the bus went away')
+    expect((await requestRows('plan')).find((r) => r.request_id === 'cut')).toMatchObject({
+      status: 'planning',
+      cursor: 'i4',
+    })
+    failAt = -1
+    await planner(busBatch('push-requests', [rec]))
+    expect(emitted).toEqual(['cut:0:0', 'cut:0:1', 'cut:0:2', 'cut:0:3'])
+    expect((await requestRows('plan')).find((r) => r.request_id === 'cut')).toMatchObject({
+      status: 'planned',
+      cursor: 'i7',
+    })
+  })
+
+  it('dead-letters a record that is not a push request, and plans the others', async () => {
+    const emitted: ProduceMessage[] = []
+    const planner = pushPlanner({
+      store,
+      emit: async (m) => void emitted.push(...m),
+      pageSize: 10,
+      now: () => T,
+    })
+    const report = await planner(
+      busBatch('push-requests', [
+        Buffer.from('{"v":9}'),
+        encodePushRequest(request({ requestId: 'ok', appId: 'plan' })).value,
+      ]),
+    )
+    expect(report.outcomes.map((o) => o.outcome.kind)).toEqual(['dead-letter'])
+    expect(emitted).toHaveLength(1)
+  })
+
+  const deliveries = (requestId: string) =>
+    store.query<{
+      install_uuid: string
+      status: string
+      error: string
+      attempts: number
+      transport: string
+      platform: string
+    }>(
+      `SELECT install_uuid, status, error, attempts, transport, platform FROM push_deliveries
+       WHERE app_id = 'send' AND request_id = {id:String} ORDER BY install_uuid`,
+      { id: requestId },
+    )
+
+  const sendBatch = (requestId: string, targets: [string, string][]) =>
+    encodeBatch(
+      buildBatch(
+        request({ requestId, appId: 'send', campaignKey: 'camp' }),
+        0,
+        0,
+        targets.map(([install, platform]) => ({
+          device: {
+            install_uuid: install,
+            customer_id: `c-${install}`,
+            platform,
+            push_token: `tok-${install}`,
+          },
+          message: 0,
+        })),
+        T,
+      ),
+    ).value
+
+  it('records every outcome once: sent, retried after Retry-After, dead token, no transport, unsupported platform', async () => {
+    const tries = new Map<string, number>()
+    const ios = new ScriptedTransport('apns', (d) => {
+      const n = (tries.get(d.installUuid) ?? 0) + 1
+      tries.set(d.installUuid, n)
+      if (d.installUuid === 's-dead')
+        return { status: 'failed', error: 'APNs 410 Unregistered', invalidToken: true }
+      if (d.installUuid === 's-busy' && n === 1)
+        return { status: 'retry', error: 'APNs 429', retryAfterMs: 7000 }
+      return { status: 'sent' }
+    })
+    const clock = { ...manualClock(T), random: () => 0.5 }
+    const sender = pushSender({
+      store,
+      transports: resolver({ ios }),
+      rate: new SendRate(0, clock),
+      retry: { attempts: 3, deadlineMs: 60_000, baseDelayMs: 100, maxDelayMs: 1000 },
+      clock,
+    })
+    const value = sendBatch('s1', [
+      ['s-ok', 'iOS'],
+      ['s-busy', 'ios'],
+      ['s-dead', 'iOS'],
+      ['s-droid', 'Android'],
+      ['s-win', 'Windows'],
+    ])
+    await sender(busBatch('push-deliveries', [value]))
+    expect(
+      (await deliveries('s1')).map((r) => [
+        r.install_uuid,
+        r.platform,
+        r.transport,
+        r.status,
+        r.error,
+        Number(r.attempts),
+      ]),
+    ).toEqual([
+      ['s-busy', 'ios', 'apns', 'sent', '', 2],
+      ['s-dead', 'ios', 'apns', 'failed', 'APNs 410 Unregistered', 1],
+      ['s-droid', 'android', '', 'failed', 'no transport configured for android', 0],
+      ['s-ok', 'ios', 'apns', 'sent', '', 1],
+      ['s-win', 'Windows', '', 'failed', 'unsupported platform "Windows"', 0],
+    ])
+    // The retry waited the transport's Retry-After, not the shorter backoff.
+    expect(clock.slept).toEqual([7000])
+    expect(
+      ios.calls.map((c) => c.map((d) => [d.installUuid, d.attempt, d.deliveryId, d.campaignKey])),
+    ).toEqual([
+      [
+        ['s-ok', 1, 's1:s-ok', 'camp'],
+        ['s-busy', 1, 's1:s-busy', 'camp'],
+        ['s-dead', 1, 's1:s-dead', 'camp'],
+      ],
+      [['s-busy', 2, 's1:s-busy', 'camp']],
+    ])
+    expect(
+      await store.query(
+        'SELECT push_token, install_uuid, transport FROM invalid_push_tokens FINAL WHERE app_id = {a:String}',
+        {
+          a: 'send',
+        },
+      ),
+    ).toEqual([{ push_token: 'tok-s-dead', install_uuid: 's-dead', transport: 'apns' }])
+
+    // Redelivered (a crash before the commit): nothing is sent or recorded again.
+    await sender(busBatch('push-deliveries', [value, value]))
+    expect(ios.calls).toHaveLength(2)
+    expect(await deliveries('s1')).toHaveLength(5)
+  })
+
+  it('a crash between sending and recording resends that run only, and records each install once', async () => {
+    const file = new ScriptedTransport('file', () => ({ status: 'sent' }))
+    let failNextInsert = false
+    // The store dies on the insert of the second run: after its deliveries were sent.
+    const flaky = Object.create(store) as ChdbStore
+    let inserts = 0
+    flaky.insert = async (table, rows, options) => {
+      if (table === 'push_deliveries' && ++inserts === 2 && !failNextInsert) {
+        failNextInsert = true
+        throw new Error('the process died here')
+      }
+      return store.insert(table, rows, options)
+    }
+    const clock = { ...manualClock(T), random: () => 0.5 }
+    const sender = pushSender({
+      store: flaky,
+      transports: resolver({ ios: file }),
+      rate: new SendRate(0, clock),
+      retry: { attempts: 1, deadlineMs: 0, baseDelayMs: 1, maxDelayMs: 1 },
+      clock,
+      recordEvery: 4,
+    })
+    const page = (n: number) =>
+      encodeBatch(
+        buildBatch(
+          request({ requestId: 'crash', appId: 'send' }),
+          0,
+          n,
+          [0, 1, 2, 3].map((i) => ({
+            device: { install_uuid: `p${n}-${i}`, customer_id: '', platform: 'iOS', push_token: 't' },
+            message: 0,
+          })),
+          T,
+        ),
+      ).value
+    const bus = busBatch('push-deliveries', [page(0), page(1), page(2)])
+    await expect(sender(bus)).rejects.toThrow('the process died here')
+    expect(file.calls.map((c) => c.map((d) => d.installUuid)[0])).toEqual(['p0-0', 'p1-0'])
+    await sender(bus)
+    // Run 0 was recorded: not sent again. Run 1 was sent, not recorded: sent again. Run 2: once.
+    expect(file.calls.map((c) => c.map((d) => d.installUuid)[0])).toEqual(['p0-0', 'p1-0', 'p1-0', 'p2-0'])
+    const rows = await store.query<{ install_uuid: string; n: number }>(
+      `SELECT install_uuid, count() AS n FROM push_deliveries WHERE app_id = 'send' AND request_id = 'crash'
+       GROUP BY install_uuid ORDER BY install_uuid`,
+    )
+    expect(rows.map((r) => [r.install_uuid, Number(r.n)])).toEqual(
+      [0, 1, 2].flatMap((n) => [0, 1, 2, 3].map((i) => [`p${n}-${i}`, 1])),
+    )
+  })
+
+  it('gives up after the attempts allowed, recording the last error; a send that throws is retried', async () => {
+    const down = new ScriptedTransport('webhook', () => 'throw')
+    const clock = { ...manualClock(T), random: () => 0.5 }
+    const sender = pushSender({
+      store,
+      transports: resolver({ ios: down, android: down }),
+      rate: new SendRate(0, clock),
+      retry: { attempts: 3, deadlineMs: 60_000, baseDelayMs: 100, maxDelayMs: 1000 },
+      clock,
+    })
+    await sender(busBatch('push-deliveries', [sendBatch('s2', [['d1', 'iOS']])]))
+    expect(down.calls).toHaveLength(3)
+    expect((await deliveries('s2')).map((r) => [r.status, Number(r.attempts), r.error])).toEqual([
+      ['failed', 3, 'Error: connect ECONNREFUSED (gave up after 3 attempts)'],
+    ])
+    expect(clock.slept).toEqual([50, 100])
+  })
+
+  it('holds deliveries of one app to the send rate', async () => {
+    const file = new ScriptedTransport('file', () => ({ status: 'sent' }))
+    const clock = { ...manualClock(T), random: () => 0.5 }
+    const sender = pushSender({
+      store,
+      transports: resolver({ ios: file }),
+      rate: new SendRate(10, clock),
+      retry: { attempts: 1, deadlineMs: 0, baseDelayMs: 1, maxDelayMs: 1 },
+      clock,
+      chunkSize: 10,
+    })
+    const installs = Array.from(
+      { length: 40 },
+      (_, i) => [`r${String(i).padStart(2, '0')}`, 'iOS'] as [string, string],
+    )
+    await sender(busBatch('push-deliveries', [sendBatch('s3', installs)]))
+    expect(file.calls.map((c) => c.length)).toEqual([10, 10, 10, 10])
+    // 40 at 10/s, the first 10 at once: the last 10 go 3 s after the first.
+    expect(clock.now() - T).toBe(3000)
+    expect(await deliveries('s3')).toHaveLength(40)
+  })
+
+  it('dead-letters a batch record that does not decode', async () => {
+    const sender = pushSender({
+      store,
+      transports: resolver({}),
+      rate: new SendRate(0, manualClock(T)),
+      retry: { attempts: 1, deadlineMs: 0, baseDelayMs: 1, maxDelayMs: 1 },
+    })
+    const report = await sender(busBatch('push-deliveries', [Buffer.from('not json')]))
+    expect(
+      report.outcomes.map((o) => [o.outcome.kind, String((o.outcome as { error: Error }).error.message)]),
+    ).toEqual([['dead-letter', expect.stringContaining('delivery batch is not JSON')]])
+  })
+})
