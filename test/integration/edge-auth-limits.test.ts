@@ -227,6 +227,7 @@ describe('the edge asks for credentials first and limits failed attempts and SDK
           return store.query(sql, params)
         },
         insert: (table, rows, options) => store.insert(table, rows, options),
+        queryStream: (sql, params, format) => store.queryStream(sql, params, format),
         ping: () => store.ping(),
         close: () => Promise.resolve(),
       }

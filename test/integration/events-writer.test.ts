@@ -230,6 +230,7 @@ describe('events writer against the embedded engine', () => {
       },
       query: (sql, params) => store.query(sql, params),
       insert: (table, rows, options) => store.insert(table, rows, options),
+      queryStream: (sql, params, format) => store.queryStream(sql, params, format),
       ping: () => store.ping(),
       close: async () => {},
     }

@@ -47,6 +47,7 @@ describe('two processes migrating one database at once', () => {
       },
       query: (sql, params) => store.query(sql, params),
       insert: (table, rows, options) => store.insert(table, rows, options),
+      queryStream: (sql, params, format) => store.queryStream(sql, params, format),
       ping: () => store.ping(),
       close: () => store.close(),
     }

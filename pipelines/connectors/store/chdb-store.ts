@@ -1,7 +1,10 @@
 import { mkdirSync } from 'node:fs'
+import { Readable } from 'node:stream'
 import { Session } from 'chdb'
 import type { InsertOptions, QueryParams, RawExecutor, Store } from './store.ts'
 import { insertSettings, parseJsonEachRow, toJsonEachRow } from './rows.ts'
+
+const STREAM_BLOCK_ROWS = 8192
 
 /**
  * Store adapter over chdb: ClickHouse in this process, off the event loop. Two connections share
@@ -52,6 +55,32 @@ export class ChdbStore implements Store, RawExecutor {
   async query<T = Record<string, unknown>>(sql: string, params?: QueryParams): Promise<T[]> {
     const result = await this.run(sql, params, 'JSONEachRow')
     return parseJsonEachRow<T>(result.text())
+  }
+
+  /**
+   * On a connection of its own, closed when the stream ends: chdb allows one active stream per
+   * connection, and the pipelines' connections must not wait behind an export. Blocks of 8,192
+   * rows keep each chunk near a megabyte; the engine computes the next chunk only when the reader
+   * asks for it.
+   */
+  queryStream(sql: string, params: QueryParams | undefined, format: string): Readable {
+    const connect = () => this.connect([`--max_block_size=${STREAM_BLOCK_ROWS}`])
+    const database = this.database
+    async function* chunks(): AsyncGenerator<Buffer> {
+      const session = connect()
+      try {
+        await session.queryAsync(`USE ${database}`)
+        const stream =
+          params && Object.keys(params).length > 0
+            ? session.queryStreamBind(sql, params, { format })
+            : session.queryStream(sql, { format })
+        // Copied: a chunk's bytes belong to the engine once the next one is asked for.
+        for await (const chunk of stream) yield Buffer.from(chunk.raw())
+      } finally {
+        session.close()
+      }
+    }
+    return Readable.from(chunks(), { objectMode: false })
   }
 
   async insert(table: string, rows: readonly object[] | Buffer, options: InsertOptions = {}): Promise<void> {

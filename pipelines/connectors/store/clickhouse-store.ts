@@ -4,6 +4,7 @@ import type { InsertOptions, QueryParams, Store } from './store.ts'
 import { insertSettings, toJsonEachRow } from './rows.ts'
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_.]*$/
+const FORMAT_NAME = /^[A-Za-z][A-Za-z0-9]*$/
 
 export interface ClickHouseStoreOptions {
   url: string
@@ -53,6 +54,33 @@ export class ClickHouseStore implements Store {
   async query<T = Record<string, unknown>>(sql: string, params?: QueryParams): Promise<T[]> {
     const result = await this.client.query({ query: sql, format: 'JSONEachRow', query_params: params })
     return result.json<T>()
+  }
+
+  /**
+   * The server's own bytes of `format` over HTTP, read as the reader asks for them. The query is
+   * aborted when the stream is destroyed before its end. An error the server meets after the
+   * headers breaks the response, so the stream errors instead of ending cleanly.
+   */
+  queryStream(sql: string, params: QueryParams | undefined, format: string): Readable {
+    if (!FORMAT_NAME.test(format)) throw new Error(`invalid format name: ${format}`)
+    const client = this.client
+    const abort = new AbortController()
+    async function* chunks(): AsyncGenerator<Buffer> {
+      let finished = false
+      try {
+        const result = await client.exec({
+          query: `${sql}\nFORMAT ${format}`,
+          query_params: params ?? {},
+          abort_signal: abort.signal,
+          clickhouse_settings: { http_write_exception_in_output_format: 0 },
+        })
+        for await (const chunk of result.stream as AsyncIterable<Buffer>) yield chunk
+        finished = true
+      } finally {
+        if (!finished) abort.abort()
+      }
+    }
+    return Readable.from(chunks(), { objectMode: false })
   }
 
   async insert(table: string, rows: readonly object[] | Buffer, options: InsertOptions = {}): Promise<void> {

@@ -4,6 +4,8 @@
  * is never built from user input.
  */
 
+import type { Readable } from 'node:stream'
+
 export type QueryParams = Record<string, unknown>
 
 export interface InsertOptions {
@@ -28,6 +30,13 @@ export interface Store {
   command(sql: string, params?: QueryParams): Promise<void>
   /** A query whose rows come back as objects (JSONEachRow; 64-bit integers as strings). */
   query<T = Record<string, unknown>>(sql: string, params?: QueryParams): Promise<T[]>
+  /**
+   * A query's result streamed as the engine formats it: the bytes of `format` (JSONEachRow,
+   * TabSeparatedRaw, ...) in chunks of a few thousand rows, never whole in memory; reading stops
+   * the engine when the reader stops (backpressure), and destroying the stream cancels the query.
+   * `sql` has no FORMAT clause. An engine error ends the stream with that error.
+   */
+  queryStream(sql: string, params: QueryParams | undefined, format: string): Readable
   /** Insert objects, or a ready JSONEachRow (or JSONCompactEachRow) buffer the engine parses itself. */
   insert(table: string, rows: readonly object[] | Buffer, options?: InsertOptions): Promise<void>
   ping(): Promise<boolean>
