@@ -14,11 +14,12 @@ async function collect(stream: Readable): Promise<{ bytes: Buffer; chunks: numbe
 }
 
 /** The streaming query of the Store port, the same checks on both adapters. */
-function streamContract(open: () => Promise<{ store: Store; close(): Promise<void> }>) {
+function streamContract(open: () => Promise<{ store: Store; close(): Promise<void> }>): void {
   let store: Store
-  let close: () => Promise<void>
+  let opened: { store: Store; close(): Promise<void> }
   beforeAll(async () => {
-    ;({ store, close } = await open())
+    opened = await open()
+    store = opened.store
     await store.command(
       'CREATE TABLE qs (id UInt32, name String, tags Map(String, String)) ENGINE = MergeTree ORDER BY id',
     )
@@ -29,7 +30,7 @@ function streamContract(open: () => Promise<{ store: Store; close(): Promise<voi
     }))
     await store.insert('qs', rows)
   })
-  afterAll(() => close())
+  afterAll(() => opened.close())
 
   it('streams the engine bytes of the format, with bound parameters, in several chunks', async () => {
     const sql = 'SELECT id, name, tags FROM qs WHERE id >= {from:UInt32} ORDER BY id'
