@@ -1,5 +1,6 @@
 import { isIP } from 'node:net'
 import { z } from 'zod'
+import { exportConfig } from './exports-config.ts'
 
 const int = (def: number, min = 0) => z.coerce.number().int().min(min).default(def)
 const optionalString = z
@@ -84,6 +85,7 @@ export const configSchema = z.object({
   SLUICE_PUSH_BATCH_SIZE: int(2000, 1).pipe(z.number().max(10_000)),
   SLUICE_PUSH_MAX_ATTEMPTS: int(5, 1),
   SLUICE_PUSH_RETRY_DEADLINE_MS: int(60_000, 0),
+  ...exportConfig,
   SLUICE_EVENT_PAST_WINDOW_HOURS: int(72, 0),
   SLUICE_EVENT_FUTURE_WINDOW_HOURS: int(48, 0),
   /** Uncommitted bus records per topic above which the edge answers 503 (bodies on upload topics, event blocks on the events topic). */

@@ -37,6 +37,7 @@ const MB = 1024 * 1024
  *   edge, scheduler ──► control (1 partition) ──► control-applier ──► store (control, worker)
  *   edge, audience refresh job ──► audience-counts ──► audience-counter ──► store (audiences, worker)
  *   edge, scheduler ──► push-requests ──► push-planner ──► push-deliveries ──► push-sender ──► transports, store (push, worker)
+ *   edge, control jobs ──► exports ──► export-writer ──► files, store      (exports, worker)
  */
 export function topology(prefix: string, partitions: number) {
   const topic = (name: string, count = partitions): TopicSpec => ({
@@ -64,6 +65,8 @@ export function topology(prefix: string, partitions: number) {
     pushRequests: topic('push-requests'),
     /** Delivery batches of planned requests, keyed by app: one sender owns an app's send rate (planner). */
     pushDeliveries: topic('push-deliveries'),
+    /** Requests to write export files, keyed by export (edge, control jobs). */
+    exports: topic('exports'),
   }
   const stage = (
     name: string,
@@ -118,6 +121,11 @@ export function topology(prefix: string, partitions: number) {
     // what a crash of the sender may send twice.
     pushSender: stage('push-sender', 'push-sender', topics.pushDeliveries, {
       maxBatchRecords: 256,
+      maxBatchBytes: 4 * MB,
+    }),
+    // Requests are small and each file is long work: a batch shares one settle wait.
+    exportWriter: stage('export-writer', 'export-writer', topics.exports, {
+      maxBatchRecords: 64,
       maxBatchBytes: 1 * MB,
     }),
   }
@@ -135,6 +143,7 @@ export function topology(prefix: string, partitions: number) {
       topics: [topics.pushRequests, topics.pushDeliveries],
       stages: [stages.pushSender, stages.pushPlanner],
     },
+    exports: { name: 'exports', topics: [topics.exports], stages: [stages.exportWriter] },
   } satisfies Record<string, PipelineSpec>
   /** Couplings between flows: each is a promise one stage or role makes about another's backlog. */
   const couplings = {
@@ -170,6 +179,7 @@ export function topology(prefix: string, partitions: number) {
       ...pipelines.profiles.topics,
       ...pipelines.audiences.topics,
       topics.pushRequests,
+      ...pipelines.exports.topics,
     ],
   }
 }

@@ -23,6 +23,17 @@ import {
   type PushTransportAppState,
   type PushTransportRow,
 } from './push-transports.ts'
+import {
+  applyExportCommand,
+  copyExportState,
+  emptyExportState,
+  exportStateNeeds,
+  type ExportControlState,
+  type ExportJobRow,
+  type ExportPlanRow,
+  type ExportStateNeeds,
+  type MutableExportState,
+} from '../exports/export-commands.ts'
 
 /**
  * The control applier's pure core: the state it read + commands in topic order → the rows to write
@@ -77,6 +88,8 @@ export interface ControlWrites {
   audiences: AudienceRow[]
   campaigns: CampaignRow[]
   push_transports: PushTransportRow[]
+  export_jobs: ExportJobRow[]
+  export_plans: ExportPlanRow[]
 }
 
 export const CONTROL_TABLES = [
@@ -87,6 +100,8 @@ export const CONTROL_TABLES = [
   'audiences',
   'campaigns',
   'push_transports',
+  'export_jobs',
+  'export_plans',
 ] as const satisfies readonly (keyof ControlWrites)[]
 
 export const noWrites = (): ControlWrites => ({
@@ -97,6 +112,8 @@ export const noWrites = (): ControlWrites => ({
   audiences: [],
   campaigns: [],
   push_transports: [],
+  export_jobs: [],
+  export_plans: [],
 })
 
 /** What the applier knows before a batch: only what its commands name, plus the sequences. */
@@ -114,6 +131,8 @@ export interface ControlState {
   campaigns?: CampaignState
   /** Of the apps push-transport commands name, their org and transport rows; absent: none. */
   pushTransports?: ReadonlyMap<string, PushTransportAppState>
+  /** Export jobs and plans of the orgs the commands name (export-commands.ts); absent: none. */
+  exports?: ExportControlState
 }
 
 /** What to read before applying these commands. */
@@ -124,6 +143,7 @@ export interface StateNeeds {
   audienceIds: number[]
   campaigns: CampaignNeeds
   pushTransportApps: string[]
+  exports: ExportStateNeeds
 }
 
 export function stateNeeds(commands: readonly ControlCommand[]): StateNeeds {
@@ -146,6 +166,7 @@ export function stateNeeds(commands: readonly ControlCommand[]): StateNeeds {
     audienceIds: audienceIdsNamed(commands),
     campaigns: campaignNeeds(commands),
     pushTransportApps: pushTransportApps(commands),
+    exports: exportStateNeeds(commands),
   }
 }
 
@@ -174,6 +195,7 @@ export function applyCommands(
     audiences: copyAudienceState(state.audiences),
     campaigns: copyCampaignState(state.campaigns ?? emptyCampaignState()),
     pushTransports: new Map(state.pushTransports ?? []),
+    exports: copyExportState(state.exports ?? emptyExportState()),
   }
   const seen = new Set<string>()
   const applied: Applied[] = []
@@ -193,6 +215,7 @@ interface MutableState {
   audiences: MutableAudienceState
   campaigns: CampaignState
   pushTransports: Map<string, PushTransportAppState>
+  exports: MutableExportState
 }
 
 const refused = (status: number, error: string): ControlResult => ({ status, body: { error } })
@@ -279,5 +302,9 @@ function applyOne(s: MutableState, command: ControlCommand, jobs: ReadonlySet<st
     case 'archive-campaign':
     case 'delete-campaign':
       return done(applyCampaignCommand(s.campaigns, command, writes.campaigns))
+    case 'enable-export':
+    case 'disable-export':
+    case 'set-export-plan':
+      return done(applyExportCommand(s.exports, command, writes))
   }
 }

@@ -6,6 +6,7 @@ import { SCOPES } from '../../schemas/admin.ts'
 import { audiencePayloads } from '../audiences/audience-payloads.ts'
 import { campaignPayloads } from '../campaigns/campaign-commands.ts'
 import { pushTransportPayloads } from './push-transports.ts'
+import { exportPayloads } from '../exports/export-payloads.ts'
 
 /**
  * Control-plane writes as commands (DESIGN.md, "The control plane holds across edges"): any edge
@@ -39,6 +40,7 @@ const payloads = {
   ...audiencePayloads,
   ...campaignPayloads,
   ...pushTransportPayloads,
+  ...exportPayloads,
 } as const
 
 export type CommandKind = keyof typeof payloads

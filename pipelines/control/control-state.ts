@@ -12,6 +12,7 @@ import type { Scope } from '../../schemas/admin.ts'
 import { readAudienceState } from '../audiences/audience-state.ts'
 import { readCampaignState } from '../campaigns/campaign-state.ts'
 import { readPushTransportState } from './push-transports.ts'
+import { readExportState } from '../exports/export-control-state.ts'
 
 /**
  * The control applier's reads and writes of the control tables (orgs, apps, api_keys, profile_dbs).
@@ -19,7 +20,7 @@ import { readPushTransportState } from './push-transports.ts'
  * another writer: the next id is max + 1 for as long as this owner holds the partition.
  */
 export async function readState(store: Store, needs: StateNeeds): Promise<ControlState> {
-  const [maxIds, orgs, apps, keys, audiences, campaigns, pushTransports] = await Promise.all([
+  const [maxIds, orgs, apps, keys, audiences, campaigns, pushTransports, exports] = await Promise.all([
     store.query<{ orgs: number | string; dbs: number | string }>(
       'SELECT (SELECT max(id) FROM orgs) AS orgs, (SELECT max(id) FROM profile_dbs) AS dbs',
     ),
@@ -33,6 +34,7 @@ export async function readState(store: Store, needs: StateNeeds): Promise<Contro
     readAudienceState(store, needs.audienceIds),
     readCampaignState(store, needs.campaigns),
     readPushTransportState(store, needs.pushTransportApps),
+    readExportState(store, needs.exports),
   ])
   return {
     maxIds: { orgs: Number(maxIds[0]?.orgs ?? 0), profile_dbs: Number(maxIds[0]?.dbs ?? 0) },
@@ -44,6 +46,7 @@ export async function readState(store: Store, needs: StateNeeds): Promise<Contro
     audiences,
     campaigns,
     pushTransports,
+    exports,
   }
 }
 
@@ -109,6 +112,9 @@ export function mergeWrites(all: readonly ControlWrites[]): ControlWrites {
     merged.campaigns.push(...(w.campaigns ?? []))
     // Journals written before push transports existed have no such list.
     merged.push_transports.push(...(w.push_transports ?? []))
+    // Journals written before exports existed have no such lists.
+    merged.export_jobs.push(...(w.export_jobs ?? []))
+    merged.export_plans.push(...(w.export_plans ?? []))
   }
   return merged
 }

@@ -12,6 +12,12 @@ export interface ScheduledJob {
   /** Periods are aligned on multiples of this (ms since the epoch), the same on every scheduler. */
   intervalMs: number
   /**
+   * The start of the period holding `now`, for a job whose periods are not multiples of a fixed
+   * interval (a day that begins at 08:00 in a time zone with daylight saving time). Every
+   * scheduler must compute the same start from the same instant. Default: aligned on intervalMs.
+   */
+  periodOf?(now: number): number
+  /**
    * Run by the control applier, which holds the control partition meanwhile: keep it short (hand
    * long work to a pipeline of its own), and idempotent (an owner that dies mid-run leaves the
    * job journaled but not applied, and the next owner runs it again). Its value (JSON) is
@@ -24,10 +30,10 @@ export const periodStart = (now: number, intervalMs: number) => now - (now % int
 
 /** The command that asks for `job`'s run of the period holding `now`. */
 export function dueJobCommand(
-  job: Pick<ScheduledJob, 'name' | 'intervalMs'>,
+  job: Pick<ScheduledJob, 'name' | 'intervalMs' | 'periodOf'>,
   now: number,
 ): Extract<ControlCommand, { kind: 'run-job' }> {
-  const start = periodStart(now, job.intervalMs)
+  const start = job.periodOf ? job.periodOf(now) : periodStart(now, job.intervalMs)
   return newCommand('run-job', { job: job.name, period_start: start }, now, jobCommandId(job.name, start))
 }
 

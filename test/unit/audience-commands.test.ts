@@ -8,6 +8,7 @@ import {
   type CommandPayload,
 } from '../../pipelines/control/commands.ts'
 import type { AudienceRow } from '../../pipelines/audiences/audience-commands.ts'
+import { emptyExportState } from '../../pipelines/exports/export-commands.ts'
 
 const AT = 1_700_000_000_000
 let n = 0
@@ -37,6 +38,7 @@ const state = (maxId: number, rows: AudienceRow[] = []): ControlState => ({
   apps: new Map(),
   keys: new Map(),
   audiences: { maxId, rows: new Map(rows.map((r) => [r.id, r])) },
+  exports: emptyExportState(),
 })
 
 const create = (name: string, at = AT, org_id = 1, app_id = 'app-a') =>

@@ -40,6 +40,9 @@ function fakeStore(rows: ReturnType<typeof audience>[]) {
       const ids = (params?.ids as number[]).map(String)
       return Promise.resolve(rows.filter((r) => ids.includes(r.id)) as T[])
     },
+    queryStream: () => {
+      throw new Error('the counter streams nothing')
+    },
     insert: (table, r) => {
       inserted.push({ table, rows: r as CountsRow[] })
       return Promise.resolve()

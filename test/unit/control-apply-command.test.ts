@@ -20,6 +20,7 @@ import { classifyFailure } from '../../pipelines/failures/classify-error.ts'
 import { PermanentError } from '../../pipelines/failures/outcome.ts'
 import { emptyCampaignState } from '../../pipelines/campaigns/campaign-commands.ts'
 import { manualClock } from '../helpers/manual-clock.ts'
+import { emptyExportState } from '../../pipelines/exports/export-commands.ts'
 
 const AT = 1_700_000_000_000
 const HASH = 'a'.repeat(64)
@@ -36,6 +37,7 @@ const empty = (over: Partial<ControlState> = {}): ControlState => ({
   audiences: { maxId: 0, rows: new Map() },
   campaigns: emptyCampaignState(),
   pushTransports: new Map(),
+  exports: emptyExportState(),
   ...over,
 })
 
@@ -71,6 +73,8 @@ describe('applyCommands (the control applier’s pure core)', () => {
       audiences: [],
       campaigns: [],
       push_transports: [],
+      export_jobs: [],
+      export_plans: [],
     })
     expect(after.maxIds).toEqual({ orgs: 9, profile_dbs: 14 })
     // The input state is not changed: applying is pure.
@@ -200,6 +204,7 @@ describe('applyCommands (the control applier’s pure core)', () => {
       audienceIds: [],
       campaigns: { any: false, ids: [] },
       pushTransportApps: [],
+      exports: { orgIds: [], profileDbIds: [], appIds: [], audienceIds: [] },
     })
   })
 })

@@ -4,6 +4,11 @@ import type { Readable } from 'node:stream'
 export interface Files {
   put(path: string, data: Buffer | Readable): Promise<void>
   read(path: string): Readable
+  /**
+   * A file to serve: its bytes and size, or undefined when it is absent, not a regular file, or
+   * (through a link) outside the root. What the edge hands out under signed links.
+   */
+  openRead(path: string): Promise<{ stream: Readable; size: number } | undefined>
   readAll(path: string): Promise<Buffer>
   exists(path: string): Promise<boolean>
   list(prefix: string): Promise<string[]>

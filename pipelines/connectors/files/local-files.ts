@@ -1,5 +1,5 @@
-import { createReadStream } from 'node:fs'
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
+import { constants, createReadStream } from 'node:fs'
+import { mkdir, open, readdir, readFile, realpath, rename, rm, stat, writeFile } from 'node:fs/promises'
 import { dirname, relative, resolve, sep } from 'node:path'
 import type { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
@@ -43,6 +43,37 @@ export class LocalFiles implements Files {
 
   read(path: string): Readable {
     return createReadStream(this.resolvePath(path))
+  }
+
+  /**
+   * Resolved through any symbolic links first: a link (anywhere on the path) that leads outside
+   * the root is refused like `..`. The last component is opened without following links, so it
+   * cannot be swapped for one after the check.
+   */
+  async openRead(path: string): Promise<{ stream: Readable; size: number } | undefined> {
+    let real: string
+    let root: string
+    try {
+      real = await realpath(this.resolvePath(path))
+      root = await realpath(this.root)
+    } catch {
+      return undefined
+    }
+    const rel = relative(root, real)
+    if (rel === '' || rel.startsWith('..') || rel.split(sep).includes('..') || resolve(root, rel) !== real)
+      return undefined
+    let handle
+    try {
+      handle = await open(real, constants.O_RDONLY | constants.O_NOFOLLOW)
+    } catch {
+      return undefined
+    }
+    const info = await handle.stat()
+    if (!info.isFile()) {
+      await handle.close()
+      return undefined
+    }
+    return { stream: handle.createReadStream(), size: info.size }
   }
 
   async readAll(path: string): Promise<Buffer> {
