@@ -3,6 +3,7 @@ import { resolve } from 'node:path'
 import { readStoredToken } from './admin-token.ts'
 import { PUSH_TRANSPORT_OPTIONS, PUSH_TRANSPORT_USAGE, pushTransportRequest } from './cli-push-transport.ts'
 import { ConfigError, loadConfig, type Config } from './config.ts'
+import { EXPORT_CLI_OPTIONS, EXPORT_CLI_USAGE, exportAdminRequest } from './cli-exports.ts'
 import type { Role } from './topology.ts'
 
 // The engine (chdb), the bus and the logger are imported by the commands that run them, so
@@ -24,7 +25,7 @@ const USAGE = `usage: sluice <command>
     admin jobs list                      (latest run of each scheduled job)
     admin dead-letters list [--stage STAGE] [--limit N]
     admin dead-letters replay --id ID
-${PUSH_TRANSPORT_USAGE}    (--url defaults to SLUICE_URL or http://127.0.0.1:$PORT; the token to
+${PUSH_TRANSPORT_USAGE}${EXPORT_CLI_USAGE}    (--url defaults to SLUICE_URL or http://127.0.0.1:$PORT; the token to
      SLUICE_ADMIN_TOKEN or the one stored in $SLUICE_DATA_DIR)
 `
 
@@ -143,6 +144,7 @@ async function runAdmin(config: Config, args: string[]): Promise<number> {
       limit: { type: 'string' },
       id: { type: 'string' },
       ...PUSH_TRANSPORT_OPTIONS,
+      ...EXPORT_CLI_OPTIONS,
     },
   })
   const [resource, action] = positionals
@@ -159,7 +161,11 @@ async function runAdmin(config: Config, args: string[]): Promise<number> {
     request =
       resource === 'push-transport'
         ? pushTransportRequest(action, values, (message) => new UsageError(message))
-        : adminRequest(resource, action, need, values)
+        : resource === 'exports'
+          ? (exportAdminRequest(action, values, (flag) => {
+              throw new UsageError(`--${flag} is required`)
+            }) ?? adminRequest(resource, action, need, values))
+          : adminRequest(resource, action, need, values)
   } catch (err) {
     if (err instanceof UsageError) {
       process.stderr.write(`sluice admin: ${err.message}\n\n${USAGE}`)

@@ -15,6 +15,7 @@ import { CountRequester } from './edge/audiences/count-requests.ts'
 import { audienceRoutes } from './edge/routes/audiences.ts'
 import { campaignRoutes } from './edge/routes/campaigns.ts'
 import { inappSdkRoutes } from './edge/routes/inapp-sdk.ts'
+import { exportEdgeRouters, exportJobs } from './edge/exports/export-area.ts'
 import { profileRoutes } from './edge/routes/profiles.ts'
 import { pushRoutes } from './edge/routes/push.ts'
 import { pushTransportAdminRoutes } from './edge/routes/push-transports-admin.ts'
@@ -32,6 +33,7 @@ import { ChdbAnalystEngine } from './sql-port/analyst-engine.ts'
 import { startSqlPort } from './sql-port/sql-port.ts'
 import type { Role } from './topology.ts'
 import { audiencesPipeline } from './worker/audiences.ts'
+import { exportsPipeline } from './worker/exports.ts'
 import { controlPipeline } from './worker/control.ts'
 import { ingestionPipeline } from './worker/ingestion.ts'
 import { profilesPipeline } from './worker/profiles.ts'
@@ -274,7 +276,16 @@ export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | unde
     adminToken: secrets.adminToken,
   })
   return {
-    routers: [uploads, profiles, audiences, campaigns, push, inappSdk, pushTransportAdmin],
+    routers: [
+      uploads,
+      profiles,
+      audiences,
+      campaigns,
+      push,
+      inappSdk,
+      pushTransportAdmin,
+      ...exportEdgeRouters(runtime, secrets.adminToken),
+    ],
     start: () => shedder.start(),
     stop: () => shedder.stop(),
   }
@@ -307,6 +318,7 @@ export function workerPipelines(runtime: Runtime): WorkerPipeline[] {
     controlPipeline(scheduledJobs(runtime)),
     audiencesPipeline,
     pushPipeline({ transports: pushTransports, members: pushMembers }),
+    exportsPipeline,
   ]
 }
 
@@ -319,6 +331,7 @@ export function scheduledJobs(runtime: Runtime): ScheduledJob[] {
       topic: topology.topics.audienceCounts.topic,
       intervalMs: config.SLUICE_AUDIENCE_REFRESH_SECONDS * 1000,
     }),
+    ...exportJobs(runtime),
   ]
 }
 

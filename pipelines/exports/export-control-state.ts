@@ -42,7 +42,7 @@ export function toJobRow(r: StoredJobRow): ExportJobRow {
 
 /**
  * What the control applier reads of exports before a batch: the sequence, the named orgs' jobs
- * and plans, and the sources the commands name (audiences only once their table exists).
+ * and plans, and the sources the commands name.
  */
 export async function readExportState(store: Store, needs: ExportStateNeeds): Promise<ExportControlState> {
   const none = needs.orgIds.length === 0
@@ -100,12 +100,8 @@ async function readApps(store: Store, appIds: string[]) {
   )
 }
 
-/** Live audiences; none before the audiences table exists (migration 012). */
+/** Live audiences. */
 async function readAudiences(store: Store, ids: number[]) {
-  const [exists] = await store.query<{ n: number | string }>(
-    "SELECT count() AS n FROM system.tables WHERE database = currentDatabase() AND name = 'audiences'",
-  )
-  if (Number(exists?.n ?? 0) === 0) return []
   return store.query<{ id: number | string; org_id: number | string; app_id: string; name: string }>(
     'SELECT id, org_id, app_id, name FROM audiences FINAL WHERE id IN {ids:Array(UInt64)} AND deleted_at IS NULL',
     { ids },

@@ -4,7 +4,13 @@ import { HOUR_MS } from './export-kinds.ts'
 import { lastRequests, readEnabledJobs } from './export-records.ts'
 import { stateAt } from './export-state.ts'
 import { encodeExportRequest, type ExportRequest } from './generation-requests.ts'
-import { hourComplete, hourStartOf, latestRefreshAt, refreshDate, type RefreshTime } from './refresh-schedule.ts'
+import {
+  hourComplete,
+  hourStartOf,
+  latestRefreshAt,
+  refreshDate,
+  type RefreshTime,
+} from './refresh-schedule.ts'
 import { liveAudienceIds } from './export-sources.ts'
 
 /**
@@ -127,7 +133,9 @@ export function exportSweepJob(deps: Pick<ExportJobDeps, 'bus' | 'topic'>): Sche
     name: 'export-sweep',
     intervalMs: HOUR_MS,
     async run({ periodStart }) {
-      await deps.bus.produce(deps.topic, [encodeExportRequest({ v: 1, kind: 'sweep', requested_at: periodStart })])
+      await deps.bus.produce(deps.topic, [
+        encodeExportRequest({ v: 1, kind: 'sweep', requested_at: periodStart }),
+      ])
       return { enqueued: 1 }
     },
   }

@@ -51,7 +51,8 @@ export function parseLogHour(
   const y = Number(year)
   const daysInMonth = new Date(Date.UTC(y, m, 0)).getUTCDate()
   const d = smallNumber(day, 1, daysInMonth)
-  if (d === undefined) return fail(`day must be 1 (or 01) to ${daysInMonth} in ${year}-${String(m).padStart(2, '0')}`)
+  if (d === undefined)
+    return fail(`day must be 1 (or 01) to ${daysInMonth} in ${year}-${String(m).padStart(2, '0')}`)
   const start = Date.UTC(y, m - 1, d, h)
   return { ok: true, value: start }
 }

@@ -1,5 +1,5 @@
 import type { QueryParams } from '../connectors/store/store.ts'
-import { HOUR_MS } from './export-kinds.ts'
+import { HOUR_MS, IDENTIFIER_KEYS, type AudienceJobType } from './export-kinds.ts'
 
 /**
  * The queries that produce export files (pure: SQL text and parameters). Each selects one String
@@ -65,8 +65,16 @@ export function profileFullQuery(profiledbId: number, appIds: readonly string[])
     field('_ll.language', 'language', `seen = 1 AND language != ''`),
     field('_ll.device_timezone', 'device_timezone', `seen = 1 AND device_timezone != ''`),
     field('_ll.user_type', 'user_type', `seen = 1 AND user_type != ''`),
-    field('_ll.birthdate', `formatDateTime(assumeNotNull(first_session), '%Y-%m-%d')`, 'first_session IS NOT NULL'),
-    field('_ll.last_session_date', `formatDateTime(assumeNotNull(last_session), '%Y-%m-%d')`, 'last_session IS NOT NULL'),
+    field(
+      '_ll.birthdate',
+      `formatDateTime(assumeNotNull(first_session), '%Y-%m-%d')`,
+      'first_session IS NOT NULL',
+    ),
+    field(
+      '_ll.last_session_date',
+      `formatDateTime(assumeNotNull(last_session), '%Y-%m-%d')`,
+      'last_session IS NOT NULL',
+    ),
     `if(seen = 1, concat('"_ll.push_enabled":', if(${pushEnabled}, 'true', 'false')), '')`,
   ]
   return {
@@ -115,6 +123,70 @@ export function profileChangesQuery(profiledbId: number, from: number, to: numbe
   }
 }
 
+/**
+ * The member query of the audience compiler (pipelines/audiences/compile-rules.ts) as a
+ * subquery: its trailing SETTINGS clause (which may only end a whole query) and its ORDER BY
+ * (an export needs no order, and sorting a million members costs memory) are taken off.
+ */
+export function membersSubquery(compiledSql: string): { body: string; settings: string } {
+  const at = compiledSql.lastIndexOf(' SETTINGS ')
+  let body = at === -1 ? compiledSql : compiledSql.slice(0, at)
+  const settings = at === -1 ? '' : compiledSql.slice(at + ' SETTINGS '.length)
+  body = body.replace(/ ORDER BY install_uuid\s*$/, '')
+  return { body, settings }
+}
+
+/** Advertising ids that name no one: iOS gives zeros when the user limited ad tracking. */
+const NO_AD_ID = "('', '00000000-0000-0000-0000-000000000000')"
+
+/**
+ * One identifier per row, each once (`{"IDFA": …}`, `{"GAID": …}`, `{"EMAIL": …}`,
+ * `{"CUSTOMER_ID": …}`), of the audience's member installs:
+ *   idfa, gaid   the advertising id the install's SDK last reported, of iOS installs (idfa) or
+ *                Android installs (gaid), unless the user limited ad tracking or the id is zeros
+ *   email        the `$email` of the member's customer in the org's profile db
+ *   customer_id  the member's customer id (installs without one are left out)
+ */
+export function audienceIdentifierQuery(
+  members: { sql: string; params: QueryParams },
+  jobType: AudienceJobType,
+  ctx: { appId: string; orgProfiledbId: number },
+): ExportQuery {
+  const { body, settings } = membersSubquery(members.sql)
+  const key = JSON.stringify(IDENTIFIER_KEYS[jobType])
+  const line = (expr: string) => `concat('{${key}:', toJSONString(${expr}), '}')`
+  const tail = settings === '' ? '' : ` SETTINGS ${settings}`
+  const params = { ...members.params, x_app: ctx.appId, x_db: ctx.orgProfiledbId }
+  if (jobType === 'idfa' || jobType === 'gaid') {
+    const platform =
+      jobType === 'idfa'
+        ? "(lower(a.platform) IN ('ios', 'ipados', 'iphone os', 'tvos') OR startsWith(lower(a.platform), 'ios'))"
+        : "startsWith(lower(a.platform), 'android')"
+    return {
+      sql: `SELECT DISTINCT ${line('a.advertising_id')}
+        FROM (${body}) AS m
+        INNER JOIN (SELECT install_uuid, platform, advertising_id, limit_advertising
+                    FROM devices FINAL WHERE app_id = {x_app:String}) AS a ON a.install_uuid = m.install_uuid
+        WHERE a.advertising_id NOT IN ${NO_AD_ID} AND a.limit_advertising = 0 AND ${platform}${tail}`,
+      params,
+    }
+  }
+  if (jobType === 'customer_id')
+    return {
+      sql: `SELECT DISTINCT ${line('m.customer_id')} FROM (${body}) AS m WHERE m.customer_id != ''${tail}`,
+      params,
+    }
+  return {
+    sql: `SELECT DISTINCT ${line('p.email')}
+      FROM (${body}) AS m
+      INNER JOIN (SELECT customer_id, JSONExtractString(attributes, '$email') AS email
+                  FROM profiles FINAL WHERE profiledb_id = {x_db:UInt64} AND deleted = 0) AS p
+        ON p.customer_id = m.customer_id
+      WHERE m.customer_id != '' AND p.email != ''${tail}`,
+    params,
+  }
+}
+
 /** The engine's clock, in ms: the as_of of a file. */
 export const ENGINE_NOW = 'SELECT toUnixTimestamp64Milli(now64(3)) AS now'
 
@@ -123,7 +195,11 @@ export const ENGINE_NOW = 'SELECT toUnixTimestamp64Milli(now64(3)) AS now'
  * skip every granule older than it, so asking costs little however large the tables are.
  */
 export function newerThanQuery(
-  what: { kind: 'log'; appId: string; hourStart: number } | { kind: 'profile'; profiledbId: number; appIds: readonly string[] } | { kind: 'changes'; profiledbId: number },
+  what:
+    | { kind: 'log'; appId: string; hourStart: number }
+    | { kind: 'profile'; profiledbId: number; appIds: readonly string[] }
+    | { kind: 'changes'; profiledbId: number }
+    | { kind: 'audience'; appId: string; profiledbIds: readonly number[] },
   asOf: number,
 ): ExportQuery {
   const after = `inserted_at > ${ms('asOf')}`
@@ -138,6 +214,14 @@ export function newerThanQuery(
       return {
         sql: `SELECT ${any(`SELECT 1 FROM profile_changes WHERE profiledb_id = {db:UInt64} AND ${after}`)} AS n`,
         params: { db: what.profiledbId, asOf },
+      }
+    case 'audience':
+      // Server-side events carry the edge's receipt time; SDK data updates devices.
+      return {
+        sql: `SELECT ${any(`SELECT 1 FROM devices WHERE app_id = {app:String} AND ${after}`)}
+                   + ${any(`SELECT 1 FROM events WHERE app_id = {app:String} AND received_at > ${ms('asOf')}`)}
+                   + ${any(`SELECT 1 FROM profiles WHERE profiledb_id IN {dbs:Array(UInt64)} AND ${after}`)} AS n`,
+        params: { app: what.appId, dbs: [...what.profiledbIds], asOf },
       }
     case 'profile':
       return {

@@ -52,7 +52,11 @@ export async function readJob(store: Store, id: number): Promise<ExportJobRow | 
 }
 
 /** The jobs of an org (of one source type), disabled ones included, by id. */
-export async function readJobsOfOrg(store: Store, orgId: number, sourceType?: SourceType): Promise<ExportJobRow[]> {
+export async function readJobsOfOrg(
+  store: Store,
+  orgId: number,
+  sourceType?: SourceType,
+): Promise<ExportJobRow[]> {
   const rows = await store.query<StoredJobRow>(
     `SELECT ${EXPORT_JOB_COLUMNS} FROM export_jobs FINAL
      WHERE org_id = {org:UInt64} ${sourceType ? 'AND source_type = {type:String}' : ''} ORDER BY id`,
@@ -78,7 +82,10 @@ export async function findJob(
 }
 
 /** Every enabled job (what the refresh jobs go through). */
-export async function readEnabledJobs(store: Store, sourceTypes: readonly SourceType[]): Promise<ExportJobRow[]> {
+export async function readEnabledJobs(
+  store: Store,
+  sourceTypes: readonly SourceType[],
+): Promise<ExportJobRow[]> {
   const rows = await store.query<StoredJobRow>(
     `SELECT ${EXPORT_JOB_COLUMNS} FROM export_jobs FINAL
      WHERE enabled = 1 AND source_type IN {types:Array(String)} ORDER BY id`,
@@ -88,7 +95,11 @@ export async function readEnabledJobs(store: Store, sourceTypes: readonly Source
 }
 
 /** The newest file of an export (of one key when given). */
-export async function latestFile(store: Store, exportId: number, fileKey?: string): Promise<ExportFileRow | undefined> {
+export async function latestFile(
+  store: Store,
+  exportId: number,
+  fileKey?: string,
+): Promise<ExportFileRow | undefined> {
   const rows = await store.query<Stored<ExportFileRow>>(
     `SELECT ${FILE_COLUMNS} FROM export_files FINAL
      WHERE export_id = {id:UInt64} ${fileKey === undefined ? '' : 'AND file_key = {key:String}'}
@@ -99,7 +110,10 @@ export async function latestFile(store: Store, exportId: number, fileKey?: strin
 }
 
 /** The newest file of each of these exports. */
-export async function latestFiles(store: Store, exportIds: readonly number[]): Promise<Map<number, ExportFileRow>> {
+export async function latestFiles(
+  store: Store,
+  exportIds: readonly number[],
+): Promise<Map<number, ExportFileRow>> {
   if (exportIds.length === 0) return new Map()
   const rows = await store.query<Stored<ExportFileRow>>(
     `SELECT ${FILE_COLUMNS} FROM export_files FINAL WHERE export_id IN {ids:Array(UInt64)}
@@ -166,4 +180,19 @@ export async function appsOfProfileDb(store: Store, orgId: number, appId: string
     { org: orgId },
   )
   return rows.map((r) => r.app_id)
+}
+
+/** The profile dbs an app's audiences read: the app's own and its org's. */
+export async function profileDbsOfApp(
+  store: Store,
+  appId: string,
+): Promise<{ appProfiledbId: number; orgProfiledbId: number } | undefined> {
+  const rows = await store.query<{ app_db: number | string; org_db: number | string }>(
+    `SELECT a.profiledb_id AS app_db, o.profiledb_id AS org_db
+     FROM (SELECT org_id, profiledb_id FROM apps FINAL WHERE app_id = {app:String} AND deleted = 0) AS a
+     INNER JOIN (SELECT id, profiledb_id FROM orgs FINAL) AS o ON o.id = a.org_id`,
+    { app: appId },
+  )
+  const row = rows[0]
+  return row ? { appProfiledbId: Number(row.app_db), orgProfiledbId: Number(row.org_db) } : undefined
 }

@@ -65,5 +65,7 @@ export const lastActivity = (job: Pick<JobFacts, 'enabledAt' | 'lastRequestedAt'
   Math.max(job.enabledAt, job.lastRequestedAt ?? 0)
 
 /** When an available export goes unavailable if nobody requests it. */
-export const idleDeadline = (job: Pick<JobFacts, 'enabledAt' | 'lastRequestedAt'>, idleMs = DEFAULT_IDLE_MS) =>
-  lastActivity(job) + idleMs
+export const idleDeadline = (
+  job: Pick<JobFacts, 'enabledAt' | 'lastRequestedAt'>,
+  idleMs = DEFAULT_IDLE_MS,
+) => lastActivity(job) + idleMs

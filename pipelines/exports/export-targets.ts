@@ -1,14 +1,19 @@
+import { compileMembers } from '../audiences/compile-rules.ts'
+import { readAudienceRows } from '../audiences/audience-reader.ts'
 import type { Store } from '../connectors/store/store.ts'
+import { parseTargetRules } from '../../schemas/audiences.ts'
+import { AUDIENCE_JOB_TYPES, type AudienceJobType } from './export-kinds.ts'
 import type { ExportJobRow } from './export-commands.ts'
 import { hourLabel } from './export-params.ts'
 import {
+  audienceIdentifierQuery,
   newerThanQuery,
   logHourQuery,
   profileChangesQuery,
   profileFullQuery,
   type ExportQuery,
 } from './export-queries.ts'
-import { appsOfProfileDb, readCursor, type ExportFileRow } from './export-records.ts'
+import { appsOfProfileDb, profileDbsOfApp, readCursor, type ExportFileRow } from './export-records.ts'
 
 /**
  * One export file to write or serve: which key it is filed under, the query that writes it, and
@@ -84,6 +89,36 @@ export async function exportTarget(
           return newer({ kind: 'changes', profiledbId: db }, latest.as_of)
         },
       }
+    }
+  }
+  if (job.source_type === 'audiences' && (AUDIENCE_JOB_TYPES as readonly string[]).includes(job.job_type)) {
+    const [audience] = await readAudienceRows(store, [Number(job.source_id)])
+    if (!audience || audience.deleted_at !== null) return undefined
+    const parsed = parseTargetRules(JSON.parse(audience.target_rules))
+    const dbs = await profileDbsOfApp(store, audience.app_id)
+    if (!parsed.ok || !dbs) return undefined
+    const rules = parsed.rules
+    const what = {
+      kind: 'audience' as const,
+      appId: audience.app_id,
+      profiledbIds: [dbs.appProfiledbId, dbs.orgProfiledbId],
+    }
+    return {
+      job,
+      fileKey: 'full',
+      extension: '.jsonl.gz',
+      query(asOf) {
+        // Windows ("in the last 30 days") are relative to the engine's clock when read.
+        const members = compileMembers(rules, { appId: audience.app_id, ...dbs, now: asOf })
+        const query = audienceIdentifierQuery(members, job.job_type as AudienceJobType, {
+          appId: audience.app_id,
+          orgProfiledbId: dbs.orgProfiledbId,
+        })
+        return Promise.resolve({ query, rangeFrom: 0 })
+      },
+      // Rules changed since the file, or data it reads.
+      isStale: async (latest) =>
+        !latest || audience.updated_at > latest.as_of || (await newer(what, latest.as_of)),
     }
   }
   return undefined

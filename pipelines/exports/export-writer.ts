@@ -10,11 +10,7 @@ import { HOUR_MS } from './export-kinds.ts'
 import { ENGINE_NOW, LINE_FORMAT } from './export-queries.ts'
 import { insertFile, latestFile, livePaths, readJob, type ExportFileRow } from './export-records.ts'
 import { exportTarget, type ExportTarget } from './export-targets.ts'
-import {
-  decodeExportRequest,
-  type ExportRequest,
-  type GenerationRequest,
-} from './generation-requests.ts'
+import { decodeExportRequest, type ExportRequest, type GenerationRequest } from './generation-requests.ts'
 import { EXPORTS_ROOT } from './signed-links.ts'
 
 export interface ExportWriterOptions {
@@ -81,7 +77,11 @@ export function exportWriter(deps: ExportWriterDeps) {
     }
     if (!job) return skip('no such export')
     if (job.enabled !== 1) return skip('export disabled')
-    const target = await exportTarget(deps.store, job, request.hour === undefined ? {} : { hour: request.hour })
+    const target = await exportTarget(
+      deps.store,
+      job,
+      request.hour === undefined ? {} : { hour: request.hour },
+    )
     if (!target) return skip('nothing to write for this export')
     const latest = await latestFile(deps.store, job.id, target.fileKey)
     if (request.reason === 'admin') return target
@@ -143,7 +143,10 @@ export function exportWriter(deps: ExportWriterDeps) {
   }
 
   const sweep = async () => {
-    const [live, paths] = await Promise.all([livePaths(deps.store), deps.files.list(EXPORTS_ROOT.slice(0, -1))])
+    const [live, paths] = await Promise.all([
+      livePaths(deps.store),
+      deps.files.list(EXPORTS_ROOT.slice(0, -1)),
+    ])
     const now = clock.now()
     let removed = 0
     for (const path of paths) {

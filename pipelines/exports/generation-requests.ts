@@ -22,7 +22,11 @@ const generate = z.object({
   requested_at: z.number().int().nonnegative(),
 })
 
-const sweep = z.object({ v: z.literal(1), kind: z.literal('sweep'), requested_at: z.number().int().nonnegative() })
+const sweep = z.object({
+  v: z.literal(1),
+  kind: z.literal('sweep'),
+  requested_at: z.number().int().nonnegative(),
+})
 
 const request = z.discriminatedUnion('kind', [generate, sweep])
 

@@ -47,9 +47,7 @@ export function signLink(key: Buffer, path: string, expires: number): string {
   return `${LINK_PREFIX}${normal}?expires=${expires}&sig=${sig}`
 }
 
-export type LinkCheck =
-  | { ok: true; path: string }
-  | { ok: false; status: 403 | 410; reason: string }
+export type LinkCheck = { ok: true; path: string } | { ok: false; status: 403 | 410; reason: string }
 
 /**
  * Checks a link as requested: `rawPath` is the request path after `/files/`, still
@@ -81,6 +79,7 @@ export function checkLink(
   const expected = Buffer.from(signature(key, path, expires), 'hex')
   const given = Buffer.from(sigText, 'hex')
   if (!timingSafeEqual(expected, given)) return tampered('invalid link signature')
-  if (expires < nowSeconds) return { ok: false, status: 410, reason: 'this link has expired; request the export again' }
+  if (expires < nowSeconds)
+    return { ok: false, status: 410, reason: 'this link has expired; request the export again' }
   return { ok: true, path }
 }

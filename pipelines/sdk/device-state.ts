@@ -17,6 +17,9 @@ export interface DeviceState {
   device_timezone: string
   push_token: string
   push_status: string
+  /** IDFA / GAID as last reported (the idfa and gaid audience exports), and the user's ad-tracking limit. */
+  advertising_id: string
+  limit_advertising: 0 | 1
   version: number
 }
 
@@ -64,6 +67,8 @@ export function emptyDevice(app: string, install: string): DeviceState {
     device_timezone: '',
     push_token: '',
     push_status: '',
+    advertising_id: '',
+    limit_advertising: 0,
     version: 0,
   }
 }
@@ -79,6 +84,11 @@ export function applyRowToDevice(device: DeviceState, row: SdkRow): DeviceState 
   if (row.device_uuid) next.device_uuid = row.device_uuid
   if (row.customer_id) next.customer_id = row.customer_id
   for (const [column, field] of DIMENSIONS) if (row[field]) next[column] = row[field]
+  // The limit comes with the id it applies to: a row without an id says nothing about either.
+  if (row.advertising_id) {
+    next.advertising_id = row.advertising_id
+    next.limit_advertising = row.limit_advertising ? 1 : 0
+  }
   return next
 }
 

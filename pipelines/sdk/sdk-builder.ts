@@ -239,7 +239,8 @@ async function loadDevices(store: Store, keys: { app: string; install: string }[
   const installs = stringSet('installs', [...new Set(keys.map((k) => k.install))])
   const rows = await store.query<DeviceState>(
     `SELECT app_id, install_uuid, device_uuid, customer_id, toUnixTimestamp64Milli(last_active_at) AS last_active_at,
-            app_version, os_version, platform, model, country, language, device_timezone, push_token, push_status, version
+            app_version, os_version, platform, model, country, language, device_timezone, push_token, push_status,
+            advertising_id, limit_advertising, version
      FROM devices FINAL
      WHERE app_id IN {apps:Array(String)} AND install_uuid IN ${installs.sql}`,
     { apps: [...new Set(keys.map((k) => k.app))], installs: installs.value },
@@ -247,7 +248,12 @@ async function loadDevices(store: Store, keys: { app: string; install: string }[
   for (const row of rows) {
     const key = deviceKey(row.app_id, row.install_uuid)
     if (wanted.has(key))
-      states.set(key, { ...row, last_active_at: Number(row.last_active_at), version: Number(row.version) })
+      states.set(key, {
+        ...row,
+        last_active_at: Number(row.last_active_at),
+        limit_advertising: Number(row.limit_advertising) === 1 ? 1 : 0,
+        version: Number(row.version),
+      })
   }
   return states
 }

@@ -60,7 +60,10 @@ export const exportsPipeline: WorkerPipeline = {
         logger.info(p, 'export file written')
       },
       onSkipped: (request, why) =>
-        logger.debug({ export_id: request.export_id, reason: request.reason, why }, 'export file not written'),
+        logger.debug(
+          { export_id: request.export_id, reason: request.reason, why },
+          'export file not written',
+        ),
       onSwept: (removed) => {
         if (removed > 0) logger.info({ removed }, 'old export files removed')
       },

@@ -231,6 +231,24 @@ describe('device and customer state', () => {
     })
   })
 
+  it('keeps the advertising id last reported, with its ad-tracking limit', () => {
+    let device = emptyDevice('app', 'i1')
+    device = applyRowToDevice(
+      device,
+      row({ at_millis: 1000, advertising_id: 'AD-1', limit_advertising: true }),
+    )
+    device = applyRowToDevice(device, row({ at_millis: 2000 }))
+    expect(device).toMatchObject({ advertising_id: 'AD-1', limit_advertising: 1 })
+    device = applyRowToDevice(device, row({ at_millis: 3000, advertising_id: 'AD-2' }))
+    expect(device).toMatchObject({ advertising_id: 'AD-2', limit_advertising: 0 })
+    // An older row changes nothing.
+    device = applyRowToDevice(
+      device,
+      row({ at_millis: 2500, advertising_id: 'AD-0', limit_advertising: true }),
+    )
+    expect(device).toMatchObject({ advertising_id: 'AD-2', limit_advertising: 0 })
+  })
+
   it("follows the customer's latest device and keeps first/last session dates", () => {
     const old = applyRowToDevice(
       emptyDevice('app', 'old'),
