@@ -64,7 +64,8 @@ export const storeCountQuery =
  * The audience counter: a worker stage on the audience-counts topic. For a batch of requests it
  * counts each audience named once (however many requests name it: one computation after all of
  * them answers them all), with its rules as they stand now, and writes one `audience_counts` row
- * per audience. Requests for a deleted, unknown or moved audience are done with nothing to count.
+ * per audience. Requests for a deleted, unknown or moved audience, or one of a deleted app, are
+ * done with nothing to count.
  *
  * Counts are derived data, not control state: they are written here, never through the control
  * topic, so counting a million installs never holds up the control applier (DESIGN.md).
@@ -99,7 +100,8 @@ export function audienceCounter(deps: AudienceCounterDeps): StageHandler {
       if (!audience || audience.deleted_at !== null) continue
       if (audience.org_id !== request.org_id || audience.app_id !== request.app_id) continue
       try {
-        counted.push(await countOne(audience, request))
+        const row = await countOne(audience, request)
+        if (row) counted.push(row)
       } catch (err) {
         const outcome = err instanceof PermanentError ? deadLetter(err) : retryLater(err)
         for (const record of records) outcomes.push({ record, outcome })
@@ -109,9 +111,10 @@ export function audienceCounter(deps: AudienceCounterDeps): StageHandler {
     return { outcomes }
   }
 
-  async function countOne(audience: AudienceRow, request: CountRequest): Promise<CountsRow> {
+  /** Undefined when the audience's app is gone (deleted): nothing to count, as for a deleted audience. */
+  async function countOne(audience: AudienceRow, request: CountRequest): Promise<CountsRow | undefined> {
     const dbs = await deps.profileDbs.profileDbsOf(audience.app_id)
-    if (!dbs) throw new PermanentError(`app ${audience.app_id} of audience ${audience.id} not found`)
+    if (!dbs) return undefined
     const parsed = parseTargetRules(JSON.parse(audience.target_rules))
     if (!parsed.ok)
       throw new PermanentError(

@@ -163,6 +163,22 @@ describe('the audience counter', () => {
     expect(inserted.flatMap((i) => i.rows.map((r) => r.audience_id))).toEqual([2])
   })
 
+  it('an audience of an app that is gone has nothing to count: done, not dead-lettered', async () => {
+    const { store, inserted } = fakeStore([audience(1)])
+    const counter = audienceCounter({
+      store,
+      profileDbs: { profileDbsOf: () => Promise.resolve(undefined) },
+      countQuery: () => Promise.reject(new Error('not reached')),
+    })
+    const report = await counter({
+      topic: 'audience-counts',
+      partition: 0,
+      records: [record({ audience_id: 1 })],
+    })
+    expect(report?.outcomes).toEqual([])
+    expect(inserted).toEqual([])
+  })
+
   it('stored rules that no longer parse are dead-lettered, not retried', async () => {
     const { store } = fakeStore([
       audience(1, { target_rules: JSON.stringify({ behavior_profile_operator: 'xor' }) }),
