@@ -58,6 +58,13 @@ export const PUSH_LIMITS = {
 
 export const TARGET_TYPES = ['broadcast', 'customer_id', 'audience_id', 'profile'] as const
 export type TargetType = (typeof TARGET_TYPES)[number]
+/**
+ * Target types of request records: the endpoint's, and `campaign_slot`, which only campaign
+ * execution produces: the installs one dispatch slot of a campaign occurrence assigned to one
+ * creative (pipelines/campaigns/slot-targets.ts reads them; the message's target names the slot).
+ */
+export const RECORD_TARGET_TYPES = [...TARGET_TYPES, 'campaign_slot'] as const
+export type RecordTargetType = (typeof RECORD_TARGET_TYPES)[number]
 
 /** The 202 body of the endpoint. */
 export const QUEUED_MESSAGE = 'Queued for delivery'
@@ -307,7 +314,7 @@ export interface PushRequestRecord {
   /** When it was accepted (ms since epoch): the start of its 24-hour de-duplication window. */
   receivedAt: number
   campaignKey: string | null
-  targetType: TargetType
+  targetType: RecordTargetType
   allDevices: boolean
   messages: PushRequestMessage[]
   /** Who made it: 'api' (the endpoint) or 'campaign' (the scheduler). */
@@ -354,7 +361,7 @@ const recordSchema = z.object({
   orgId: z.number().int().nonnegative(),
   receivedAt: z.number().int().nonnegative(),
   campaignKey: z.string().min(1).nullable(),
-  targetType: z.enum(TARGET_TYPES),
+  targetType: z.enum(RECORD_TARGET_TYPES),
   allDevices: z.boolean(),
   messages: z.array(recordMessage).min(1),
   origin: z.enum(['api', 'campaign']),

@@ -73,6 +73,8 @@ export const configSchema = z.object({
   SLUICE_INAPP_MAX_REQUEST_BYTES: int(25 * 1024 * 1024, 1),
   SLUICE_INAPP_MAX_FILE_BYTES: int(5 * 1024 * 1024, 1),
   SLUICE_INAPP_MAX_UNZIPPED_BYTES: int(50 * 1024 * 1024, 1),
+  /** How often the campaign executor looks for due occurrences and slots (docs/campaigns.md, "Execution"). */
+  SLUICE_CAMPAIGN_TICK_MS: int(2000, 200),
   // Push (docs/push.md): requests per app and target type (per edge), and the per-app send rate.
   SLUICE_PUSH_RATE_CUSTOMER_ID_PER_SECOND: int(1000, 1),
   SLUICE_PUSH_RATE_BROADCAST_PER_MINUTE: int(2, 1),

@@ -2,6 +2,9 @@ import { randomBytes } from 'node:crypto'
 import type { Hono } from 'hono'
 import { ChdbStore } from '../pipelines/connectors/store/chdb-store.ts'
 import { DEFAULT_ASSET_LIMITS } from '../pipelines/campaigns/inapp-assets.ts'
+import { campaignSlotMembers } from '../pipelines/campaigns/slot-targets.ts'
+import { campaignTickJob } from '../pipelines/campaigns/tick-job.ts'
+import { campaignsPipeline } from './worker/campaigns.ts'
 import { safeEqual } from './control/credentials.ts'
 import { heartbeatJob } from '../pipelines/control/jobs.ts'
 import { audienceRefreshJob } from '../pipelines/audiences/refresh-job.ts'
@@ -291,14 +294,22 @@ export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | unde
   }
 }
 
-/** The members of audience_id and profile push targets: the audience compiler over the store. */
+/**
+ * The members of audience_id and profile push targets (the audience compiler over the store), and
+ * of campaign_slot ones (the installs a campaign occurrence's plan put in that slot).
+ */
 function pushMembers(runtime: Runtime): MemberSource {
-  return audienceMembers(runtime.store, {
+  const slots = campaignSlotMembers(runtime.store)
+  const audiences = audienceMembers(runtime.store, {
     async profileDbsOf(orgId, appId) {
       const [app, org] = await Promise.all([runtime.control.getApp(appId), runtime.control.getOrg(orgId)])
       return app && org ? { app: app.profiledb_id, org: org.profiledb_id } : undefined
     },
   })
+  return {
+    pagesOf: (record) =>
+      record.targetType === 'campaign_slot' ? slots.pagesOf(record) : audiences.pagesOf(record),
+  }
 }
 
 /**
@@ -319,6 +330,7 @@ export function workerPipelines(runtime: Runtime): WorkerPipeline[] {
     audiencesPipeline,
     pushPipeline({ transports: pushTransports, members: pushMembers }),
     exportsPipeline,
+    campaignsPipeline,
   ]
 }
 
@@ -332,6 +344,11 @@ export function scheduledJobs(runtime: Runtime): ScheduledJob[] {
       intervalMs: config.SLUICE_AUDIENCE_REFRESH_SECONDS * 1000,
     }),
     ...exportJobs(runtime),
+    campaignTickJob({
+      bus,
+      topic: topology.topics.campaignTicks.topic,
+      intervalMs: config.SLUICE_CAMPAIGN_TICK_MS,
+    }),
   ]
 }
 

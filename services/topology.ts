@@ -38,6 +38,7 @@ const MB = 1024 * 1024
  *   edge, audience refresh job ──► audience-counts ──► audience-counter ──► store (audiences, worker)
  *   edge, scheduler ──► push-requests ──► push-planner ──► push-deliveries ──► push-sender ──► transports, store (push, worker)
  *   edge, control jobs ──► exports ──► export-writer ──► files, store      (exports, worker)
+ *   campaign tick job ──► campaign-ticks (1 partition) ──► campaign-executor ──► store, push-requests (campaigns, worker)
  */
 export function topology(prefix: string, partitions: number) {
   const topic = (name: string, count = partitions): TopicSpec => ({
@@ -67,6 +68,8 @@ export function topology(prefix: string, partitions: number) {
     pushDeliveries: topic('push-deliveries'),
     /** Requests to write export files, keyed by export (edge, control jobs). */
     exports: topic('exports'),
+    /** Wake-ups of the campaign executor (the campaign-tick job): one partition, one executor at a time. */
+    campaignTicks: topic('campaign-ticks', 1),
   }
   const stage = (
     name: string,
@@ -128,6 +131,11 @@ export function topology(prefix: string, partitions: number) {
       maxBatchRecords: 64,
       maxBatchBytes: 1 * MB,
     }),
+    // Ticks carry nothing: any number of them is one pass over the campaigns.
+    campaignExecutor: stage('campaign-executor', 'campaign-executor', topics.campaignTicks, {
+      maxBatchRecords: 1000,
+      maxBatchBytes: 1 * MB,
+    }),
   }
   const pipelines = {
     ingestion: {
@@ -144,6 +152,7 @@ export function topology(prefix: string, partitions: number) {
       stages: [stages.pushSender, stages.pushPlanner],
     },
     exports: { name: 'exports', topics: [topics.exports], stages: [stages.exportWriter] },
+    campaigns: { name: 'campaigns', topics: [topics.campaignTicks], stages: [stages.campaignExecutor] },
   } satisfies Record<string, PipelineSpec>
   /** Couplings between flows: each is a promise one stage or role makes about another's backlog. */
   const couplings = {

@@ -92,6 +92,8 @@ export function campaignStatus(
   }
   if (occ && occ.latestState === 'failed') return 'error'
   const running = occ !== undefined && occ.latestState !== 'done'
+  // Archived campaigns are stopped: one caught mid-send sends no more.
+  if (row.archived === 1 && running) return 'inactive'
   switch (facts.kind) {
     case 'begin_immediately': {
       const current = row.activated_at === null ? undefined : immediateKey(row.activated_at)

@@ -69,7 +69,7 @@ export async function readCampaignPerformance(store: Store, row: CampaignRow): P
        (
          SELECT occurrence, plan_id FROM campaign_occurrences FINAL
          WHERE campaign_id = {campaign:UInt64} AND state IN ('planned', 'done')
-       ) AS o ON o.occurrence = s.occurrence AND o.plan_id = toUnixTimestamp64Milli(s.planned_at)
+       ) AS o ON o.occurrence = s.occurrence AND toInt64(o.plan_id) = toUnixTimestamp64Milli(s.planned_at)
        WHERE s.campaign_id = {campaign:UInt64}
      ) AS m
      LEFT JOIN (${converting}) AS c ON c.install_uuid = m.install_uuid
