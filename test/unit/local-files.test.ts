@@ -1,4 +1,4 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
@@ -34,4 +34,29 @@ describe('LocalFiles', () => {
       expect(await files.exists(path)).toBe(false)
     },
   )
+
+  it('opens a file to serve with its size; a symbolic link out of the root is refused', async () => {
+    await files.put('exports/s/ok.log.gz', Buffer.from('hello'))
+    const opened = await files.openRead('exports/s/ok.log.gz')
+    expect(opened?.size).toBe(5)
+    const parts: Buffer[] = []
+    for await (const chunk of opened!.stream) parts.push(chunk as Buffer)
+    expect(Buffer.concat(parts).toString()).toBe('hello')
+    // A link to a file outside, and a linked directory leading outside: both refused.
+    await symlink(join(root, 'secret.txt'), join(root, 'files', 'exports', 's', 'leak.log.gz'))
+    await mkdir(join(root, 'outside'), { recursive: true })
+    await writeFile(join(root, 'outside', 'x.log.gz'), 'outside')
+    await symlink(join(root, 'outside'), join(root, 'files', 'exports', 'dir'))
+    expect(await files.openRead('exports/s/leak.log.gz')).toBeUndefined()
+    expect(await files.openRead('exports/dir/x.log.gz')).toBeUndefined()
+    // A link that stays inside the root is served; a directory or a missing file is not.
+    await symlink(
+      join(root, 'files', 'exports', 's', 'ok.log.gz'),
+      join(root, 'files', 'exports', 's', 'alias.log.gz'),
+    )
+    expect((await files.openRead('exports/s/alias.log.gz'))?.size).toBe(5)
+    expect(await files.openRead('exports/s')).toBeUndefined()
+    expect(await files.openRead('exports/s/missing.log.gz')).toBeUndefined()
+    await expect(files.openRead('../secret.txt')).resolves.toBeUndefined()
+  })
 })
