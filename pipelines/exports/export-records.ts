@@ -132,12 +132,17 @@ export async function fileAtPath(store: Store, path: string): Promise<ExportFile
   return rows[0] ? toFileRow(rows[0]) : undefined
 }
 
-/** Every path a current file row names, with when it expires. */
-export async function livePaths(store: Store): Promise<Map<string, number>> {
-  const rows = await store.query<{ path: string; expire_at: number | string }>(
-    'SELECT path, toUnixTimestamp64Milli(expire_at) AS expire_at FROM export_files FINAL',
+/** Every path a current file row names, with when it was written and when it expires. */
+export async function livePaths(
+  store: Store,
+): Promise<Map<string, { generated_at: number; expire_at: number }>> {
+  const rows = await store.query<{ path: string; generated_at: number | string; expire_at: number | string }>(
+    `SELECT path, toUnixTimestamp64Milli(generated_at) AS generated_at, toUnixTimestamp64Milli(expire_at) AS expire_at
+     FROM export_files FINAL`,
   )
-  return new Map(rows.map((r) => [r.path, Number(r.expire_at)]))
+  return new Map(
+    rows.map((r) => [r.path, { generated_at: Number(r.generated_at), expire_at: Number(r.expire_at) }]),
+  )
 }
 
 export async function insertFile(store: Store, row: ExportFileRow): Promise<void> {

@@ -148,15 +148,17 @@ export function exportWriter(deps: ExportWriterDeps) {
       deps.files.list(EXPORTS_ROOT.slice(0, -1)),
     ])
     const now = clock.now()
+    // When each file was replaced: when the current file of the same export and key was written.
+    const replacedAt = new Map<string, number>()
+    for (const [path, file] of live) replacedAt.set(fileSeries(path), file.generated_at)
     let removed = 0
     for (const path of paths) {
-      const expireAt = live.get(path)
-      const writtenAt = writtenAtOf(path)
-      const drop =
-        expireAt !== undefined
-          ? expireAt < now
-          : // Not (or no longer) listed: kept while a link to it may still be valid.
-            writtenAt !== undefined && writtenAt + deps.linkTtlMs < now
+      const current = live.get(path)
+      const since = replacedAt.get(fileSeries(path)) ?? writtenAtOf(path)
+      const drop = current
+        ? current.expire_at < now
+        : // Replaced: kept while a link handed out before the replacement may still be valid.
+          since !== undefined && since + deps.linkTtlMs < now
       if (drop) {
         await deps.files.remove(path)
         removed++
@@ -194,6 +196,9 @@ export function exportWriter(deps: ExportWriterDeps) {
     return report
   }
 }
+
+/** The export and key a file belongs to: its path without the time it was written. */
+export const fileSeries = (path: string) => path.replace(/-\d{8}T\d{9}Z\.[a-z.]+$/, '')
 
 /** The time a file was written, from its name (`…-20261123T130512345Z.ext`). */
 export function writtenAtOf(path: string): number | undefined {

@@ -5,7 +5,9 @@ import type { ExportJobRow } from '../../pipelines/exports/export-commands.ts'
 import { membersSubquery, profileChangesQuery } from '../../pipelines/exports/export-queries.ts'
 import type { ExportFileRow } from '../../pipelines/exports/export-records.ts'
 import { exportTarget } from '../../pipelines/exports/export-targets.ts'
-import { writtenAtOf } from '../../pipelines/exports/export-writer.ts'
+import { exportWriter, writtenAtOf } from '../../pipelines/exports/export-writer.ts'
+import { LocalFiles } from '../../pipelines/connectors/files/local-files.ts'
+import { tempDir } from '../helpers/temp.ts'
 import { decodeExportRequest, encodeExportRequest } from '../../pipelines/exports/generation-requests.ts'
 
 const job: ExportJobRow = {
@@ -137,5 +139,66 @@ describe('export writer pieces', () => {
       ok: false,
       reason: 'export request is not JSON',
     })
+  })
+
+  it('sweeps expired files and replaced ones once no link to them can be valid', async () => {
+    const dir = await tempDir('sweep')
+    try {
+      const files = new LocalFiles(dir.path)
+      const HOUR = 3_600_000
+      const now = Date.UTC(2026, 5, 10, 12)
+      const stamp = (ms: number) => new Date(ms).toISOString().replace(/[-:.]/g, '')
+      const at = (key: string, ms: number) => `exports/1/7/${key}-${stamp(ms)}.jsonl.gz`
+      const paths = {
+        // Replaced 2 h ago: its links (1 h) are all expired.
+        oldFull: at('full', now - 30 * HOUR),
+        currentFull: at('full', now - 2 * HOUR),
+        // Replaced 10 min ago, though written a day ago: a link given out just before may be valid.
+        oldChanges: at('changes', now - 24 * HOUR),
+        currentChanges: at('changes', now - 10 * 60_000),
+        // Current but expired.
+        expiredLog: `exports/1/8/hour2026050112-${stamp(now - 40 * 24 * HOUR)}.log.gz`,
+      }
+      for (const path of Object.values(paths)) await files.put(path, Buffer.from('x'))
+      const live = [
+        { path: paths.currentFull, generated_at: now - 2 * HOUR, expire_at: now + 46 * HOUR },
+        { path: paths.currentChanges, generated_at: now - 10 * 60_000, expire_at: now + 47 * HOUR },
+        { path: paths.expiredLog, generated_at: now - 40 * 24 * HOUR, expire_at: now - 9 * 24 * HOUR },
+      ]
+      const store: Store = {
+        ...changesStore({ cursor: 0, newestInsert: 0 }),
+        query: <T>(sql: string) => {
+          if (!sql.includes('FROM export_files FINAL')) throw new Error(`unexpected query ${sql}`)
+          return Promise.resolve(live as T[])
+        },
+      }
+      let swept = -1
+      const writer = exportWriter({
+        store,
+        files,
+        clock: { now: () => now, sleep: () => Promise.resolve() },
+        resultTtlMs: 48 * HOUR,
+        logRetentionMs: 30 * 24 * HOUR,
+        linkTtlMs: HOUR,
+        onSwept: (n) => (swept = n),
+      })
+      const sweep = encodeExportRequest({ v: 1, kind: 'sweep', requested_at: now })
+      const record = {
+        topic: 'exports',
+        partition: 0,
+        offset: '0',
+        key: sweep.key ?? null,
+        value: sweep.value,
+        headers: {},
+        timestamp: now,
+      }
+      await writer({ topic: 'exports', partition: 0, records: [record] })
+      expect(swept).toBe(2)
+      expect(await files.list('exports')).toEqual(
+        [paths.currentChanges, paths.oldChanges, paths.currentFull].sort(),
+      )
+    } finally {
+      await dir.cleanup()
+    }
   })
 })
