@@ -6,6 +6,7 @@ import { parseOptions, USAGE } from './options.ts'
 import { compareReport, loadResults } from './report.ts'
 import { runBaselines } from './run-baselines.ts'
 import { runScenarios } from './run-scenarios.ts'
+import { runPush } from './scenarios/push.ts'
 import { runSegmentation } from './scenarios/segmentation.ts'
 
 /**
@@ -42,6 +43,7 @@ async function main(argv: string[]): Promise<number> {
   const load = await generateLoad(run)
   if (load) {
     await runSegmentation(run)
+    await runPush(run)
     if (!options.skip.has('baselines')) await runBaselines(run, load)
     await runScenarios(run, load)
   }

@@ -7,6 +7,7 @@ import type { FreshnessResult } from './scenarios/freshness.ts'
 import type { OverloadResult } from './scenarios/overload.ts'
 import type { ProfilesResult } from './scenarios/profiles.ts'
 import type { SdkResult } from './scenarios/sdk.ts'
+import { pushFigures, pushLine, type PushResult } from './scenarios/push.ts'
 import { segmentationFigures, segmentationLine, type SegmentationResult } from './scenarios/segmentation.ts'
 import type { EdgeResult, EndToEndResult } from './scenarios/uploads.ts'
 import type { ThreadCpu } from './sluice.ts'
@@ -64,6 +65,7 @@ export interface BenchResults {
     overload?: OverloadResult
     sustained?: SustainedResult
     segmentation?: SegmentationResult
+    push?: PushResult
   }
   /** Wall time of each step, ms. */
   durations: Record<string, number>
@@ -310,6 +312,7 @@ export function buildFigures(r: Omit<BenchResults, 'figures'>): Figure[] {
   }
   figures.push(
     ...segmentationFigures(r.scenarios.segmentation, why('segmentation'), r.run.profile === 'quick'),
+    ...pushFigures(r.scenarios.push, why('push')),
   )
   return figures
 }
@@ -457,6 +460,7 @@ export function markdownReport(r: BenchResults): string {
     )
   }
   if (s.segmentation) out.push('', segmentationLine(s.segmentation))
+  if (s.push) out.push('', pushLine(s.push))
   out.push('', '## Step durations', '', '| step | seconds |', '|---|---|')
   for (const [k, v] of Object.entries(r.durations)) out.push(`| ${k} | ${(v / 1000).toFixed(1)} |`)
   if (r.run.notes.length > 0) out.push('', '## Notes', '', ...r.run.notes.map((n) => `- ${n}`))

@@ -21,7 +21,7 @@ export interface SenderDeps {
   rate: SendRate
   /** Bounds of retrying deliveries a transport answered `retry` (or a send that threw). */
   retry: RetryPolicy
-  /** Deliveries per transport call (default 500). */
+  /** Deliveries per transport call (default: recordEvery; the webhook transport posts its own batches). */
   chunkSize?: number
   /**
    * Deliveries sent before they are recorded (default 2000; SLUICE_PUSH_BATCH_SIZE): what a crash
@@ -96,8 +96,10 @@ interface Result {
  */
 export function pushSender(deps: SenderDeps) {
   const clock = deps.clock ?? realClock
-  const chunkSize = deps.chunkSize ?? 500
   const recordEvery = deps.recordEvery ?? 2000
+  // One transport call per run: the file transport syncs once per call, APNs and FCM spread a
+  // call over their own connections.
+  const chunkSize = deps.chunkSize ?? recordEvery
 
   return async (bus: RecordBatch): Promise<StageReport> => {
     const report: StageReport = { outcomes: [] }
