@@ -49,7 +49,10 @@ export function createApnsProvider(options: ProviderOptions): ApnsProvider {
         if (typeof id === 'string')
           stream.once('response', (responseHeaders) => {
             const value = responseHeaders['retry-after']
-            if (typeof value === 'string') retryAfters.set(id, value)
+            if (typeof value !== 'string') return
+            // Taken when the failure is mapped; bounded in case a success ever carries one too.
+            if (retryAfters.size >= 10_000) retryAfters.clear()
+            retryAfters.set(id, value)
           })
         return stream
       }
