@@ -1,6 +1,6 @@
 import { customerKey } from './device-lookup.ts'
 import type { RowParts } from './event-block.ts'
-import { deviceTail, type DeviceDims, type PackedEvents } from './event-row.ts'
+import { deviceTail, uploadHead, type DeviceDims, type PackedEvents } from './event-row.ts'
 
 export interface AttributionContext {
   orgId: number
@@ -55,11 +55,11 @@ export function attributeEvent(events: PackedEvents, i: number, ctx: Attribution
 }
 
 /**
- * The `events` rows of one server upload's attributed events, as JSONCompactEachRow arrays in
- * `EVENT_COLUMNS` order: the upload's head for the event's app (`UPLOAD_COLUMNS`), the event's
- * own values (`OWN_COLUMNS`, a slice of the buffer the CPU pool serialised), and the device's tail
- * (`DEVICE_DIMENSIONS`), copied once into the event block. A head is serialised once per app of the
- * upload; a tail once per device, in `tails`, which the caller shares across the uploads of a batch.
+ * The `events` rows of one server upload's attributed events, in RowBinary of `EVENT_COLUMNS`:
+ * the upload's head for the event's app (`UPLOAD_COLUMNS`), the event's own values (`OWN_COLUMNS`,
+ * a slice of the buffer the CPU pool wrote), and the device's tail (`DEVICE_DIMENSIONS`), copied
+ * once into the event block. A head is written once per app of the upload; a tail once per device,
+ * in `tails`, which the caller shares across the uploads of a batch.
  */
 export function serverRows(
   events: PackedEvents,
@@ -68,12 +68,11 @@ export function serverRows(
 ) {
   const own = Buffer.from(events.own.buffer, events.own.byteOffset, events.own.byteLength)
   const heads = new Map<string, Buffer>()
-  const uploadValues = `${upload.receivedAt},"server",${JSON.stringify(upload.transactionId)},`
   return (i: number, app: string, device: DeviceDims): RowParts => {
     let head = heads.get(app)
-    if (!head) heads.set(app, (head = Buffer.from(`[${JSON.stringify(app)},${uploadValues}`)))
+    if (!head) heads.set(app, (head = uploadHead(app, upload.receivedAt, 'server', upload.transactionId)))
     let tail = tails.get(device)
-    if (!tail) tails.set(device, (tail = Buffer.from(deviceTail(device))))
+    if (!tail) tails.set(device, (tail = deviceTail(device)))
     return { head, source: own, start: i === 0 ? 0 : events.ownEnd[i - 1]!, end: events.ownEnd[i]!, tail }
   }
 }

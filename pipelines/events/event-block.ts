@@ -1,7 +1,13 @@
 import type { Bus, ProduceMessage } from '../connectors/bus/bus.ts'
 import { partitionForKey } from '../connectors/bus/bus.ts'
 import type { WriterItem } from './classify-stored.ts'
-import { compactEventRow, eventKey, type EventRow, type WriterItemHeaders } from './event-row.ts'
+import {
+  eventKey,
+  eventRowFromCompact,
+  rowBinaryEventRow,
+  type EventRow,
+  type WriterItemHeaders,
+} from './event-row.ts'
 
 /** An event on its way to the writer: its identity, where it came from, and its row. */
 export interface BlockEvent {
@@ -9,8 +15,8 @@ export interface BlockEvent {
   uuid: string
   line: number
   upload: UploadRef
-  /** The `events` row, serialised once (a JSONCompactEachRow array of `EVENT_COLUMNS`), no raw newline. */
-  row: string | RowParts
+  /** The `events` row, serialised once: RowBinary of `EVENT_COLUMNS`, whole or in parts. */
+  row: Buffer | RowParts
 }
 
 /** A row given as bytes to copy into the block: `head`, then `source[start, end)`, then `tail`. */
@@ -31,26 +37,28 @@ export interface UploadRef {
 
 interface BlockHeader {
   /**
-   * Row format: 1 = JSONCompactEachRow arrays of `EVENT_COLUMNS`. Absent in blocks written before
-   * it existed, whose rows are JSONEachRow objects (converted when read, so an upgrade can take
-   * over a backlog).
+   * Row format: 2 = RowBinary rows of `EVENT_COLUMNS`, back to back, each as long as its entry in
+   * `k` says. Older blocks (still on the topic at an upgrade) are read too and their rows
+   * converted: 1 = JSONCompactEachRow arrays of `EVENT_COLUMNS`, one per line; absent = JSONEachRow
+   * objects, one per line.
    */
-  f?: 1
+  f?: 1 | 2
   /** uploads: [tx, recv, org, source] */
   u: [string, number, number, 'server' | 'sdk'][]
-  /** events, in row order: [app, uuid, line, upload index] */
-  k: [string, string, number, number][]
+  /** events, in row order: [app, uuid, line, upload index, row bytes (format 2)] */
+  k: [string, string, number, number, number?][]
 }
 
-/** Bounds one record (about 1.7 MB of compact rows), so a writer batch is a known number of events. */
+/** Bounds one record (about 0.7 MB of RowBinary rows), so a writer batch is a known number of events. */
 export const MAX_EVENTS_PER_BLOCK = 5000
 
 /**
  * Events travel to the writer in blocks, one bus record per events-topic partition per batch:
  * every event in a block belongs to that partition's owner (by app + uuid, as if keyed), and the
- * rows are already the JSONCompactEachRow lines the writer inserts, so nothing is parsed or
- * serialised again.
- * Layout: one JSON header line (uploads, then [app, uuid, line, upload] per row), then the rows.
+ * rows are already the RowBinary the writer hands the engine, so nothing is parsed or serialised
+ * again.
+ * Layout: one JSON header line (uploads, then [app, uuid, line, upload, row bytes] per row), then
+ * the rows.
  */
 export function blockMessages(
   events: readonly BlockEvent[],
@@ -75,7 +83,7 @@ export function blockMessages(
 
 export function encodeBlock(events: readonly BlockEvent[]): Buffer {
   const uploads = new Map<UploadRef, number>()
-  const header: BlockHeader = { f: 1, u: [], k: [] }
+  const header: BlockHeader = { f: 2, u: [], k: [] }
   let rowBytes = 0
   for (const event of events) {
     let index = uploads.get(event.upload)
@@ -84,42 +92,51 @@ export function encodeBlock(events: readonly BlockEvent[]): Buffer {
       uploads.set(event.upload, index)
       header.u.push([event.upload.tx, event.upload.recv, event.upload.org, event.upload.source])
     }
-    header.k.push([event.app, event.uuid, event.line, index])
-    rowBytes += rowLength(event.row) + 1
+    const bytes = rowLength(event.row)
+    header.k.push([event.app, event.uuid, event.line, index, bytes])
+    rowBytes += bytes
   }
   const head = Buffer.from(`${JSON.stringify(header)}\n`)
   // One allocation and one copy of every row: a gzip body's block is megabytes.
   const out = Buffer.allocUnsafe(head.length + rowBytes)
   let at = head.copy(out, 0)
   for (const { row } of events) {
-    if (typeof row === 'string') at += out.write(row, at)
+    if (Buffer.isBuffer(row)) at += row.copy(out, at)
     else {
       at += row.head.copy(out, at)
       at += row.source.copy(out, at, row.start, row.end)
       at += row.tail.copy(out, at)
     }
-    out[at++] = 0x0a
   }
   return out
 }
 
-function rowLength(row: string | RowParts): number {
-  return typeof row === 'string'
-    ? Buffer.byteLength(row)
-    : row.head.length + (row.end - row.start) + row.tail.length
+function rowLength(row: Buffer | RowParts): number {
+  return Buffer.isBuffer(row) ? row.length : row.head.length + (row.end - row.start) + row.tail.length
 }
 
-/** The writer's items of one block record; each item's value is its row (a slice, not a copy). */
+/** The writer's items of one block record; each item's value is its RowBinary row (a slice, not a copy). */
 export function decodeBlock(value: Buffer): WriterItem[] {
   const headerEnd = value.indexOf(0x0a)
   if (headerEnd < 0) throw new Error('event block without a header line')
   const header = JSON.parse(value.subarray(0, headerEnd).toString('utf8')) as BlockHeader
   const items: WriterItem[] = []
   let start = headerEnd + 1
-  for (const [app, uuid, line, uploadIndex] of header.k) {
-    const end = value.indexOf(0x0a, start)
+  for (const [app, uuid, line, uploadIndex, bytes] of header.k) {
     const upload = header.u[uploadIndex]
-    if (end < 0 || !upload) throw new Error('event block rows do not match its header')
+    let row: Buffer
+    if (header.f === 2) {
+      const end = start + (bytes ?? -1)
+      if (bytes === undefined || end > value.length || !upload)
+        throw new Error('event block rows do not match its header')
+      row = value.subarray(start, end)
+      start = end
+    } else {
+      const end = value.indexOf(0x0a, start)
+      if (end < 0 || !upload) throw new Error('event block rows do not match its header')
+      row = olderRow(value.subarray(start, end), header.f)
+      start = end + 1
+    }
     const headers: WriterItemHeaders = {
       a: app,
       u: uuid,
@@ -129,15 +146,17 @@ export function decodeBlock(value: Buffer): WriterItem[] {
       o: String(upload[2]),
       s: upload[3],
     }
-    const row = value.subarray(start, end)
-    items.push({ headers, value: header.f === 1 ? row : legacyRow(row) })
-    start = end + 1
+    items.push({ headers, value: row })
   }
+  if (header.f === 2 && start !== value.length) throw new Error('event block rows do not match its header')
   return items
 }
 
-function legacyRow(row: Buffer): Buffer {
-  return Buffer.from(compactEventRow(JSON.parse(row.toString('utf8')) as EventRow))
+/** A row of a block written before RowBinary, converted. */
+function olderRow(row: Buffer, format: 1 | undefined): Buffer {
+  const parsed: unknown = JSON.parse(row.toString('utf8'))
+  const event = format === 1 ? eventRowFromCompact(parsed as unknown[]) : (parsed as EventRow)
+  return rowBinaryEventRow(event)
 }
 
 /** The events topic's partition count, asked once: blocks are routed by it. */

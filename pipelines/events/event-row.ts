@@ -1,3 +1,4 @@
+import { RowBinaryReader, RowBinaryWriter } from './row-binary.ts'
 import type { ValidEvent } from './validate-event.ts'
 
 /** A row of the `events` table. Column names are a public contract. */
@@ -54,12 +55,12 @@ export const eventKey = (appId: string, uuid: string) => `${appId}\n${uuid}`
 
 /**
  * Validated events as the CPU pool hands them to the splitter: columns of identity fields, plus
- * each event's `OWN_COLUMNS` already serialised as JSON values in that order
- * (`"<uuid>","<customer>","<name>",<time>,{attributes},<ltv>`), all in one buffer (`ownEnd[i]` is
- * where event i's values end; they start where i-1's end). A few columns cross the thread
- * boundary far more cheaply than one object per event, and the splitter only copies the app's
- * and the device's values around each slice: the event is serialised once, on the pool, and
- * never becomes a string on the main thread.
+ * each event's `OWN_COLUMNS` already written as RowBinary values in that order (uuid, customer_id,
+ * event_name, event_time, attributes, ltv_change), all in one buffer (`ownEnd[i]` is where event
+ * i's values end; they start where i-1's end). A few columns cross the thread boundary far more
+ * cheaply than one object per event, and the splitter only copies the upload's and the device's
+ * values around each slice: the event is serialised once, on the pool, in the form the engine
+ * loads, and never becomes a string on the main thread.
  */
 export interface PackedEvents {
   line: number[]
@@ -81,27 +82,35 @@ export const noPackedEvents = (): PackedEvents => ({
 
 export function packEvents(events: readonly ValidEvent[]): PackedEvents {
   const packed = noPackedEvents()
-  const members: string[] = []
-  let chars = 0
+  // ~130 bytes of RowBinary per event: one allocation for most bodies.
+  const out = new RowBinaryWriter(Math.max(1024, events.length * 160))
   for (const e of events) {
     packed.line.push(e.line)
     packed.app.push(e.app_uuid)
     packed.customer.push(e.customer_id)
     packed.uuid.push(e.uuid)
-    const own = `${JSON.stringify(e.uuid)},${JSON.stringify(e.customer_id)},${JSON.stringify(e.event_name)},${e.event_time},${JSON.stringify(e.attributes)},${e.ltv_change}`
-    members.push(own)
-    chars += own.length
-    packed.ownEnd.push(chars)
+    writeOwnValues(out, e.uuid, e.customer_id, e.event_name, e.event_time, e.attributes, e.ltv_change)
+    packed.ownEnd.push(out.length)
   }
-  const own = Buffer.from(members.join(''))
-  // Offsets were counted in characters, which are bytes when everything is ASCII (the usual case);
-  // otherwise count each event's bytes.
-  if (own.length !== chars) {
-    let end = 0
-    for (let i = 0; i < members.length; i++) packed.ownEnd[i] = end += Buffer.byteLength(members[i]!)
-  }
-  packed.own = own
+  packed.own = out.bytes()
   return packed
+}
+
+function writeOwnValues(
+  out: RowBinaryWriter,
+  uuid: string,
+  customerId: string,
+  eventName: string,
+  eventTime: number,
+  attributes: Record<string, string>,
+  ltvChange: number,
+): void {
+  out.string(uuid)
+  out.string(customerId)
+  out.string(eventName)
+  out.int64(eventTime)
+  out.stringMap(attributes)
+  out.int64(ltvChange)
 }
 
 export const DEVICE_DIMENSIONS = [
@@ -131,10 +140,10 @@ export const OWN_COLUMNS = [
 ] as const
 
 /**
- * The columns of an `events` row as the pipeline inserts it (JSONCompactEachRow: one JSON array
- * per row, values in this order). The order groups what is known per upload, per event and per
- * device, so the splitter assembles a row from three ready pieces: the upload's head, the event's
- * own values from the CPU pool, the device's tail.
+ * The columns of an `events` row as the pipeline inserts it (RowBinary, values in this order). The
+ * order groups what is known per upload, per event and per device, so the splitter assembles a row
+ * from three ready pieces: the upload's head, the event's own values from the CPU pool, the
+ * device's tail.
  */
 export const EVENT_COLUMNS = [
   ...UPLOAD_COLUMNS,
@@ -142,14 +151,102 @@ export const EVENT_COLUMNS = [
   ...DEVICE_DIMENSIONS,
 ] as const satisfies readonly (keyof EventRow)[]
 
-/** One `events` row as a JSONCompactEachRow line (no newline), values in `EVENT_COLUMNS` order. */
-export function compactEventRow(row: EventRow): string {
-  return JSON.stringify(EVENT_COLUMNS.map((column) => row[column]))
+/**
+ * The type of each column as the rows are written: LowCardinality columns of `events` go as
+ * String into `events_ingest` (migration 005), whose view converts them as whole columns.
+ */
+const EVENT_COLUMN_TYPES: Record<(typeof EVENT_COLUMNS)[number], string> = {
+  app_id: 'String',
+  received_at: "DateTime64(3, 'UTC')",
+  source: 'String',
+  transaction_id: 'String',
+  uuid: 'String',
+  customer_id: 'String',
+  event_name: 'String',
+  event_time: "DateTime64(3, 'UTC')",
+  attributes: 'Map(String, String)',
+  ltv_change: 'Int64',
+  install_uuid: 'String',
+  device_uuid: 'String',
+  session_uuid: 'String',
+  country: 'String',
+  language: 'String',
+  app_version: 'String',
+  os_version: 'String',
+  platform: 'String',
+  model: 'String',
+  device_timezone: 'String',
 }
 
-/** A device's values, the end of a compact row: `,"<install_uuid>",…,"<device_timezone>"]`. */
-export function deviceTail(d: DeviceDims): string {
-  let tail = ''
-  for (const column of DEVICE_DIMENSIONS) tail += `,${JSON.stringify(d[column])}`
-  return `${tail}]`
+/** [column, type] of the rows the writer inserts: the RowBinary layout of an events row. */
+export const EVENT_ROW_BINARY: readonly (readonly [string, string])[] = EVENT_COLUMNS.map((c) => [
+  c,
+  EVENT_COLUMN_TYPES[c],
+])
+
+/** The head of a server row: the upload's values for one app (`UPLOAD_COLUMNS`). */
+export function uploadHead(
+  app: string,
+  receivedAt: number,
+  source: 'server' | 'sdk',
+  transactionId: string,
+): Buffer {
+  const out = new RowBinaryWriter(256)
+  out.string(app)
+  out.int64(receivedAt)
+  out.string(source)
+  out.string(transactionId)
+  return Buffer.from(out.bytes())
+}
+
+/** A device's values, the tail of a row (`DEVICE_DIMENSIONS`). */
+export function deviceTail(d: DeviceDims): Buffer {
+  const out = new RowBinaryWriter(512)
+  for (const column of DEVICE_DIMENSIONS) out.string(d[column])
+  return Buffer.from(out.bytes())
+}
+
+/** One whole `events` row in RowBinary (`EVENT_COLUMNS`): the SDK builder's rows, and old blocks'. */
+export function rowBinaryEventRow(row: EventRow): Buffer {
+  const out = new RowBinaryWriter(1024)
+  out.string(row.app_id)
+  out.int64(row.received_at)
+  out.string(row.source)
+  out.string(row.transaction_id)
+  writeOwnValues(
+    out,
+    row.uuid,
+    row.customer_id,
+    row.event_name,
+    row.event_time,
+    row.attributes,
+    row.ltv_change,
+  )
+  for (const column of DEVICE_DIMENSIONS) out.string(row[column])
+  return Buffer.from(out.bytes())
+}
+
+/** An `events` row read back from its RowBinary (`rowBinaryEventRow`'s inverse; throws if cut short). */
+export function eventRowFromRowBinary(bytes: Buffer): EventRow {
+  const r = new RowBinaryReader(bytes)
+  const row = {
+    app_id: r.string(),
+    received_at: r.int64(),
+    source: r.string() as EventRow['source'],
+    transaction_id: r.string(),
+    uuid: r.string(),
+    customer_id: r.string(),
+    event_name: r.string(),
+    event_time: r.int64(),
+    attributes: r.stringMap(),
+    ltv_change: r.int64(),
+  } as EventRow
+  for (const column of DEVICE_DIMENSIONS) row[column] = r.string()
+  if (!r.done) throw new RangeError('bytes left over after an events row')
+  return row
+}
+
+/** The columns of a row written before RowBinary (JSONCompactEachRow arrays of these columns). */
+export function eventRowFromCompact(values: readonly unknown[]): EventRow {
+  return Object.fromEntries(EVENT_COLUMNS.map((column, i) => [column, values[i]])) as unknown as EventRow
 }

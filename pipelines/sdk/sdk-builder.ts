@@ -3,7 +3,7 @@ import type { Store } from '../connectors/store/store.ts'
 import { stringSet } from '../connectors/store/string-set.ts'
 import type { CpuRunner } from '../cpu/tasks.ts'
 import { blockMessages, eventPartitions, type BlockEvent, type UploadRef } from '../events/event-block.ts'
-import { compactEventRow, type EventRow } from '../events/event-row.ts'
+import { rowBinaryEventRow, type EventRow } from '../events/event-row.ts'
 import {
   MAX_REJECTED_LINES_PER_UPLOAD,
   receiptRow,
@@ -197,7 +197,7 @@ function eventToForward(
     source: 'sdk',
     transaction_id: upload.tx,
   }
-  return { app, uuid: row.uuid, line: row.line, upload, row: compactEventRow(event) }
+  return { app, uuid: row.uuid, line: row.line, upload, row: rowBinaryEventRow(event) }
 }
 
 function rawLogRow(headers: UploadHeaders, app: string, row: SdkRow, customer: string) {

@@ -84,6 +84,8 @@ export function statementTarget(
   analysis: StatementAnalysis,
   http: HttpParams,
   headers: IncomingHttpHeaders,
+  /** The mode loads binary insert data itself (the writable stand-in, through a file). */
+  binaryInserts = false,
 ): StatementTarget {
   const defaultFormat = http.defaultFormat ?? header(headers, 'x-clickhouse-format') ?? 'TabSeparated'
   if (!isFormatName(defaultFormat))
@@ -91,7 +93,7 @@ export function statementTarget(
   const kind = analysis.kind
   const format = kind !== 'INSERT' && analysis.format ? analysis.format.name : defaultFormat
 
-  if (kind === 'INSERT' && analysis.format && isBinaryFormat(analysis.format.name)) {
+  if (kind === 'INSERT' && analysis.format && isBinaryFormat(analysis.format.name) && !binaryInserts) {
     // The engine gets its input as SQL text, which a binary payload would not survive.
     throw new SqlPortError(
       ErrorCode.NOT_IMPLEMENTED,

@@ -4,18 +4,22 @@
  * connection, where a `database=` switch is `USE db; …; USE default` as one call; nothing else shares
  * that process's engine.
  */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import type { QueryParams, RawExecutor } from '../../pipelines/connectors/store/store.ts'
 import { addSettings, type SettingValue } from './add-settings.ts'
 import {
   decodeQueryParameter,
   ErrorCode,
+  isBinaryFormat,
   isIdentifier,
   SqlPortError,
   type HttpParams,
 } from './clickhouse-protocol.ts'
 import { READ_ONLY_KINDS } from './read-only-first-pass.ts'
 import { isValidSettingName } from './settings-clause.ts'
-import { queryParameterTypes, type StatementAnalysis } from './statement-analysis.ts'
+import { analyzeStatement, queryParameterTypes, type StatementAnalysis } from './statement-analysis.ts'
 import {
   readStatement,
   refuseWhenQueueFull,
@@ -82,12 +86,16 @@ export class WritableExecution implements StatementExecution {
       )
     }
 
-    const target = statementTarget(analysis, http, request.headers)
+    const target = statementTarget(analysis, http, request.headers, true)
     const types = queryParameterTypes(sql, analysis)
     const params: QueryParams = {}
     for (const [name, raw] of http.params) params[name] = decodeQueryParameter(raw, types.get(name))
 
     const statement = SETTINGS_KINDS.has(kind) ? withSettings(sql, analysis, http.settings) : sql
+    if (kind === 'INSERT' && data && analysis.format && isBinaryFormat(analysis.format.name)) {
+      const bytes = await this.insertBinary(statement, data, target.database ?? this.options.defaultDatabase)
+      return { bytes, format: target.format }
+    }
     const bytes = await this.run(
       statement,
       { params, format: target.engineFormat, body: data },
@@ -95,6 +103,64 @@ export class WritableExecution implements StatementExecution {
       analysis.dataStart !== undefined,
     )
     return { bytes, format: target.format }
+  }
+
+  /**
+   * `INSERT INTO t (…) [SETTINGS …] FORMAT RowBinary` (or Native…) with the rows as the body, as a
+   * ClickHouse server takes it. chdb reads statements as text, so the rows go through a file:
+   * `INSERT INTO t (…) [SETTINGS …] SELECT * FROM file(…, fmt, '<the columns' types>')`.
+   */
+  private async insertBinary(sql: string, data: Buffer, database: string): Promise<Buffer> {
+    const analysis = analyzeStatement(sql)
+    const { tokens, format } = analysis
+    const formatKeyword = tokens.at(-2)
+    if (!format || !formatKeyword) throw new SqlPortError(ErrorCode.SYNTAX_ERROR, 'INSERT without a format')
+    const head = sql.slice(0, formatKeyword.start)
+    const target = insertTarget(tokens)
+    const types = await this.columnTypes(target.database ?? database, target.table)
+    const columns = target.columns ?? [...types.keys()]
+    const structure = columns
+      .map((column) => {
+        const type = types.get(column)
+        if (type === undefined)
+          throw new SqlPortError(
+            ErrorCode.NO_SUCH_COLUMN_IN_TABLE,
+            `No such column ${column} in table ${target.table}`,
+          )
+        return `${column} ${type}`
+      })
+      .join(', ')
+    const dir = await mkdtemp(join(tmpdir(), 'standin-insert-'))
+    const file = join(dir, 'rows')
+    try {
+      await writeFile(file, data)
+      return await this.run(
+        `${head} SELECT * FROM file(${literal(file)}, ${literal(format.name)}, ${literal(structure)})`,
+        { params: {}, format: 'TabSeparated', body: undefined },
+        database,
+        false,
+      )
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  }
+
+  private async columnTypes(database: string, table: string): Promise<Map<string, string>> {
+    const text = (
+      await this.executor.exec(
+        'SELECT name, type FROM system.columns WHERE database = {db:String} AND table = {t:String} ORDER BY position',
+        { params: { db: database, t: table }, format: 'JSONEachRow' },
+      )
+    ).toString('utf8')
+    const types = new Map<string, string>()
+    for (const line of text.split('\n')) {
+      if (!line) continue
+      const { name, type } = JSON.parse(line) as { name: string; type: string }
+      types.set(name, type)
+    }
+    if (types.size === 0)
+      throw new SqlPortError(ErrorCode.UNKNOWN_TABLE, `Table ${database}.${table} does not exist`)
+    return types
   }
 
   private run(
@@ -137,6 +203,38 @@ export class WritableExecution implements StatementExecution {
     })
   }
 }
+
+/** The table (and database) and column list of an `INSERT INTO [db.]t [(a, b)] …`'s tokens. */
+function insertTarget(tokens: StatementAnalysis['tokens']): {
+  database: string | undefined
+  table: string
+  columns: string[] | undefined
+} {
+  let i = 2
+  if (/^TABLE$/i.test(tokens[i]?.text ?? '')) i++
+  const name = (t: (typeof tokens)[number] | undefined) =>
+    t && (t.kind === 'word' || t.kind === 'quoted') ? t.text.replace(/^[`"]|[`"]$/g, '') : undefined
+  let database: string | undefined
+  let table = name(tokens[i])
+  if (tokens[i + 1]?.text === '.') {
+    database = table
+    table = name(tokens[i + 2])
+    i += 2
+  }
+  if (table === undefined) throw new SqlPortError(ErrorCode.SYNTAX_ERROR, 'INSERT without a table')
+  i++
+  let columns: string[] | undefined
+  if (tokens[i]?.text === '(') {
+    columns = []
+    for (i++; i < tokens.length && tokens[i]!.text !== ')'; i++) {
+      const column = name(tokens[i])
+      if (column !== undefined) columns.push(column)
+    }
+  }
+  return { database, table, columns }
+}
+
+const literal = (s: string) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`
 
 /** The URL's settings ahead of the statement's own, as ClickHouse applies them. */
 function withSettings(sql: string, analysis: StatementAnalysis, given: Map<string, string>): string {

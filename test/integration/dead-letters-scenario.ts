@@ -1,6 +1,6 @@
 import { expect } from 'vitest'
 import { encodeBlock, type UploadRef } from '../../pipelines/events/event-block.ts'
-import { compactEventRow } from '../../pipelines/events/event-row.ts'
+import { rowBinaryEventRow } from '../../pipelines/events/event-row.ts'
 import type { StoredDeadLetter } from '../../pipelines/failures/dead-letters.ts'
 import { ADMIN_TOKEN } from '../helpers/edge.ts'
 import { eventRow } from '../helpers/event-rows.ts'
@@ -11,7 +11,7 @@ import { waitFor } from '../helpers/wait-for.ts'
 function block(app: string, uuid: string, eventName: string, tx: string): Buffer {
   const up: UploadRef = { tx, recv: Date.now(), org: 1, source: 'server' }
   return encodeBlock([
-    { app, uuid, line: 1, upload: up, row: compactEventRow(eventRow(uuid, up, { app, eventName })) },
+    { app, uuid, line: 1, upload: up, row: rowBinaryEventRow(eventRow(uuid, up, { app, eventName })) },
   ])
 }
 

@@ -6,13 +6,13 @@ import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
 import { MIGRATIONS_DIR, migrate } from '../../pipelines/connectors/store/migrations.ts'
 import type { Store } from '../../pipelines/connectors/store/store.ts'
 import { encodeBlock, type UploadRef } from '../../pipelines/events/event-block.ts'
-import { EVENT_COLUMNS, compactEventRow } from '../../pipelines/events/event-row.ts'
+import { EVENT_COLUMNS, EVENT_ROW_BINARY, rowBinaryEventRow } from '../../pipelines/events/event-row.ts'
 import { eventsWriter } from '../../pipelines/events/events-writer.ts'
 import { eventRow } from '../helpers/event-rows.ts'
 import { tempDir } from '../helpers/temp.ts'
 
 const upload = (tx: string, recv: number): UploadRef => ({ tx, recv, org: 1, source: 'server' })
-const row = (uuid: string, up: UploadRef) => compactEventRow(eventRow(uuid, up))
+const row = (uuid: string, up: UploadRef) => rowBinaryEventRow(eventRow(uuid, up))
 let offset = 0
 const batch = (events: [string, UploadRef, number][]): RecordBatch => ({
   topic: 'events',
@@ -81,20 +81,40 @@ describe('events writer against the embedded engine', () => {
     expect(await rejects()).toEqual([{ transaction_id: 'tx-2', line: 1, reason: 'duplicate' }])
   })
 
-  it('stores every column of a compact row, and of a row in a block written before compact rows', async () => {
+  it('stores every column of a RowBinary row, and of rows in blocks written before RowBinary', async () => {
     const up10 = upload('tx-10', 1_795_300_008_000)
     const writer = eventsWriter({ store })
-    await writer(batch([['u10', up10, 1]]))
-    // A block as the splitter wrote it before rows were compact: no format mark, JSONEachRow objects.
-    const legacyHeader = { u: [[up10.tx, up10.recv, up10.org, up10.source]], k: [['app', 'u11', 2, 0]] }
-    const legacy = Buffer.from(`${JSON.stringify(legacyHeader)}\n${JSON.stringify(eventRow('u11', up10))}\n`)
-    const legacyBatch = batch([])
-    legacyBatch.records[0]!.value = legacy
-    await writer(legacyBatch)
+    // Awkward values: a newline and a zero byte are data in RowBinary; non-ASCII; a negative Int64.
+    const awkward = {
+      ...eventRow('u10', up10),
+      event_name: 'line\nbreak\u0000zero é 🎉',
+      attributes: { 'k"ey': 'v\\al', empty: '' },
+      ltv_change: -1_234_567_890_123,
+    }
+    const first = batch([['u10', up10, 1]])
+    first.records[0]!.value = encodeBlock([
+      { app: 'app', uuid: 'u10', line: 1, upload: up10, row: rowBinaryEventRow(awkward) },
+    ])
+    await writer(first)
+    // Blocks as the splitter wrote them before RowBinary: no format mark (JSONEachRow objects), and
+    // format 1 (JSONCompactEachRow arrays of EVENT_COLUMNS).
+    const older = (uuid: string, line: number, f: 1 | undefined, text: string) => {
+      const header = {
+        ...(f ? { f } : {}),
+        u: [[up10.tx, up10.recv, up10.org, up10.source]],
+        k: [['app', uuid, line, 0]],
+      }
+      const b = batch([])
+      b.records[0]!.value = Buffer.from(`${JSON.stringify(header)}\n${text}\n`)
+      return b
+    }
+    await writer(older('u11', 2, undefined, JSON.stringify(eventRow('u11', up10))))
+    const compact = eventRow('u12c', up10)
+    await writer(older('u12c', 3, 1, JSON.stringify(EVENT_COLUMNS.map((c) => compact[c]))))
     const stored = await store.query<Record<string, unknown>>(
       `SELECT * EXCEPT (event_time, received_at), toUnixTimestamp64Milli(event_time) AS event_time,
               toUnixTimestamp64Milli(received_at) AS received_at
-       FROM events WHERE uuid IN ('u10', 'u11') ORDER BY uuid`,
+       FROM events WHERE uuid IN ('u10', 'u11', 'u12c') ORDER BY uuid`,
     )
     // 64-bit integers come back as strings or numbers depending on the column: compare as numbers.
     const numeric = (row: Record<string, unknown>) => ({
@@ -103,7 +123,7 @@ describe('events writer against the embedded engine', () => {
       received_at: Number(row.received_at),
       ltv_change: Number(row.ltv_change),
     })
-    expect(stored.map(numeric)).toEqual([eventRow('u10', up10), eventRow('u11', up10)])
+    expect(stored.map(numeric)).toEqual([awkward, eventRow('u11', up10), compact])
   })
 
   it('indexes every stored event in event_uuid_index, and the old event_uuids is gone', async () => {
@@ -164,8 +184,8 @@ describe('events writer against the embedded engine', () => {
 
   it('drops a block inserted again with the same deduplication token, through events_ingest', async () => {
     const up12 = upload('tx-12', 1_795_300_009_000)
-    const rows = Buffer.from(`${row('u12', up12)}\n${row('u13', up12)}\n`)
-    const options = { dedupToken: 'events:0:900-901', compactColumns: EVENT_COLUMNS }
+    const rows = Buffer.concat([row('u12', up12), row('u13', up12)])
+    const options = { dedupToken: 'events:0:900-901', rowBinary: EVENT_ROW_BINARY }
     await store.insert('events_ingest', rows, options)
     await store.insert('events_ingest', rows, options)
     const stored = await counts()

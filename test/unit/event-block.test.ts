@@ -6,7 +6,13 @@ import {
   encodeBlock,
   type UploadRef,
 } from '../../pipelines/events/event-block.ts'
-import { eventKey } from '../../pipelines/events/event-row.ts'
+import {
+  EVENT_COLUMNS,
+  eventKey,
+  eventRowFromRowBinary,
+  rowBinaryEventRow,
+} from '../../pipelines/events/event-row.ts'
+import { eventRow } from '../helpers/event-rows.ts'
 
 const up1: UploadRef = { tx: 'tx-1', recv: 1000, org: 7, source: 'server' }
 const up2: UploadRef = { tx: 'tx-2', recv: 2000, org: 7, source: 'sdk' }
@@ -15,7 +21,8 @@ const ev = (app: string, uuid: string, line: number, upload: UploadRef) => ({
   uuid,
   line,
   upload,
-  row: JSON.stringify({ app_id: app, uuid, note: 'a\nb' }),
+  // Bytes of every value: a newline and a zero byte are data in RowBinary, not separators.
+  row: rowBinaryEventRow(eventRow(uuid, upload, { app, eventName: 'a\nb\u0000c' })),
 })
 
 describe('event blocks', () => {
@@ -27,9 +34,25 @@ describe('event blocks', () => {
       { a: 'a', u: 'u2', t: 'tx-2', l: '5', r: '2000', o: '7', s: 'sdk' },
       { a: 'b', u: 'u1', t: 'tx-1', l: '2', r: '1000', o: '7', s: 'server' },
     ])
-    expect(items.map((i) => JSON.parse(i.value.toString()) as unknown)).toEqual(
-      events.map((e) => JSON.parse(e.row) as unknown),
-    )
+    expect(items.map((i) => i.value)).toEqual(events.map((e) => e.row))
+    expect(eventRowFromRowBinary(items[1]!.value)).toMatchObject({
+      app_id: 'a',
+      uuid: 'u2',
+      event_name: 'a\nb\u0000c',
+    })
+  })
+
+  it('reads blocks written before RowBinary, converting their rows', () => {
+    const row = eventRow('u-old', up1, { app: 'a' })
+    const header = (f?: 1) =>
+      JSON.stringify({ ...(f ? { f } : {}), u: [['tx-1', 1000, 7, 'server']], k: [['a', 'u-old', 3, 0]] })
+    const compact = Buffer.from(`${header(1)}\n${JSON.stringify(EVENT_COLUMNS.map((c) => row[c]))}\n`)
+    const objects = Buffer.from(`${header()}\n${JSON.stringify(row)}\n`)
+    for (const block of [compact, objects]) {
+      const [item] = decodeBlock(block)
+      expect(item!.headers).toEqual({ a: 'a', u: 'u-old', t: 'tx-1', l: '3', r: '1000', o: '7', s: 'server' })
+      expect(item!.value).toEqual(rowBinaryEventRow(row))
+    }
   })
 
   it('routes every event to the partition its app + uuid key owns', () => {
@@ -48,8 +71,8 @@ describe('event blocks', () => {
 
   it('refuses a block whose rows do not match its header', () => {
     const block = encodeBlock([ev('a', 'u1', 1, up1), ev('a', 'u2', 2, up1)])
-    const truncated = block.subarray(0, block.lastIndexOf(0x0a, block.length - 2) + 1)
-    expect(() => decodeBlock(truncated)).toThrow(/do not match/)
+    expect(() => decodeBlock(block.subarray(0, block.length - 1))).toThrow(/do not match/)
+    expect(() => decodeBlock(Buffer.concat([block, Buffer.from([0])]))).toThrow(/do not match/)
   })
 })
 

@@ -1,8 +1,17 @@
-import { mkdirSync } from 'node:fs'
+import { mkdirSync, rmSync } from 'node:fs'
+import { rm, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { Session } from 'chdb'
 import type { InsertOptions, QueryParams, RawExecutor, Store } from './store.ts'
-import { insertSettings, parseJsonEachRow, toJsonEachRow } from './rows.ts'
+import {
+  insertSettings,
+  parseJsonEachRow,
+  rowBinaryColumns,
+  settingsClause,
+  stringLiteral,
+  toJsonEachRow,
+} from './rows.ts'
 
 const STREAM_BLOCK_ROWS = 8192
 
@@ -12,6 +21,10 @@ const STREAM_BLOCK_ROWS = 8192
  * the look-ups behind it (chdb runs parameterised queries one at a time process-wide, and each
  * connection runs its calls in order). Settings are always applied per query (a SETTINGS clause),
  * never with SET, because SET would stick to the connection.
+ *
+ * chdb's insert() takes text formats only; RowBinary rows reach the engine through a file it reads
+ * (`INSERT … SELECT * FROM file(…, RowBinary, …)` on the insert connection), written to a spool
+ * directory beside the engine's data and removed once the insert is done.
  */
 export class ChdbStore implements Store, RawExecutor {
   readonly kind = 'chdb' as const
@@ -20,12 +33,15 @@ export class ChdbStore implements Store, RawExecutor {
   readonly path: string
   private readonly session: Session
   private readonly insertSession: Session
+  private readonly spool: string
+  private spooled = 0
 
   private constructor(session: Session, insertSession: Session, database: string, path: string) {
     this.session = session
     this.insertSession = insertSession
     this.database = database
     this.path = path
+    this.spool = join(path, 'insert-spool')
   }
 
   static async open(path: string, database = 'sluice'): Promise<ChdbStore> {
@@ -35,7 +51,11 @@ export class ChdbStore implements Store, RawExecutor {
     await session.queryAsync(`CREATE DATABASE IF NOT EXISTS ${database}; USE ${database}`)
     const insertSession = new Session(path)
     await insertSession.queryAsync(`USE ${database}`)
-    return new ChdbStore(session, insertSession, database, path)
+    const store = new ChdbStore(session, insertSession, database, path)
+    // Files of inserts a crash interrupted: their rows are the bus's to deliver again.
+    rmSync(store.spool, { recursive: true, force: true })
+    mkdirSync(store.spool, { recursive: true })
+    return store
   }
 
   /**
@@ -84,6 +104,8 @@ export class ChdbStore implements Store, RawExecutor {
   }
 
   async insert(table: string, rows: readonly object[] | Buffer, options: InsertOptions = {}): Promise<void> {
+    if (Buffer.isBuffer(rows) && options.rowBinary)
+      return this.insertRowBinary(table, rows, options.rowBinary, options)
     const values = Buffer.isBuffer(rows) ? rows : toJsonEachRow(rows)
     if (values.length === 0) return
     const compact = Buffer.isBuffer(rows) ? options.compactColumns : undefined
@@ -94,6 +116,26 @@ export class ChdbStore implements Store, RawExecutor {
       ...(compact ? { columns: [...compact] } : {}),
       settings: insertSettings(options),
     })
+  }
+
+  private async insertRowBinary(
+    table: string,
+    rows: Buffer,
+    columns: NonNullable<InsertOptions['rowBinary']>,
+    options: InsertOptions,
+  ): Promise<void> {
+    if (rows.length === 0) return
+    const { names, structure } = rowBinaryColumns(table, columns)
+    const file = join(this.spool, `${++this.spooled}.rowbinary`)
+    await writeFile(file, rows)
+    try {
+      await this.insertSession.queryAsync(
+        `INSERT INTO ${table} (${names})${settingsClause(insertSettings(options))}
+         SELECT * FROM file(${stringLiteral(file)}, 'RowBinary', ${stringLiteral(structure)})`,
+      )
+    } finally {
+      await rm(file, { force: true })
+    }
   }
 
   async exec(

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream'
 import { createClient, type ClickHouseClient } from '@clickhouse/client'
 import type { InsertOptions, QueryParams, Store } from './store.ts'
-import { insertSettings, toJsonEachRow } from './rows.ts'
+import { insertSettings, rowBinaryColumns, toJsonEachRow } from './rows.ts'
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_.]*$/
 const FORMAT_NAME = /^[A-Za-z][A-Za-z0-9]*$/
@@ -92,11 +92,13 @@ export class ClickHouseStore implements Store {
       for (const column of columns ?? []) {
         if (!IDENTIFIER.test(column)) throw new Error(`invalid column name: ${column}`)
       }
-      const target = columns
-        ? `${table} (${columns.join(', ')}) FORMAT JSONCompactEachRow`
-        : `${table} FORMAT JSONEachRow`
+      const target = options.rowBinary
+        ? `${table} (${rowBinaryColumns(table, options.rowBinary).names}) FORMAT RowBinary`
+        : columns
+          ? `${table} (${columns.join(', ')}) FORMAT JSONCompactEachRow`
+          : `${table} FORMAT JSONEachRow`
       // insert() would JSON-encode a stream item by item; exec() sends the bytes as they are,
-      // so the server parses the ready rows itself.
+      // so the server loads the ready rows itself (RowBinary over HTTP, as the native clients do).
       const result = await this.client.exec({
         query: `INSERT INTO ${target}`,
         values: Readable.from([rows], { objectMode: false }),

@@ -53,3 +53,36 @@ export function insertSettings(
   if (options.dedupToken !== undefined) settings.insert_deduplication_token = options.dedupToken
   return settings
 }
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_.]*$/
+// Types as the pipeline names them: letters, digits, parentheses, commas, spaces and quoted words.
+const COLUMN_TYPE = /^[A-Za-z0-9_(), ']+$/
+
+/**
+ * `name Type, …` for a RowBinary insert's columns, checked: names and types are the pipeline's own
+ * constants, never user input, and this keeps it so.
+ */
+export function rowBinaryColumns(table: string, columns: readonly (readonly [string, string])[]) {
+  if (!IDENTIFIER.test(table)) throw new Error(`invalid table name: ${table}`)
+  for (const [name, type] of columns) {
+    if (!IDENTIFIER.test(name)) throw new Error(`invalid column name: ${name}`)
+    if (!COLUMN_TYPE.test(type)) throw new Error(`invalid column type: ${type}`)
+  }
+  return {
+    names: columns.map(([name]) => name).join(', '),
+    structure: columns.map(([name, type]) => `${name} ${type}`).join(', '),
+  }
+}
+
+/** A SETTINGS clause (` SETTINGS k = 'v', …`, or '') with values as escaped string literals. */
+export function settingsClause(settings: Record<string, string | number>): string {
+  const parts: string[] = []
+  for (const [key, value] of Object.entries(settings)) {
+    if (!IDENTIFIER.test(key)) throw new Error(`invalid setting name: ${key}`)
+    parts.push(typeof value === 'number' ? `${key} = ${value}` : `${key} = ${stringLiteral(value)}`)
+  }
+  return parts.length > 0 ? ` SETTINGS ${parts.join(', ')}` : ''
+}
+
+/** A ClickHouse string literal. */
+export const stringLiteral = (s: string) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`

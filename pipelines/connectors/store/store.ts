@@ -22,6 +22,12 @@ export interface InsertOptions {
    * the time JSONEachRow takes (measured on `events`), and the rows are ~40 % smaller.
    */
   compactColumns?: readonly string[]
+  /**
+   * With a Buffer: the rows are RowBinary of these columns ([name, type], in this order; the
+   * table's other columns take their defaults). The engine loads a RowBinary row of `events` for
+   * about half the CPU of a JSONCompactEachRow row (nothing to parse), a third of a JSONEachRow one.
+   */
+  rowBinary?: readonly (readonly [name: string, type: string])[]
 }
 
 export interface Store {
@@ -37,7 +43,10 @@ export interface Store {
    * `sql` has no FORMAT clause. An engine error ends the stream with that error.
    */
   queryStream(sql: string, params: QueryParams | undefined, format: string): Readable
-  /** Insert objects, or a ready JSONEachRow (or JSONCompactEachRow) buffer the engine parses itself. */
+  /**
+   * Insert objects, or a ready buffer the engine loads itself: JSONEachRow, or JSONCompactEachRow
+   * (`compactColumns`), or RowBinary (`rowBinary`).
+   */
   insert(table: string, rows: readonly object[] | Buffer, options?: InsertOptions): Promise<void>
   ping(): Promise<boolean>
   close(): Promise<void>
