@@ -5,10 +5,17 @@ import { deadLetter, PermanentError, type StageReport } from '../failures/outcom
 import { classifyBatch, type WriterItem } from './classify-stored.ts'
 import { decodeBlock } from './event-block.ts'
 import { EVENT_ROW_BINARY, eventKey } from './event-row.ts'
+import type { StoredKeys } from './stored-keys.ts'
 import { recordRejects, type RejectRow } from './upload-outcomes.ts'
 
 export interface WriterDeps {
   store: Store
+  /**
+   * The keys stored so far, as a filter (embedded mode, where this process is the only writer of
+   * `events`): the index is asked only about keys the filter may hold. Without it every key is
+   * looked up.
+   */
+  storedKeys?: StoredKeys
   onStored?: (count: number, source: string) => void
   onDuplicate?: (count: number) => void
   /** The clock of the settle-time rule (tests move it instead of sleeping). Default Date.now. */
@@ -41,8 +48,15 @@ export function eventsWriter(deps: WriterDeps) {
     const lastWritten = settled.get(partitionKey)
     const replayPossible = lastWritten === undefined || now() - lastWritten > SETTLED_MS
     settled.delete(partitionKey)
-    if (replayPossible) await repairIndex(deps.store, minReceivedAt(items) - REPAIR_MARGIN_MS)
-    const stored = await findStored(deps.store, items)
+    const filter = await deps.storedKeys?.filter()
+    if (replayPossible) {
+      const repaired = await repairIndex(deps.store, minReceivedAt(items) - REPAIR_MARGIN_MS)
+      for (const key of repaired) filter?.add(key.app_id, key.uuid)
+    }
+    // A key the filter does not hold was never stored: only the others need the index (the
+    // batch's copies of earlier uploads, and ~1 % false positives).
+    const candidates = filter ? items.filter((i) => filter.mightContain(i.headers.a, i.headers.u)) : items
+    const stored = candidates.length > 0 ? await findStored(deps.store, candidates) : new Map()
     const decisions = classifyBatch(items, stored)
     const toStore: Buffer[] = []
     const duplicates: RejectRow[] = []
@@ -50,6 +64,8 @@ export function eventsWriter(deps: WriterDeps) {
     for (const decision of decisions) {
       if (decision.kind === 'store') {
         toStore.push(decision.item.value)
+        // Before the insert: if it fails, the key is a false positive until a retry stores it.
+        filter?.add(decision.item.headers.a, decision.item.headers.u)
         const source = decision.item.headers.s
         counts.set(source, (counts.get(source) ?? 0) + 1)
       } else if (decision.kind === 'duplicate') {
@@ -113,14 +129,18 @@ function decodeBatch(batch: RecordBatch): { items: WriterItem[]; report: StageRe
  * An INSERT writes `events` and then, through the materialized view, `event_uuid_index`: a crash in
  * between leaves events the index does not know, whether this batch replays them or a later batch
  * brings a copy. Where a replay is possible, every event received since `fromMs` that the index
- * misses is indexed first, so the index alone answers afterwards. Indexing a stored event twice is
- * harmless (the look-up takes the earliest transaction), so this is safe to repeat and to race
- * with another owner.
+ * misses is indexed first, so the index alone answers afterwards; the keys indexed are returned
+ * (for the filter of stored keys). Indexing a stored event twice is harmless (the look-up takes
+ * the earliest transaction), so this is safe to repeat and to race with another owner.
  */
-async function repairIndex(store: Store, fromMs: number): Promise<void> {
-  await store.command(
-    `INSERT INTO event_uuid_index (app_id, uuid, transaction_id, received_at)
-     SELECT app_id, uuid, transaction_id, received_at FROM events
+async function repairIndex(store: Store, fromMs: number) {
+  const missing = await store.query<{
+    app_id: string
+    uuid: string
+    transaction_id: string
+    received_at: string
+  }>(
+    `SELECT app_id, uuid, transaction_id, toUnixTimestamp64Milli(received_at) AS received_at FROM events
      WHERE received_at >= fromUnixTimestamp64Milli({from:Int64}, 'UTC')
        AND (app_id, uuid) NOT IN (
          SELECT app_id, uuid FROM event_uuid_index
@@ -128,6 +148,12 @@ async function repairIndex(store: Store, fromMs: number): Promise<void> {
            SELECT app_id, uuid FROM events WHERE received_at >= fromUnixTimestamp64Milli({from:Int64}, 'UTC')))`,
     { from: Math.max(0, Math.floor(fromMs)) },
   )
+  if (missing.length > 0)
+    await store.insert(
+      'event_uuid_index',
+      missing.map((row) => ({ ...row, received_at: Number(row.received_at) })),
+    )
+  return missing
 }
 
 function minReceivedAt(items: readonly WriterItem[]): number {

@@ -1,4 +1,5 @@
 import { eventsWriter } from '../../pipelines/events/events-writer.ts'
+import { StoredKeys } from '../../pipelines/events/stored-keys.ts'
 import { serverUploadSplitter } from '../../pipelines/events/upload-splitter.ts'
 import { sdkBuilder } from '../../pipelines/sdk/sdk-builder.ts'
 import { CpuPool } from '../cpu-pool/pool.ts'
@@ -14,6 +15,8 @@ export const ingestionPipeline: WorkerPipeline = {
     const pool = new CpuPool(config.SLUICE_WORKER_THREADS)
     const writer = eventsWriter({
       store,
+      // Only the embedded engine's one process writes its events (see StoredKeys).
+      ...(store.kind === 'chdb' ? { storedKeys: new StoredKeys(store) } : {}),
       onStored: (n, source) => metrics.eventsStored.inc({ source }, n),
       onDuplicate: (n) => metrics.eventsRejected.inc({ reason: 'duplicate' }, n),
     })

@@ -1,0 +1,200 @@
+/**
+ * A Bloom filter over (app, uuid) keys, whose bit positions ClickHouse computes the same way
+ * (`murmurHash3_32` and `xxHash32` of `app_id || '\n' || uuid`: the first picks a block of 512 bits,
+ * a cache line, and both pick the 7 bits in it by double hashing, so a look-up costs one cache miss
+ * instead of seven), so the engine can
+ * fill it from the dedupe index in one aggregate (FILTER_BITS_SQL) and JavaScript adds the keys it
+ * stores afterwards. "Not in the filter" means "never stored"; "in it" means "look it up": the
+ * events writer asks the index only about those.
+ *
+ * Layers: the first is sized for the index when the filter was filled (at least a million keys);
+ * when a layer holds its capacity a new one of twice the size takes the new keys, so the share of
+ * false positives stays near 1 % per layer however long the process runs.
+ */
+const HASHES = 7
+/** ~1 % false positives with 7 hashes in blocks of 512 bits (blocking costs ~10 % more bits). */
+const BITS_PER_KEY = 10.5
+const BLOCK_BITS = 512
+export const MIN_CAPACITY = 1_000_000
+
+interface Layer {
+  words: Uint32Array
+  blocks: number
+  capacity: number
+  count: number
+}
+
+export class KeyFilter {
+  private readonly layers: Layer[] = []
+  private scratch = Buffer.allocUnsafe(256)
+
+  constructor(capacity = MIN_CAPACITY) {
+    this.layers.push(layer(capacity))
+  }
+
+  /** Blocks of the first layer (FILTER_BITS_SQL's {blocks}). */
+  get firstLayerBlocks(): number {
+    return this.layers[0]!.blocks
+  }
+
+  /** Keys added (including those set from the engine's bits: `fill`'s count). */
+  get size(): number {
+    return this.layers.reduce((n, l) => n + l.count, 0)
+  }
+
+  /** ORs 32-bit words into the first layer (from FILTER_BITS_SQL) and counts `keys` in it. */
+  fill(words: Iterable<[index: number, bits: number]>, keys: number): void {
+    const first = this.layers[0]!
+    for (const [index, bits] of words) first.words[index]! |= bits
+    first.count += keys
+  }
+
+  add(app: string, uuid: string): void {
+    let current = this.layers[this.layers.length - 1]!
+    if (current.count >= current.capacity) this.layers.push((current = layer(current.capacity * 2)))
+    this.hash(app, uuid)
+    const { h1, h2 } = this
+    const base = (h1 % current.blocks) * BLOCK_BITS
+    const step = (h1 >>> 9) | 1
+    for (let i = 0; i < HASHES; i++) {
+      const bit = base + ((h2 + i * step) % BLOCK_BITS)
+      current.words[bit >>> 5]! |= 1 << (bit & 31)
+    }
+    current.count++
+  }
+
+  mightContain(app: string, uuid: string): boolean {
+    this.hash(app, uuid)
+    for (const l of this.layers) if (has(l, this.h1, this.h2)) return true
+    return false
+  }
+
+  private h1 = 0
+  private h2 = 0
+
+  /** Sets h1 and h2 for the key's UTF-8 bytes (`app`, a newline, `uuid`), written into the scratch buffer. */
+  private hash(app: string, uuid: string): void {
+    const most = (app.length + uuid.length) * 3 + 1
+    if (this.scratch.length < most) this.scratch = Buffer.allocUnsafe(most * 2)
+    const b = this.scratch
+    let n = writeAscii(b, 0, app)
+    b[n++] = 0x0a
+    n = writeAscii(b, n, uuid)
+    this.h1 = murmurHash3x86(b, n)
+    this.h2 = xxHash32(b, n)
+  }
+}
+
+/** Writes `s` as UTF-8 at `at` (ASCII byte by byte, the usual case), returns the end. */
+function writeAscii(b: Buffer, at: number, s: string): number {
+  const n = s.length
+  for (let i = 0; i < n; i++) {
+    const c = s.charCodeAt(i)
+    if (c > 0x7f) return at + b.write(s, at, 'utf8')
+    b[at + i] = c
+  }
+  return at + n
+}
+
+function layer(capacity: number): Layer {
+  const blocks = Math.ceil((capacity * BITS_PER_KEY) / BLOCK_BITS)
+  return { words: new Uint32Array((blocks * BLOCK_BITS) / 32), blocks, capacity, count: 0 }
+}
+
+function has(l: Layer, h1: number, h2: number): boolean {
+  const base = (h1 % l.blocks) * BLOCK_BITS
+  const step = (h1 >>> 9) | 1
+  for (let i = 0; i < HASHES; i++) {
+    const bit = base + ((h2 + i * step) % BLOCK_BITS)
+    if ((l.words[bit >>> 5]! & (1 << (bit & 31))) === 0) return false
+  }
+  return true
+}
+
+/**
+ * The first layer's bits for every key of the dedupe index, as (word index, 32 bits) rows: the
+ * same positions as KeyFilter's, so ClickHouse builds the filter without sending any key.
+ * Parameters: {blocks:UInt64} (firstLayerBlocks).
+ */
+export const FILTER_BITS_SQL = `
+  SELECT toUInt32(intDiv(bit, 32)) AS word, groupBitOr(bitShiftLeft(toUInt32(1), toUInt8(bit % 32))) AS mask
+  FROM (
+    SELECT (h1 % {blocks:UInt64}) * ${BLOCK_BITS} + (h2 + toUInt64(i) * bitOr(bitShiftRight(h1, 9), 1)) % ${BLOCK_BITS} AS bit
+    FROM (
+      SELECT toUInt64(murmurHash3_32(k)) AS h1, toUInt64(xxHash32(k)) AS h2
+      FROM (SELECT concat(app_id, '\\n', uuid) AS k FROM event_uuid_index)
+    )
+    ARRAY JOIN range(${HASHES}) AS i
+  )
+  GROUP BY word`
+
+/** MurmurHash3 x86 32-bit, seed 0: ClickHouse's murmurHash3_32 of a String. */
+export function murmurHash3x86(b: Uint8Array, n = b.length): number {
+  let h = 0
+  const blocks = n & ~3
+  for (let i = 0; i < blocks; i += 4) {
+    let k = b[i]! | (b[i + 1]! << 8) | (b[i + 2]! << 16) | (b[i + 3]! << 24)
+    k = Math.imul(k, 0xcc9e2d51)
+    k = (k << 15) | (k >>> 17)
+    k = Math.imul(k, 0x1b873593)
+    h ^= k
+    h = (h << 13) | (h >>> 19)
+    h = (Math.imul(h, 5) + 0xe6546b64) | 0
+  }
+  let k = 0
+  const rest = n & 3
+  if (rest === 3) k ^= b[blocks + 2]! << 16
+  if (rest >= 2) k ^= b[blocks + 1]! << 8
+  if (rest >= 1) {
+    k ^= b[blocks]!
+    k = Math.imul(k, 0xcc9e2d51)
+    k = (k << 15) | (k >>> 17)
+    k = Math.imul(k, 0x1b873593)
+    h ^= k
+  }
+  h ^= n
+  h ^= h >>> 16
+  h = Math.imul(h, 0x85ebca6b)
+  h ^= h >>> 13
+  h = Math.imul(h, 0xc2b2ae35)
+  h ^= h >>> 16
+  return h >>> 0
+}
+
+const P1 = 2654435761
+const P2 = 2246822519
+const P3 = 3266489917
+const P4 = 668265263
+const P5 = 374761393
+const rotl = (x: number, r: number) => (x << r) | (x >>> (32 - r))
+const u32 = (b: Uint8Array, i: number) => b[i]! | (b[i + 1]! << 8) | (b[i + 2]! << 16) | (b[i + 3]! << 24)
+
+/** xxHash32, seed 0: ClickHouse's xxHash32 of a String. */
+export function xxHash32(b: Uint8Array, n = b.length): number {
+  let i = 0
+  let h: number
+  if (n >= 16) {
+    let v1 = (P1 + P2) | 0
+    let v2 = P2 | 0
+    let v3 = 0
+    let v4 = -P1 | 0
+    const limit = n - 16
+    do {
+      v1 = Math.imul(rotl((v1 + Math.imul(u32(b, i), P2)) | 0, 13), P1)
+      v2 = Math.imul(rotl((v2 + Math.imul(u32(b, i + 4), P2)) | 0, 13), P1)
+      v3 = Math.imul(rotl((v3 + Math.imul(u32(b, i + 8), P2)) | 0, 13), P1)
+      v4 = Math.imul(rotl((v4 + Math.imul(u32(b, i + 12), P2)) | 0, 13), P1)
+      i += 16
+    } while (i <= limit)
+    h = (rotl(v1, 1) + rotl(v2, 7) + rotl(v3, 12) + rotl(v4, 18)) | 0
+  } else h = P5
+  h = (h + n) | 0
+  for (; i + 4 <= n; i += 4) h = Math.imul(rotl((h + Math.imul(u32(b, i), P3)) | 0, 17), P4)
+  for (; i < n; i++) h = Math.imul(rotl((h + Math.imul(b[i]!, P5)) | 0, 11), P1)
+  h ^= h >>> 15
+  h = Math.imul(h, P2)
+  h ^= h >>> 13
+  h = Math.imul(h, P3)
+  h ^= h >>> 16
+  return h >>> 0
+}
