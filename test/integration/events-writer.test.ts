@@ -239,6 +239,7 @@ describe('events writer against the embedded engine', () => {
             asked.push(...(typeof uuids === 'string' ? uuids.split('\n') : (uuids as string[])))
           return store.query(sql, params)
         },
+        queryStream: (sql, params, format) => store.queryStream(sql, params, format),
         insert: (table, rows, options) => store.insert(table, rows, options),
         ping: () => store.ping(),
         close: async () => {},
