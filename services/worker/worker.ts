@@ -22,16 +22,25 @@ export async function startWorker(
   runtime: Runtime,
   pipelines: readonly WorkerPipeline[],
 ): Promise<RunningWorker> {
-  const started: { consumers: Consumer[]; close?: () => Promise<void> }[] = []
-  for (const pipeline of pipelines) {
-    await runtime.bus.ensureTopics(runtime.topology.pipelines[pipeline.name].topics)
-    started.push(await pipeline.start(runtime))
-    runtime.logger.info({ pipeline: pipeline.name }, 'pipeline started')
+  // All at once: each consumer waits for its group to be joined (seconds on Kafka), so starting a
+  // dozen stages one after another made a worker take over 30 s to start.
+  const outcomes = await Promise.allSettled(
+    pipelines.map(async (pipeline) => {
+      await runtime.bus.ensureTopics(runtime.topology.pipelines[pipeline.name].topics)
+      const running = await pipeline.start(runtime)
+      runtime.logger.info({ pipeline: pipeline.name }, 'pipeline started')
+      return running
+    }),
+  )
+  const started = outcomes.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : []))
+  const close = async () => {
+    await Promise.all(started.flatMap((s) => s.consumers.map((c) => c.stop())))
+    for (const s of started) await s.close?.()
   }
-  return {
-    async close() {
-      await Promise.all(started.flatMap((s) => s.consumers.map((c) => c.stop())))
-      for (const s of started) await s.close?.()
-    },
+  const failed = outcomes.find((o) => o.status === 'rejected')
+  if (failed) {
+    await close().catch(() => undefined)
+    throw failed.reason
   }
+  return { close }
 }

@@ -82,7 +82,7 @@ describe('the edge asks for credentials first and limits failed attempts and SDK
       ['POST', '/v2/nope'],
       ['GET', '/v2/push/app/reports'],
       ['GET', '/events/v1/nope'],
-      ['GET', '/api/v6/orgs/1/apps/x/audiences'],
+      ['GET', '/api/v6/nope'],
     ] as const
 
     it.each(unknown)(
