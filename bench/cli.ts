@@ -8,6 +8,7 @@ import { runBaselines } from './run-baselines.ts'
 import { runScenarios } from './run-scenarios.ts'
 import { runPush } from './scenarios/push.ts'
 import { runSegmentation } from './scenarios/segmentation.ts'
+import { runCampaigns } from './scenarios/campaigns.ts'
 
 /**
  * `npm run bench`: the load is generated, the baselines measured, then the scenarios run against
@@ -44,6 +45,7 @@ async function main(argv: string[]): Promise<number> {
   if (load) {
     await runSegmentation(run)
     await runPush(run)
+    await runCampaigns(run)
     if (!options.skip.has('baselines')) await runBaselines(run, load)
     await runScenarios(run, load)
   }

@@ -9,6 +9,7 @@ import type { ProfilesResult } from './scenarios/profiles.ts'
 import type { SdkResult } from './scenarios/sdk.ts'
 import { pushFigures, pushLine, type PushResult } from './scenarios/push.ts'
 import { segmentationFigures, segmentationLine, type SegmentationResult } from './scenarios/segmentation.ts'
+import { campaignFigures, campaignLine, type CampaignResult } from './scenarios/campaigns.ts'
 import type { EdgeResult, EndToEndResult } from './scenarios/uploads.ts'
 import type { ThreadCpu } from './sluice.ts'
 import { ratesOfCounter, round, type LatencySummary } from './stats.ts'
@@ -66,6 +67,7 @@ export interface BenchResults {
     sustained?: SustainedResult
     segmentation?: SegmentationResult
     push?: PushResult
+    campaigns?: CampaignResult
   }
   /** Wall time of each step, ms. */
   durations: Record<string, number>
@@ -313,6 +315,7 @@ export function buildFigures(r: Omit<BenchResults, 'figures'>): Figure[] {
   figures.push(
     ...segmentationFigures(r.scenarios.segmentation, why('segmentation'), r.run.profile === 'quick'),
     ...pushFigures(r.scenarios.push, why('push')),
+    ...campaignFigures(r.scenarios.campaigns, why('campaigns'), r.run.profile === 'quick'),
   )
   return figures
 }
@@ -461,6 +464,7 @@ export function markdownReport(r: BenchResults): string {
   }
   if (s.segmentation) out.push('', segmentationLine(s.segmentation))
   if (s.push) out.push('', pushLine(s.push))
+  if (s.campaigns) out.push('', campaignLine(s.campaigns))
   out.push('', '## Step durations', '', '| step | seconds |', '|---|---|')
   for (const [k, v] of Object.entries(r.durations)) out.push(`| ${k} | ${(v / 1000).toFixed(1)} |`)
   if (r.run.notes.length > 0) out.push('', '## Notes', '', ...r.run.notes.map((n) => `- ${n}`))

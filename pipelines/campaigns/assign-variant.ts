@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import type { StoredFrequency } from '../../schemas/campaigns.ts'
 
 /**
@@ -19,7 +19,8 @@ export function variantOf(
   controlPercent: number,
   creatives: readonly { letter: string; percent: number }[],
 ): string {
-  const digest = createHash('sha256').update(`${campaignId}:${installUuid}`).digest()
+  // One-shot hash: a third of createHash's cost, which counts for a million members.
+  const digest = hash('sha256', `${campaignId}:${installUuid}`, 'buffer')
   const control = digest.readUInt32BE(0) / RANGE
   if (control < controlPercent / 100) return CONTROL
   const draw = (digest.readUInt32BE(4) / RANGE) * 100

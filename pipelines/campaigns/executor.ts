@@ -336,9 +336,27 @@ async function readOccurrences(
   return out
 }
 
+const SEND_COLUMNS = [
+  'app_id',
+  'campaign_id',
+  'occurrence',
+  'install_uuid',
+  'customer_id',
+  'variant',
+  'creative_id',
+  'outcome',
+  'due_at',
+  'slot',
+  'request_id',
+  'planned_at',
+] as const satisfies readonly (keyof SendRow)[]
+
+/** As JSONCompactEachRow lines: the engine parses them in about half the time of objects. */
 async function insertSends(store: Store, rows: readonly SendRow[]): Promise<void> {
   if (rows.length === 0) return
-  await store.insert('campaign_sends', rows)
+  let text = ''
+  for (const r of rows) text += `${JSON.stringify(SEND_COLUMNS.map((c) => r[c]))}\n`
+  await store.insert('campaign_sends', Buffer.from(text), { compactColumns: SEND_COLUMNS })
 }
 
 /** Each install's usual UTC hour of activity: the hour most of its sessions of 30 days began in (ties: the earlier). */
