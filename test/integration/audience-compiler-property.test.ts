@@ -231,6 +231,12 @@ function toData(g: Generated, appId: string, appDb: number, orgDb: number): Audi
   }
 }
 
+/**
+ * Seeded so the vacuity check below is deterministic; set SLUICE_PROPERTY_SEED to explore other
+ * data (fast-check prints the seed and the shrunk counterexample of a failure).
+ */
+const SEED = Number(process.env.SLUICE_PROPERTY_SEED ?? 20_261_123)
+
 describe('audience compiler against the in-memory evaluator', () => {
   it('returns the same members and counts on random data and rules', { timeout: 300_000 }, async () => {
     let nonEmpty = 0
@@ -257,10 +263,12 @@ describe('audience compiler against the in-memory evaluator', () => {
         if (expected.length > 0) nonEmpty++
         if (expected.length > 0 && expected.length < data.devices.length) partial++
       }),
-      { numRuns: 80 },
+      { numRuns: 80, seed: SEED },
     )
     // The property must not hold vacuously: many runs select some installs and leave others out.
+    // (Checked on the seeded runs: with a random seed, a handful of partial runs was not certain.)
     expect(nonEmpty).toBeGreaterThan(10)
     expect(partial).toBeGreaterThan(5)
+    console.info(`audience property: seed ${SEED}, ${nonEmpty} non-empty and ${partial} partial of 80 runs`)
   })
 })
