@@ -24,8 +24,8 @@ export interface SenderDeps {
   /** Deliveries per transport call (default: recordEvery; the webhook transport posts its own batches). */
   chunkSize?: number
   /**
-   * Deliveries sent before they are recorded (default 2000; SLUICE_PUSH_BATCH_SIZE): what a crash
-   * can send twice. A batch larger than this is still sent and recorded as one.
+   * The most deliveries sent and not yet recorded at any time (default 2000;
+   * SLUICE_PUSH_BATCH_SIZE): what a crash can send twice.
    */
   recordEvery?: number
   clock?: RetryClock
@@ -81,10 +81,10 @@ interface Result {
  * the app's rate, and records every (request, install) once in push_deliveries.
  *
  * Exactly once in the record, at most once more on the wire: before sending, it reads which
- * installs of the bus batch's requests are recorded already and skips them, and it records what
- * it sent (one insert per run of at most `recordEvery` deliveries) before sending more, and
- * before the bus commits. A crash after the transport took a run and before its insert resends
- * that run, and only it, on redelivery (the deliveries carry an idempotency key, `deliveryId`,
+ * installs of the bus batch's requests are recorded already and skips them; it sends in runs of
+ * half of `recordEvery` deliveries, records each run (one insert) while the next is sent, and
+ * records everything before the bus commits. A crash resends on redelivery what was sent and not
+ * yet recorded, at most `recordEvery` deliveries (they carry an idempotency key, `deliveryId`,
  * for receivers that drop repeats).
  *
  * Retries: deliveries the transport answered `retry` (and all of a send that threw) are tried
@@ -97,9 +97,10 @@ interface Result {
 export function pushSender(deps: SenderDeps) {
   const clock = deps.clock ?? realClock
   const recordEvery = deps.recordEvery ?? 2000
+  const runSize = Math.max(1, Math.ceil(recordEvery / 2))
   // One transport call per run: the file transport syncs once per call, APNs and FCM spread a
   // call over their own connections.
-  const chunkSize = deps.chunkSize ?? recordEvery
+  const chunkSize = deps.chunkSize ?? runSize
 
   return async (bus: RecordBatch): Promise<StageReport> => {
     const report: StageReport = { outcomes: [] }
@@ -112,62 +113,65 @@ export function pushSender(deps: SenderDeps) {
     if (batches.length === 0) return report
 
     const recorded = await recordedInstalls(deps.store, batches)
-    // Batches go in runs of at most `recordEvery` deliveries, each recorded before the next is
-    // sent: whatever a crash finds sent and unrecorded is one run, at most one batch's worth.
-    let run: DeliveryBatch[] = []
-    let size = 0
-    for (const batch of batches) {
-      if (run.length > 0 && size + batch.targets.length > recordEvery) {
-        await sendRun(run, recorded)
-        run = []
-        size = 0
-      }
-      run.push(batch)
-      size += batch.targets.length
-    }
-    if (run.length > 0) await sendRun(run, recorded)
-    return report
-  }
-
-  /** Send a run of batches (skipping what is recorded), then record every outcome in one insert. */
-  async function sendRun(batches: readonly DeliveryBatch[], recorded: Set<string>): Promise<void> {
-    const results = new Map<Work, Result>()
-    const groups = new Map<string, { appId: string; platform: PushPlatform; work: Work[] }>()
-    const now = clock.now()
+    const work: Work[] = []
     for (const batch of batches) {
       for (const target of batch.targets) {
         const key = installKey(batch.requestId, batch.generation, target[0])
         // Recorded before (a redelivery), or twice in this bus batch (a re-emitted page).
         if (recorded.has(key)) continue
         recorded.add(key)
-        const work = { batch, target }
-        const platform = pushPlatform(target[2])
-        if (!platform) {
-          results.set(work, failedNow(now, `unsupported platform ${JSON.stringify(target[2])}`))
-          continue
-        }
-        const groupKey = `${batch.appId}\n${platform}`
-        const group = groups.get(groupKey) ?? { appId: batch.appId, platform, work: [] }
-        group.work.push(work)
-        groups.set(groupKey, group)
+        work.push({ batch, target })
       }
     }
+    // Runs of half a batch: a run is recorded while the next one is sent (the transport's work on
+    // this thread, the insert on the engine's), and no run is sent before the one two back is
+    // recorded. So a crash finds at most two runs sent and unrecorded: one batch's worth.
+    let recording: Promise<void> | undefined
+    try {
+      for (let i = 0; i < work.length; i += runSize) {
+        const results = await sendRun(work.slice(i, i + runSize))
+        await recording
+        recording = record(results)
+        // Awaited before the next record or on the way out; never left unobserved meanwhile.
+        recording.catch(() => undefined)
+      }
+    } finally {
+      await recording?.catch(() => undefined)
+    }
+    await recording
+    return report
+  }
 
-    for (const { appId, platform, work } of groups.values()) {
+  /** Send one run through the apps' transports, by platform; the outcome of each delivery. */
+  async function sendRun(work: readonly Work[]): Promise<Map<Work, Result>> {
+    const results = new Map<Work, Result>()
+    const groups = new Map<string, { appId: string; platform: PushPlatform; work: Work[] }>()
+    const now = clock.now()
+    for (const w of work) {
+      const platform = pushPlatform(w.target[2])
+      if (!platform) {
+        results.set(w, failedNow(now, `unsupported platform ${JSON.stringify(w.target[2])}`))
+        continue
+      }
+      const groupKey = `${w.batch.appId}\n${platform}`
+      const group = groups.get(groupKey) ?? { appId: w.batch.appId, platform, work: [] }
+      group.work.push(w)
+      groups.set(groupKey, group)
+    }
+    for (const { appId, platform, work: items } of groups.values()) {
       const transport = await deps.transports.transportFor(appId, platform)
       if (!transport) {
-        for (const w of work)
+        for (const w of items)
           results.set(w, failedNow(clock.now(), `no transport configured for ${platform}`))
         continue
       }
-      for (let i = 0; i < work.length; i += chunkSize) {
-        const chunk = work.slice(i, i + chunkSize)
+      for (let i = 0; i < items.length; i += chunkSize) {
+        const chunk = items.slice(i, i + chunkSize)
         const outcomes = await sendWithRetries(chunk, platform, transport)
         chunk.forEach((w, j) => results.set(w, outcomes[j]!))
       }
     }
-
-    if (results.size > 0) await record(results)
+    return results
   }
 
   async function sendWithRetries(
@@ -241,6 +245,7 @@ export function pushSender(deps: SenderDeps) {
   }
 
   async function record(results: Map<Work, Result>): Promise<void> {
+    if (results.size === 0) return
     let rows = ''
     const invalid: object[] = []
     const counts = new Map<
