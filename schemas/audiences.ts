@@ -697,7 +697,8 @@ export function parseTargetRules(input: unknown): ParseResult<TargetRules> {
 // The push endpoint's profile target
 
 const PUSH_SCOPES = aliases<Scope>({
-  app: ['serviceapplication', 'service_application', 'application'],
+  // 'LocalyticsApplication': what a Java client of the original push API sends for app scope.
+  app: ['serviceapplication', 'service_application', 'application', 'localyticsapplication'],
   org: ['organization', 'organisation'],
 })
 const PUSH_TYPES = aliases<DateType>({

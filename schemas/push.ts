@@ -88,8 +88,9 @@ export const pushRequestEnvelope = z.object({
         })
         .optional(),
     )
-    // An empty request id is no id: one is generated, as for null.
-    .transform((s) => (s === '' ? undefined : s)),
+    // An empty request id is no id: one is generated, as for null. So is "null": a client that
+    // sends that string means none, and taking it for an id would make all its pushes one.
+    .transform((s) => (s === '' || s === 'null' ? undefined : s)),
   campaign_key: optional(string('campaign_key'))
     .pipe(
       z
@@ -100,7 +101,8 @@ export const pushRequestEnvelope = z.object({
         .refine((s) => !/\s/.test(s), { error: 'campaign_key must not contain spaces' })
         .optional(),
     )
-    .transform((s) => (s === '' ? undefined : s)),
+    // A Python client of the original service sends the string "null" for no campaign key.
+    .transform((s) => (s === '' || s === 'null' ? undefined : s)),
   target_type: z.enum(TARGET_TYPES, {
     error: (iss) =>
       iss.input === undefined

@@ -32,7 +32,8 @@ export type ValidationResult = { ok: true; request: ValidRequest } | { ok: false
 /**
  * Every rule of the spec's push request, message, profile target, iOS and Android tables (pure).
  * Tolerant of what real clients of the original service send (DESIGN.md): `request_id` and
- * `campaign_key` as null, request ids that are not GUIDs (any string, or a number), a scalar
+ * `campaign_key` as null (or the string "null", as one Python client sends), request ids that are
+ * not GUIDs (any string, or a number), `all_devices: true` with any target type, a scalar
  * where `values` is an array (the profile parser's rule), `alert: {}` inside `ios`/`android`, and
  * a message without `alert` (a silent push, as `""`). Unknown fields are ignored. Every problem
  * is reported, each with its path.
@@ -58,11 +59,8 @@ export function validatePushRequest(body: unknown): ValidationResult {
         all_devices: given.all_devices === true,
         messages: given.messages,
       }
-  if (all_devices === true && target_type !== 'customer_id')
-    issues.push({
-      path: 'all_devices',
-      message: 'all_devices is only available with target_type customer_id',
-    })
+  // all_devices means something for customer_id only; a real client (a Java one) sends it true
+  // with every target type, where every device is targeted anyway: it is ignored there.
   if (messages.length > 1 && target_type !== 'customer_id')
     issues.push({
       path: 'messages',
@@ -107,7 +105,7 @@ export function validatePushRequest(body: unknown): ValidationResult {
       requestId: request_id,
       campaignKey: campaign_key ?? null,
       targetType: target_type,
-      allDevices: all_devices ?? false,
+      allDevices: target_type === 'customer_id' && all_devices === true,
       messages: out,
     },
   }

@@ -361,6 +361,49 @@ export async function runPushScenario(sluice: InProcessSluice, store: Store, suf
     ['pr-2', 'planned', 3, 0],
   ])
 
+  // Bodies as real clients of the original service send them: a Java client (all_devices true with
+  // a profile target, app scope spelled LocalyticsApplication, nulls for unset options) and a
+  // Python one (campaign_key "null", and it reads the Content-Type of every answer).
+  const java = await post({
+    request_id: '5f0c2b3e-9d1a-4c7e-8b2f-1a2b3c4d5e6f',
+    campaign_key: null,
+    target_type: 'profile',
+    all_devices: true,
+    messages: [
+      {
+        alert: 'from java',
+        ios: { sound: 'default.wav', badge: 1, extra: null },
+        android: { priority: 'high', extra: null },
+        target: {
+          profile: {
+            op: 'and',
+            criteria: [
+              { key: 'tier', scope: 'LocalyticsApplication', type: 'string', op: 'in', values: ['gold'] },
+            ],
+          },
+        },
+      },
+    ],
+  })
+  expect(java).toMatchObject({ status: 202, body: { request_id: '5f0c2b3e-9d1a-4c7e-8b2f-1a2b3c4d5e6f' } })
+  expect(java.headers.get('Content-Type')).toBe('application/json; charset=utf-8')
+  expect(
+    (await deliveredTo('5f0c2b3e-9d1a-4c7e-8b2f-1a2b3c4d5e6f', 2)).map((r) => [r.install_uuid, r.status]),
+  ).toEqual([
+    ['i-a1', 'sent'],
+    ['i-a2', 'sent'],
+  ])
+  const python = await post({
+    target_type: 'customer_id',
+    campaign_key: 'null',
+    messages: [{ target: 'bob', alert: 'py' }],
+  })
+  expect(python.status).toBe(202)
+  expect(python.headers.get('Content-Type')).toBe('application/json; charset=utf-8')
+  expect(
+    (await deliveredTo(python.body.request_id as string, 1)).map((r) => [r.install_uuid, r.campaign_key]),
+  ).toEqual([['i-b1', '']])
+
   // 400s name the problem; every error body has error and errors.
   const bad = await post({ target_type: 'broadcast', campaign_key: 'has space', messages: [{ alert: 5 }] })
   expect(bad).toMatchObject({
@@ -374,6 +417,7 @@ export async function runPushScenario(sluice: InProcessSluice, store: Store, suf
       ],
     },
   })
+  expect(bad.headers.get('Content-Type')).toBe('application/json; charset=utf-8')
   expect(await post(undefined, { raw: '{"target_type":' })).toMatchObject({
     status: 400,
     body: { error: 'request body is not valid JSON' },
@@ -387,10 +431,9 @@ export async function runPushScenario(sluice: InProcessSluice, store: Store, suf
 
   // 401 and 403s.
   const wrongSecret = `Basic ${Buffer.from(`${tenant.apiKey}:nope`).toString('base64')}`
-  expect(await post({ target_type: 'broadcast', messages: [{}] }, { auth: wrongSecret })).toMatchObject({
-    status: 401,
-    body: { error: 'invalid credentials' },
-  })
+  const unauthorised = await post({ target_type: 'broadcast', messages: [{}] }, { auth: wrongSecret })
+  expect(unauthorised).toMatchObject({ status: 401, body: { error: 'invalid credentials' } })
+  expect(unauthorised.headers.get('Content-Type')).toBe('application/json; charset=utf-8')
   expect(await post({ target_type: 'broadcast', messages: [{}] }, { appId: `po-${suffix}` })).toMatchObject({
     status: 403,
     body: { error: `app po-${suffix} does not belong to this organization` },

@@ -87,13 +87,19 @@ describe('push request validation: the request table', () => {
     ])
   })
 
-  it('allows all_devices only with customer_id (false is harmless anywhere)', () => {
+  it('takes all_devices for customer_id only; true with another target type is ignored (a real client sends it)', () => {
+    const broadcast = request(
+      validate({ target_type: 'broadcast', all_devices: true, messages: [{ alert: 'x' }] }),
+    )
+    expect(broadcast.allDevices).toBe(false)
     expect(
-      errors(validate({ target_type: 'broadcast', all_devices: true, messages: [{ alert: 'x' }] })),
-    ).toEqual(['all_devices: all_devices is only available with target_type customer_id'])
-    expect(
-      request(validate({ target_type: 'broadcast', all_devices: false, messages: [{ alert: 'x' }] }))
-        .allDevices,
+      request(
+        validate({
+          target_type: 'profile',
+          all_devices: true,
+          messages: [{ alert: 'x', target: profileTarget }],
+        }),
+      ).allDevices,
     ).toBe(false)
     expect(
       request(
@@ -151,6 +157,35 @@ describe('push request validation: real clients of the original service', () => 
     )
     expect(r.requestId).toBeUndefined()
     expect(r.campaignKey).toBeNull()
+  })
+
+  it('takes the string "null" for no request_id and no campaign_key (a Python client sends it)', () => {
+    const r = request(
+      validate({
+        request_id: 'null',
+        campaign_key: 'null',
+        target_type: 'broadcast',
+        messages: [{ alert: 'x' }],
+      }),
+    )
+    expect(r.requestId).toBeUndefined()
+    expect(r.campaignKey).toBeNull()
+  })
+
+  it('takes the scope LocalyticsApplication (a Java client sends it) as the app scope', () => {
+    const target = (scope: string) => ({
+      profile: { criteria: [{ key: 'team', scope, type: 'string', op: 'in', values: ['x'] }], op: 'and' },
+    })
+    const local = request(
+      validate({
+        target_type: 'profile',
+        messages: [{ alert: 'x', target: target('LocalyticsApplication') }],
+      }),
+    )
+    const service = request(
+      validate({ target_type: 'profile', messages: [{ alert: 'x', target: target('ServiceApplication') }] }),
+    )
+    expect(local.messages).toEqual(service.messages)
   })
 
   it('takes request ids that are not GUIDs, numbers included', () => {

@@ -106,6 +106,14 @@ export function pushRoutes(deps: PushRouteDeps) {
     return last !== undefined && at - last < PUSH_LIMITS.dedupeWindowMs
   }
 
+  // Every answer of the endpoint, errors included, as the original service sent them: one Python
+  // client of it takes any other Content-Type for an HTML error page.
+  app.use('/v2/push/*', async (c, next) => {
+    await next()
+    if (c.res.headers.get('Content-Type') === 'application/json')
+      c.res.headers.set('Content-Type', 'application/json; charset=utf-8')
+  })
+
   const queued = (c: Ctx, requestId: string) =>
     c.json({ message: QUEUED_MESSAGE, request_id: requestId }, 202)
 
