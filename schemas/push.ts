@@ -44,6 +44,8 @@ export interface PushMessage {
 export const PUSH_LIMITS = {
   /** Largest request body; the spec names none. Bounds one bus record. */
   maxBodyBytes: 1024 * 1024,
+  /** The request record on the bus (Kafka refuses records over 1 MB by default): 413 beyond. */
+  maxRecordBytes: 900 * 1024,
   /** Messages of one (customer_id) request. */
   maxMessages: 10_000,
   /** "128 single-byte characters": counted in UTF-8 bytes. */

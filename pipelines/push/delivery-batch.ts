@@ -51,6 +51,45 @@ export function encodeBatch(batch: DeliveryBatch): ProduceMessage {
   }
 }
 
+/**
+ * The most bytes one batch record may take on the bus: Kafka refuses records over 1 MB by default
+ * (message.max.bytes), and long push tokens, ids or per-customer messages can make a page of
+ * 2,000 installs bigger than that.
+ */
+export const MAX_BATCH_RECORD_BYTES = 900 * 1024
+
+/**
+ * A batch as bus records: one, or, when it would pass `maxBytes`, its halves in turn (ids
+ * `<batch>.0`, `<batch>.1`, then `<batch>.0.0` … ), each with the messages its targets use. The
+ * same batch always splits the same way, so a replayed page gives the same records.
+ */
+export function encodeBatches(batch: DeliveryBatch, maxBytes = MAX_BATCH_RECORD_BYTES): ProduceMessage[] {
+  const record = encodeBatch(batch)
+  if (record.value.length <= maxBytes || batch.targets.length <= 1) return [record]
+  const half = Math.ceil(batch.targets.length / 2)
+  return [batch.targets.slice(0, half), batch.targets.slice(half)].flatMap((targets, i) =>
+    encodeBatches(narrowed(batch, `${batch.batchId}.${i}`, targets), maxBytes),
+  )
+}
+
+/** The batch with only these targets and the messages they use. */
+function narrowed(batch: DeliveryBatch, batchId: string, targets: readonly BatchTarget[]): DeliveryBatch {
+  const local = new Map<number, number>()
+  const messages: DeliveryBatch['messages'] = []
+  const messageIndexes: number[] = []
+  const rows = targets.map((t): BatchTarget => {
+    let at = local.get(t[4])
+    if (at === undefined) {
+      at = messages.length
+      local.set(t[4], at)
+      messages.push(batch.messages[t[4]]!)
+      messageIndexes.push(batch.messageIndexes[t[4]]!)
+    }
+    return [t[0], t[1], t[2], t[3], at]
+  })
+  return { ...batch, batchId, messages, messageIndexes, targets: rows }
+}
+
 export function decodeBatch(
   value: Buffer,
 ): { ok: true; batch: DeliveryBatch } | { ok: false; reason: string } {

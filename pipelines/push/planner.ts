@@ -2,7 +2,7 @@ import { decodePushRequest, type PushRequestRecord } from '../../schemas/push.ts
 import type { BusRecord, ProduceMessage, RecordBatch } from '../connectors/bus/bus.ts'
 import type { Store } from '../connectors/store/store.ts'
 import { deadLetter, PermanentError, type StageReport } from '../failures/outcome.ts'
-import { encodeBatch } from './delivery-batch.ts'
+import { encodeBatches } from './delivery-batch.ts'
 import {
   buildBatch,
   customerOf,
@@ -102,7 +102,7 @@ export function pushPlanner(deps: PlannerDeps) {
       }
       if (read.devices.length > 0) {
         const targets = read.devices.map((device) => ({ device, message: 0 }))
-        await deps.emit([encodeBatch(buildBatch(record, generation, state.pages, targets, now()))])
+        await deps.emit(encodeBatches(buildBatch(record, generation, state.pages, targets, now())))
         state.pages++
         state.targeted += read.devices.length
       }
@@ -146,7 +146,7 @@ export function pushPlanner(deps: PlannerDeps) {
       const { targets, unmatched } = customerTargets(record, devices)
       const chunks = pages(targets, deps.pageSize)
       chunks.forEach((chunk, page) =>
-        messages.push(encodeBatch(buildBatch(record, generation, page, chunk, plannedAt))),
+        messages.push(...encodeBatches(buildBatch(record, generation, page, chunk, plannedAt))),
       )
       rows.push(
         requestRow(record, generation, {

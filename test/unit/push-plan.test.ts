@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest'
-import { decodeBatch, deliveryId, encodeBatch, pushPlatform } from '../../pipelines/push/delivery-batch.ts'
+import {
+  decodeBatch,
+  deliveryId,
+  encodeBatch,
+  encodeBatches,
+  pushPlatform,
+} from '../../pipelines/push/delivery-batch.ts'
 import {
   buildBatch,
   compareInstall,
@@ -159,6 +165,40 @@ describe('delivery batches', () => {
     const decoded = decodeBatch(encodeBatch(batch).value)
     expect(decoded).toEqual({ ok: true, batch })
     expect(encodeBatch(batch).key).toBe('app')
+  })
+
+  it('split into halves, deterministically, when a record would be too big for the bus', () => {
+    const r = record({
+      requestId: 'big',
+      targetType: 'customer_id',
+      messages: Array.from({ length: 8 }, (_, i) => ({
+        target: `c${i}`,
+        alert: `message ${i} ${'x'.repeat(200)}`,
+      })),
+    })
+    const device = (i: number) => ({
+      install_uuid: `i${i}`,
+      customer_id: `c${i}`,
+      platform: 'iOS',
+      push_token: 't'.repeat(100),
+    })
+    const batch = buildBatch(
+      r,
+      0,
+      3,
+      Array.from({ length: 8 }, (_, i) => ({ device: device(i), message: i })),
+      T,
+    )
+    expect(encodeBatches(batch)).toEqual([encodeBatch(batch)])
+    const parts = encodeBatches(batch, 1200).map(
+      (m) => (decodeBatch(m.value) as { batch: typeof batch }).batch,
+    )
+    expect(parts.map((p) => p.batchId)).toEqual(['big:0:3.0.0', 'big:0:3.0.1', 'big:0:3.1.0', 'big:0:3.1.1'])
+    expect(
+      parts.flatMap((p) => p.targets.map((t) => [t[0], p.messageIndexes[t[4]], p.messages[t[4]]!.alert])),
+    ).toEqual(batch.targets.map((t) => [t[0], batch.messageIndexes[t[4]], batch.messages[t[4]]!.alert]))
+    expect(encodeBatches(batch, 1200).every((m) => m.value.length <= 1200)).toBe(true)
+    expect(encodeBatches(batch, 1200)).toEqual(encodeBatches(batch, 1200))
   })
 
   it('refuse to decode what is not a version-1 batch', () => {

@@ -20,7 +20,14 @@ import {
   type TargetType,
 } from '../../../schemas/push.ts'
 import type { App, ControlStore } from '../../control/control-store.ts'
-import { badRequest, forbidden, notFound, SluiceError, tooManyRequests } from '../../shared/errors.ts'
+import {
+  badRequest,
+  forbidden,
+  notFound,
+  payloadTooLarge,
+  SluiceError,
+  tooManyRequests,
+} from '../../shared/errors.ts'
 import type { Metrics } from '../../shared/metrics.ts'
 import type { EdgeEnv } from '../env.ts'
 import { apiAuth } from '../middleware/api-auth.ts'
@@ -171,8 +178,16 @@ export function pushRoutes(deps: PushRouteDeps) {
       messages: request.messages,
       origin: 'api',
     }
+    const encoded = encodePushRequest(record)
+    // Kafka refuses records over 1 MB by default; the normalised record can outgrow its body.
+    if (encoded.value.length > PUSH_LIMITS.maxRecordBytes) {
+      release()
+      throw payloadTooLarge(
+        `the request is ${Math.ceil(encoded.value.length / 1024)} KB once normalised, over ${PUSH_LIMITS.maxRecordBytes / 1024} KB: send fewer messages per request`,
+      )
+    }
     try {
-      await deps.bus.produce(deps.topic, [encodePushRequest(record)])
+      await deps.bus.produce(deps.topic, [encoded])
     } catch (err) {
       release()
       // Nothing was promised yet: the client retries.
