@@ -157,7 +157,8 @@ export const interval = z.object({
 export type Interval = z.infer<typeof interval>
 
 export const pushSchedule = z.object({
-  begin_immediately: z.object({ push_throttle_num_msgs: throttle }).nullish(),
+  // `true` is taken for an empty object: some clients send the switch, not its options.
+  begin_immediately: z.union([z.literal(true), z.object({ push_throttle_num_msgs: throttle })]).nullish(),
   on_schedule: z
     .object({
       begin_date: dateTime,

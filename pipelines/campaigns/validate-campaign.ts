@@ -140,8 +140,6 @@ function audiencesOf(
       path: 'audiences.audience_id',
       message: 'must be absent when campaign_type is target_rules',
     })
-  if (channel === 'push' && input.devices)
-    issues.push({ path: 'audiences.devices', message: 'only in-app campaigns target device types' })
   let rules: unknown
   if (hasRules) {
     const parsed = parseRules(input.target_rules)
@@ -157,9 +155,11 @@ function audiencesOf(
     control_group_percent: input.control_group_percent,
     ...(hasId && { audience_id: input.audience_id! }),
     ...(hasRules && { target_rules: rules }),
-    ...(channel === 'inapp' && {
-      devices: [...new Set(input.devices ?? (['phone', 'tablet'] as const))],
-    }),
+    // A push campaign may carry devices (the spec's audience shape has it); pushes go to every
+    // device with a push token, so it is kept and answered, never used.
+    ...(channel === 'inapp'
+      ? { devices: [...new Set(input.devices ?? (['phone', 'tablet'] as const))] }
+      : input.devices && { devices: [...new Set(input.devices)] }),
   }
 }
 
@@ -233,7 +233,10 @@ function pushSchedule(
     })
     return undefined
   }
-  if (input.begin_immediately) return { begin_immediately: omitNullish(input.begin_immediately) }
+  if (input.begin_immediately)
+    return {
+      begin_immediately: input.begin_immediately === true ? {} : omitNullish(input.begin_immediately),
+    }
   if (input.on_schedule) {
     const s = input.on_schedule
     return {
