@@ -2,6 +2,7 @@ import type { Store } from '../connectors/store/store.ts'
 import type { InappCampaignBody, PushCampaignBody } from '../../schemas/campaigns.ts'
 import type { CampaignRow } from './campaign-commands.ts'
 import { filtersCondition } from './conversion-sql.ts'
+import { CLICK_EVENTS, IMPRESSION_EVENTS } from './inapp-offers.ts'
 
 /**
  * A campaign's results per variant (each creative letter, and the control group): how many
@@ -35,6 +36,7 @@ export interface CampaignPerformance {
 }
 
 export async function readCampaignPerformance(store: Store, row: CampaignRow): Promise<CampaignPerformance> {
+  if (row.channel === 'inapp') return readInappPerformance(store, row)
   const body = JSON.parse(row.body) as PushCampaignBody | InappCampaignBody
   const conversion = body.conversion_event
   const params: Record<string, unknown> = {
@@ -116,4 +118,75 @@ async function readSent(store: Store, row: CampaignRow): Promise<Map<string, num
     { app: row.app_id, campaign: row.id },
   )
   return new Map(rows.map((r) => [r.creative, Number(r.sent)]))
+}
+
+/**
+ * An in-app campaign's results per creative, from the SDK's events (inapp-offers.ts): `assigned`
+ * and `targeted` are the installs shown the creative (an impression), `sent` its clicks, and a
+ * conversion the conversion event within the window after the install's first impression. The
+ * control group never asks for what it is not shown, so in-app results have no control row and
+ * no lift.
+ */
+async function readInappPerformance(store: Store, row: CampaignRow): Promise<CampaignPerformance> {
+  const body = JSON.parse(row.body) as InappCampaignBody
+  const conversion = body.conversion_event
+  const params: Record<string, unknown> = {
+    app: row.app_id,
+    campaign: String(row.id),
+    shown: [...IMPRESSION_EVENTS],
+    clicked: [...CLICK_EVENTS],
+    event: conversion?.event_name ?? '',
+    window: CONVERSION_WINDOW_DAYS,
+  }
+  const filters = filtersCondition(conversion?.conversion_attributes, params, 'cf')
+  const rows = await store.query<{
+    creative: string
+    installs: string | number
+    clicks: string | number
+    conversions: string | number
+  }>(
+    `SELECT s.creative AS creative, count() AS installs, sum(s.clicks) AS clicks,
+            countIf(arrayExists(t -> t >= s.first AND t < s.first + toIntervalDay({window:UInt32}), c.times)) AS conversions
+     FROM
+     (
+       SELECT install_uuid, attributes['creative_id'] AS creative,
+              minIf(event_time, event_name IN {shown:Array(String)}) AS first,
+              countIf(event_name IN {clicked:Array(String)}) AS clicks
+       FROM events
+       WHERE app_id = {app:String} AND event_name IN arrayConcat({shown:Array(String)}, {clicked:Array(String)})
+         AND attributes['campaign_id'] = {campaign:String} AND install_uuid != ''
+       GROUP BY install_uuid, creative
+       HAVING countIf(event_name IN {shown:Array(String)}) > 0
+     ) AS s
+     LEFT JOIN
+     (
+       SELECT install_uuid, groupArray(event_time) AS times FROM events
+       WHERE app_id = {app:String} AND event_name = {event:String} AND install_uuid != '' AND ${filters}
+       GROUP BY install_uuid
+     ) AS c ON c.install_uuid = s.install_uuid
+     GROUP BY creative`,
+    params,
+  )
+  const byId = new Map(rows.map((r) => [r.creative, r]))
+  const variants = body.creatives.map((c) => {
+    const r = byId.get(String(c.id))
+    const shown = Number(r?.installs ?? 0)
+    const conversions = conversion ? Number(r?.conversions ?? 0) : 0
+    return {
+      variant: c.letter,
+      creative_id: c.id,
+      assigned: shown,
+      targeted: shown,
+      sent: Number(r?.clicks ?? 0),
+      conversions,
+      conversion_rate: shown === 0 ? 0 : conversions / shown,
+      lift: null,
+    }
+  })
+  return {
+    campaign_id: row.id,
+    conversion_event: conversion?.event_name ?? null,
+    conversion_window_days: CONVERSION_WINDOW_DAYS,
+    variants,
+  }
 }

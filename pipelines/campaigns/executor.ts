@@ -41,7 +41,7 @@ export interface ExecutorDeps {
   /** Produce push request records durably onto the push-requests topic. */
   produce: (records: PushRequestRecord[]) => Promise<void>
   now?: () => number
-  /** Members read per audience page (default 50,000). */
+  /** Members read per audience page (default 200,000: each page reads the whole app again). */
   pageSize?: number
   onPlanned?: (info: { campaignId: number; occurrence: string; ms: number } & PlanCounts) => void
   onFailed?: (info: { campaignId: number; occurrence: string; error: unknown }) => void
@@ -94,7 +94,7 @@ const SEND_CHUNK = 50_000
 
 export function campaignExecutor(deps: ExecutorDeps): StageHandler {
   const now = deps.now ?? Date.now
-  const pageSize = deps.pageSize ?? 50_000
+  const pageSize = deps.pageSize ?? 200_000
   const { store } = deps
 
   const writeOccurrence = (row: OccurrenceRow) => store.insert('campaign_occurrences', [row])

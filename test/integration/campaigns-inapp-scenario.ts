@@ -269,6 +269,42 @@ export async function runInappScenario(sluice: InProcessSluice, suffix: string) 
   )
   expect((await sdk(installs[1]!)).body.campaigns.map((c) => c.id)).toEqual([id])
 
+  // Results per creative from the SDK's own events: one install shown it, then a click.
+  const click = await postSdk(sluice, appId, [
+    {
+      type: 'e',
+      uuid: uuid(),
+      install_uuid: installs[0],
+      session_uuid: 'sess-imp',
+      at_millis: Date.now() - 500,
+      name: 'In-App Clicked',
+      attributes: { campaign_id: String(id), creative_id: String(creativeId) },
+    },
+  ])
+  await sdkReceiptDone(sluice, appId, click)
+  const results = await waitFor(
+    async () => (await (await api(`${base}/${id}/performance`)).json()) as { variants: unknown[] },
+    (r) => JSON.stringify(r.variants).includes('"sent":1'),
+    { what: 'the in-app click counted', timeoutMs: 30_000 },
+  )
+  expect(results).toEqual({
+    campaign_id: id,
+    conversion_event: null,
+    conversion_window_days: 7,
+    variants: [
+      {
+        variant: 'A',
+        creative_id: creativeId,
+        assigned: 1,
+        targeted: 1,
+        sent: 1,
+        conversions: 0,
+        conversion_rate: 0,
+        lift: null,
+      },
+    ],
+  })
+
   // Inline target rules: only installs that purchased in the last 30 days are offered this one.
   const buyers = await multipart(sluice, tenant.auth, 'POST', base, [
     {
