@@ -137,7 +137,7 @@ export function campaignExecutor(deps: ExecutorDeps): StageHandler {
     const planner = new OccurrencePlanner({ id: campaign.id, appId: campaign.app_id, body }, due, planId)
     let after: string | undefined
     for (;;) {
-      const query = compileMembers(rules, ctx!, {
+      const query = compileMembers(rules, ctx, {
         ...(after !== undefined && { afterInstall: after }),
         limit: pageSize,
       })

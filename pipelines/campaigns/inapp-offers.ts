@@ -48,7 +48,7 @@ export async function inappOffers(
 ): Promise<InappOffer[]> {
   const bodies = candidates.map((row) => ({ row, body: JSON.parse(row.body) as InappCampaignBody }))
   const lookback = Math.max(0, ...bodies.map((b) => capLookbackMs(b.body.schedule.frequency_attributes)))
-  const shown =
+  const shown: Map<number, number[]> =
     lookback > 0 ? await readImpressions(store, scope.appId, installUuid, now - lookback) : new Map()
   const ctx = await audienceContext(store, scope.appId, now)
   if (!ctx) return []
