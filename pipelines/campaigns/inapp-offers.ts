@@ -49,7 +49,9 @@ export async function inappOffers(
   const bodies = candidates.map((row) => ({ row, body: JSON.parse(row.body) as InappCampaignBody }))
   const lookback = Math.max(0, ...bodies.map((b) => capLookbackMs(b.body.schedule.frequency_attributes)))
   const shown: Map<number, number[]> =
-    lookback > 0 ? await readImpressions(store, scope.appId, installUuid, now - lookback) : new Map()
+    lookback > 0
+      ? await readImpressions(store, scope.appId, installUuid, now - lookback)
+      : new Map<number, number[]>()
   const ctx = await audienceContext(store, scope.appId, now)
   if (!ctx) return []
   const offers: InappOffer[] = []
