@@ -446,6 +446,35 @@ export async function runPushScenario(sluice: InProcessSluice, store: Store, suf
     await post({ target_type: 'broadcast', messages: [{}] }, { appId: app, auth: other.auth }),
   ).toMatchObject({ status: 403, body: { error: `app ${app} does not belong to this organization` } })
 
+  // A platform without a transport: an app that set one for iOS only. A message meant for Android
+  // only is refused, naming it; one with options for both goes ahead (real clients send both).
+  const iosOnly = `pi-${suffix}`
+  await sluice.admin('POST', `/orgs/${tenant.orgId}/apps`, { name: iosOnly, app_id: iosOnly })
+  await sluice.admin('PUT', `/apps/${iosOnly}/push/transports/ios`, { kind: 'file', settings: {} })
+  const androidOnly = await waitFor(
+    () =>
+      post(
+        { target_type: 'broadcast', messages: [{ alert: 'a', android: { priority: 'high' } }] },
+        { appId: iosOnly },
+      ),
+    (r) => r.status === 403,
+    { what: 'the iOS-only transport in force' },
+  )
+  expect(androidOnly.body.error).toBe(
+    `app ${iosOnly} has no push transport configured for android, the only platform messages[0] sets options for; configure one (sluice admin push-transport set)`,
+  )
+  expect(
+    (
+      await post(
+        {
+          target_type: 'broadcast',
+          messages: [{ alert: 'b', ios: { badge: 1 }, android: { priority: 'high' } }],
+        },
+        { appId: iosOnly },
+      )
+    ).status,
+  ).toBe(202)
+
   // Broadcast: 2 per minute per app. bc-1 took one; bc-2 the other; bc-3 is refused, and a retry
   // of bc-2 is not (a repeat is no new request).
   expect(

@@ -230,10 +230,14 @@ async function authorise(deps: PushRouteDeps, orgId: number, appId: string, requ
     throw forbidden(
       `app ${appId} has no push transport configured for ios or android; configure one (sluice admin push-transport set)`,
     )
-  for (const wanted of ['ios', 'android'] as const) {
-    if (!platforms.has(wanted) && request.messages.some((m) => m[wanted] !== undefined))
+  // A message meant for platforms none of which can be delivered to (its options name only those)
+  // is refused. One that also names a platform the app serves goes ahead: real clients send both
+  // option blocks whatever the app's platforms, and its other devices are recorded as failed.
+  for (const [i, m] of request.messages.entries()) {
+    const named = (['ios', 'android'] as const).filter((p) => m[p] !== undefined)
+    if (named.length > 0 && !named.some((p) => platforms.has(p)))
       throw forbidden(
-        `app ${appId} has no push transport configured for ${wanted}, and a message sets ${wanted} options`,
+        `app ${appId} has no push transport configured for ${named.join(' or ')}, the only platform messages[${i}] sets options for; configure one (sluice admin push-transport set)`,
       )
   }
 }
