@@ -9,6 +9,7 @@ import { runScenarios } from './run-scenarios.ts'
 import { runPush } from './scenarios/push.ts'
 import { runSegmentation } from './scenarios/segmentation.ts'
 import { runCampaigns } from './scenarios/campaigns.ts'
+import { runExportBench } from './scenarios/exports.ts'
 
 /**
  * `npm run bench`: the load is generated, the baselines measured, then the scenarios run against
@@ -46,6 +47,7 @@ async function main(argv: string[]): Promise<number> {
     await runSegmentation(run)
     await runPush(run)
     await runCampaigns(run)
+    await runExportBench(run)
     if (!options.skip.has('baselines')) await runBaselines(run, load)
     await runScenarios(run, load)
   }

@@ -8,7 +8,7 @@ export const USAGE = `usage: npm run bench [-- options]
   --distributed          against Kafka + ClickHouse (KAFKA_BROKERS, CLICKHOUSE_URL must answer)
   --seed N               seed of the generated load (default 1)
   --out DIR              results directory (default bench/results/<timestamp>)
-  --skip LIST            skip steps: segmentation,push,campaigns,baselines,edge,sdk,plain,gzip,freshness,profiles,overload,sustained
+  --skip LIST            skip steps: segmentation,push,campaigns,exports,baselines,edge,sdk,plain,gzip,freshness,profiles,overload,sustained
   --sustained N          events of the sustained scenario (default: 10000000 full, 0 quick)
   --keep-data            keep the benched Sluice's data directory
   --cpu-prof             profile the Sluice processes (every thread) into <results>/profiles/{edge,main}

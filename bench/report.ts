@@ -10,6 +10,7 @@ import type { SdkResult } from './scenarios/sdk.ts'
 import { pushFigures, pushLine, type PushResult } from './scenarios/push.ts'
 import { segmentationFigures, segmentationLine, type SegmentationResult } from './scenarios/segmentation.ts'
 import { campaignFigures, campaignLine, type CampaignResult } from './scenarios/campaigns.ts'
+import { exportFigures, exportLine, type ExportBenchResult } from './scenarios/exports.ts'
 import type { EdgeResult, EndToEndResult } from './scenarios/uploads.ts'
 import type { ThreadCpu } from './sluice.ts'
 import { ratesOfCounter, round, type LatencySummary } from './stats.ts'
@@ -68,6 +69,7 @@ export interface BenchResults {
     segmentation?: SegmentationResult
     push?: PushResult
     campaigns?: CampaignResult
+    exports?: ExportBenchResult
   }
   /** Wall time of each step, ms. */
   durations: Record<string, number>
@@ -316,6 +318,7 @@ export function buildFigures(r: Omit<BenchResults, 'figures'>): Figure[] {
     ...segmentationFigures(r.scenarios.segmentation, why('segmentation'), r.run.profile === 'quick'),
     ...pushFigures(r.scenarios.push, why('push')),
     ...campaignFigures(r.scenarios.campaigns, why('campaigns'), r.run.profile === 'quick'),
+    ...exportFigures(r.scenarios.exports, why('exports'), r.run.profile === 'quick'),
   )
   return figures
 }
@@ -465,6 +468,7 @@ export function markdownReport(r: BenchResults): string {
   if (s.segmentation) out.push('', segmentationLine(s.segmentation))
   if (s.push) out.push('', pushLine(s.push))
   if (s.campaigns) out.push('', campaignLine(s.campaigns))
+  if (s.exports) out.push('', exportLine(s.exports))
   out.push('', '## Step durations', '', '| step | seconds |', '|---|---|')
   for (const [k, v] of Object.entries(r.durations)) out.push(`| ${k} | ${(v / 1000).toFixed(1)} |`)
   if (r.run.notes.length > 0) out.push('', '## Notes', '', ...r.run.notes.map((n) => `- ${n}`))

@@ -30,8 +30,9 @@ const WITHOUT_CUSTOMER_ID = String.raw`replaceRegexpOne(row, ',"customer_id":"(?
 /**
  * One hour of an app's raw log: every session start, event and close, each the stored row (every
  * log field the SDK sent, defaults for the others) with `app`, `at` (UTC, seconds, ISO 8601) and
- * `customer_ids` added. FINAL: a row uploaded twice is written once. In the table's order, so
- * the engine reads it in order instead of sorting the hour.
+ * `customer_ids` added. FINAL: a row uploaded twice is written once. No ORDER BY: keeping the
+ * table's order cost the embedded engine about 100 MB more resident memory on a 1M-row hour
+ * (measured), and a log file needs no order.
  */
 export function logHourQuery(appId: string, hourStart: number): ExportQuery {
   const customer = `JSONExtractString(row, 'customer_id')`
@@ -42,8 +43,7 @@ export function logHourQuery(appId: string, hourStart: number): ExportQuery {
         ',"customer_ids":', if(${customer} = '', '{}', concat('{"customer_id":', toJSONString(${customer}), '}')),
         ',', substring(${WITHOUT_CUSTOMER_ID}, 2))
       FROM raw_log FINAL
-      WHERE app_id = {app:String} AND at >= ${ms('from')} AND at < ${ms('to')}
-      ORDER BY toStartOfHour(at), type, uuid`,
+      WHERE app_id = {app:String} AND at >= ${ms('from')} AND at < ${ms('to')}`,
     params: { app: appId, from: hourStart, to: hourStart + HOUR_MS },
   }
 }
@@ -155,7 +155,9 @@ export function audienceIdentifierQuery(
   const { body, settings } = membersSubquery(members.sql)
   const key = JSON.stringify(IDENTIFIER_KEYS[jobType])
   const line = (expr: string) => `concat('{${key}:', toJSONString(${expr}), '}')`
-  const tail = settings === '' ? '' : ` SETTINGS ${settings}`
+  // Sort-merge joins: a million members joined through hash tables held ~790 MB of the engine's
+  // memory in the bench, merged sorted ~400 MB, and ran no slower (the export needs no order).
+  const tail = ` SETTINGS ${settings === '' ? '' : `${settings}, `}join_algorithm = 'full_sorting_merge'`
   const params = { ...members.params, x_app: ctx.appId, x_db: ctx.orgProfiledbId }
   if (jobType === 'idfa' || jobType === 'gaid') {
     const platform =

@@ -428,6 +428,10 @@ export async function runExportScenario(sluice: InProcessSluice, store: Store, s
   // Requested but not fetched: the cursor stays, so the next request repeats these changes.
   const notFetched = await api(changesPath)
   expect(notFetched.status).toBe(302)
+  // A HEAD of the link sends no body: it moves nothing either.
+  const head = await fetch(`${sluice.url}${notFetched.headers.get('location')!}`, { method: 'HEAD' })
+  expect(head.status).toBe(200)
+  expect(head.headers.get('content-type')).toMatch(/application\/x-ndjson/)
   const changes2 = jsonLines((await follow(changesPath)).body.toString()).map((row) =>
     row.deletes
       ? { ...row, deletes: { attributes: [...((row.deletes as Json).attributes as string[])].sort() } }

@@ -94,8 +94,12 @@ export class ChdbStore implements Store, RawExecutor {
           params && Object.keys(params).length > 0
             ? session.queryStreamBind(sql, params, { format })
             : session.queryStream(sql, { format })
-        // Copied: a chunk's bytes belong to the engine once the next one is asked for.
-        for await (const chunk of stream) yield Buffer.from(chunk.raw())
+        // Each chunk's bytes are a buffer of its own (no copy needed; the stream test holds every
+        // chunk while the next are fetched and compares them whole).
+        for await (const chunk of stream) {
+          const raw = chunk.raw()
+          yield Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength)
+        }
       } finally {
         session.close()
       }

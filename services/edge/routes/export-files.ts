@@ -38,7 +38,9 @@ export function exportFileRoutes(deps: ExportFileRouteDeps) {
   const app = new Hono<EdgeEnv>()
   const clock = deps.clock ?? systemClock
 
-  const serve = async (c: Context<EdgeEnv>, head: boolean) => {
+  const serve = async (c: Context<EdgeEnv>) => {
+    // Hono answers HEAD with the GET route and drops the body: nothing is sent, nothing moves.
+    const head = c.req.method === 'HEAD'
     const url = new URL(c.req.url)
     const rawPath = url.pathname.slice(LINK_PREFIX.length)
     const check = checkLink(
@@ -89,8 +91,7 @@ export function exportFileRoutes(deps: ExportFileRouteDeps) {
     }
   }
 
-  app.get(`${LINK_PREFIX}exports/*`, (c) => serve(c, false))
-  app.on('HEAD', `${LINK_PREFIX}exports/*`, (c) => serve(c, true))
+  app.get(`${LINK_PREFIX}exports/*`, (c) => serve(c))
   return app
 }
 
