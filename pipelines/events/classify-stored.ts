@@ -1,9 +1,11 @@
+import type { RowParts } from './event-block.ts'
 import type { WriterItemHeaders } from './event-row.ts'
 import { eventKey } from './event-row.ts'
 
 export interface WriterItem {
   headers: WriterItemHeaders
-  value: Buffer
+  /** The event's RowBinary row, whole or in parts (head, a slice of the pool's buffer, tail). */
+  value: Buffer | RowParts
 }
 
 export type WriterDecision =

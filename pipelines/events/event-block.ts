@@ -116,11 +116,11 @@ function rowLength(row: Buffer | RowParts): number {
 }
 
 /** The writer's items of one block record; each item's value is its RowBinary row (a slice, not a copy). */
-export function decodeBlock(value: Buffer): WriterItem[] {
+export function decodeBlock(value: Buffer): (WriterItem & { value: Buffer })[] {
   const headerEnd = value.indexOf(0x0a)
   if (headerEnd < 0) throw new Error('event block without a header line')
   const header = JSON.parse(value.subarray(0, headerEnd).toString('utf8')) as BlockHeader
-  const items: WriterItem[] = []
+  const items: (WriterItem & { value: Buffer })[] = []
   let start = headerEnd + 1
   for (const [app, uuid, line, uploadIndex, bytes] of header.k) {
     const upload = header.u[uploadIndex]

@@ -3,6 +3,7 @@ import type { Store } from '../connectors/store/store.ts'
 import type { CpuRunner } from '../cpu/tasks.ts'
 import { attributeEvent, serverRows } from './attribute-event.ts'
 import { customerKey, lookupDevices, waitForSdkBacklog } from './device-lookup.ts'
+import type { WriterItem } from './classify-stored.ts'
 import { blockMessages, eventPartitions, type BlockEvent, type UploadRef } from './event-block.ts'
 import { noPackedEvents, type DeviceDims, type PackedEvents } from './event-row.ts'
 import {
@@ -12,6 +13,7 @@ import {
   rejectRow,
   type RejectRow,
 } from './upload-outcomes.ts'
+import type { EventStore } from './store-events.ts'
 import type { UploadHeaders } from './upload-headers.ts'
 
 /** The one thing the splitter asks of the control plane. */
@@ -25,7 +27,12 @@ export interface SplitterDeps {
   bus: Bus
   /** Which org owns an app (the control store, through its cache). */
   apps: AppDirectory
-  eventsTopic: string
+  /**
+   * Where the attributed events go: onto the events topic, to the writer that owns their keys; or,
+   * where this process is the only writer of `events` (the embedded engine), straight to the
+   * EventStore, which the events topic's writer shares (one writer of a key at a time).
+   */
+  forward: { topic: string } | { events: EventStore }
   /** The SDK pipeline whose backlog must be applied before a customer is declared unknown. */
   sdk: { group: string; topic: string; waitMs: number }
   pastWindowMs: number
@@ -46,76 +53,125 @@ interface ParsedUpload {
 }
 
 /**
+ * Events written at once, at least: the uploads of a batch are written in groups of about this
+ * many events as the CPU pool finishes them, so the engine inserts one group while the pool
+ * parses the next (one insert for a whole batch kept the two cores taking turns). An insert costs
+ * the engine ~12 ms whatever its size, so groups are not made smaller than this.
+ */
+export const EVENTS_PER_WRITE = 16_000
+
+/**
  * Stage 1 of server-side ingestion: split each upload into lines, validate them (on the CPU pool),
- * check the apps, attribute each event to its customer's last device, and forward the events to
- * the events topic in blocks routed by app + uuid. Rejected lines and the upload's receipt are recorded after
- * the forward is durable; the batch is committed only after all of it (a replay redoes it all and
- * every write is idempotent).
+ * check the apps, attribute each event to its customer's last device, and forward the events: to
+ * the events topic in blocks routed by app + uuid, or straight to the store (`forward`). Rejected
+ * lines and the upload's receipt are recorded after every forward is durable; the batch is
+ * committed only after all of it (a replay redoes it all and every write is idempotent).
  */
 export function serverUploadSplitter(deps: SplitterDeps) {
-  const partitions = eventPartitions(deps.bus, deps.eventsTopic)
+  const direct = 'events' in deps.forward ? deps.forward.events : undefined
+  const partitions = 'topic' in deps.forward ? eventPartitions(deps.bus, deps.forward.topic) : undefined
   return async (batch: RecordBatch): Promise<void> => {
-    const uploads = await Promise.all(batch.records.map((record) => parse(deps, record)))
-
-    const appIds = new Set<string>()
-    for (const upload of uploads) for (const app of upload.events.app) appIds.add(app)
-    const appOrg = await appOwners(deps.apps, appIds)
-    const devices = await attributionDevices(deps, uploads, appOrg)
-
-    const forward: BlockEvent[] = []
+    // Every upload goes to the pool at once; each group is handled as soon as it is parsed.
+    const parsing = batch.records.map((record) => parse(deps, record))
+    // Handled where each is awaited; until then a failure must not count as unhandled.
+    for (const p of parsing) p.catch(() => undefined)
     const rejects: RejectRow[] = []
     const receipts: object[] = []
-    const processedAt = Date.now()
+    const byReason = new Map<string, number>()
     const deviceTails = new Map<DeviceDims, Buffer>()
-    for (const upload of uploads) {
-      const orgId = Number(upload.headers.org)
-      const receivedAt = Number(upload.headers.recv)
-      let forwarded = 0
-      let rejected = upload.rejected
-      const uploadRejects = upload.rejects
-      const ref: UploadRef = { tx: upload.headers.tx, recv: receivedAt, org: orgId, source: 'server' }
-      const context = { orgId, appOrg, devices }
-      const rowOf = serverRows(upload.events, { receivedAt, transactionId: upload.headers.tx }, deviceTails)
-      for (let i = 0; i < upload.events.uuid.length; i++) {
-        const result = attributeEvent(upload.events, i, context)
-        if (result.kind === 'reject') {
-          rejected++
-          if (uploadRejects.length < MAX_REJECTED_LINES_PER_UPLOAD)
-            uploadRejects.push(
-              rejectRow(
-                upload.headers,
-                result.line,
-                result.uuid,
-                result.reason,
-                result.detail,
-                result.app_id,
-              ),
-            )
-          continue
-        }
-        forward.push({
-          app: result.app_id,
-          uuid: result.uuid,
-          line: result.line,
-          upload: ref,
-          row: rowOf(i, result.app_id, result.device),
-        })
-        forwarded++
+    let next = 0
+    while (next < parsing.length) {
+      const group: ParsedUpload[] = []
+      let events = 0
+      while (next < parsing.length && (events < EVENTS_PER_WRITE || group.length === 0)) {
+        const upload = await parsing[next++]!
+        group.push(upload)
+        events += upload.events.uuid.length
       }
-      // No spread: an argument list has a size limit, an upload's rejects do not.
-      for (const r of uploadRejects) rejects.push(r)
-      receipts.push(
-        receiptRow(upload.headers, { lines: upload.lines, forwarded, direct: 0, rejected }, processedAt),
-      )
+      const groupRejects = await forwardGroup(group)
+      // Counted before the writer's duplicates join them: those are counted where they are found.
+      for (const r of groupRejects.splitter) byReason.set(r.reason, (byReason.get(r.reason) ?? 0) + 1)
+      for (const r of groupRejects.splitter) rejects.push(r)
+      for (const r of groupRejects.duplicates) rejects.push(r)
+      for (const r of groupRejects.receipts) receipts.push(r)
     }
-    if (forward.length > 0)
-      await deps.bus.produce(deps.eventsTopic, blockMessages(forward, await partitions()))
+    // The writer's duplicates with the batch's other rejects: one insert.
     await recordRejects(deps.store, rejects)
     await deps.store.insert('upload_receipts', receipts)
-    if (deps.onRejected) {
-      const byReason = new Map<string, number>()
-      for (const r of rejects) byReason.set(r.reason, (byReason.get(r.reason) ?? 0) + 1)
-      for (const [reason, n] of byReason) deps.onRejected(reason, n)
+    for (const [reason, n] of byReason) deps.onRejected?.(reason, n)
+
+    /** Attributes a group of parsed uploads and forwards its events; gives what it rejected. */
+    async function forwardGroup(group: ParsedUpload[]) {
+      const appIds = new Set<string>()
+      for (const upload of group) for (const app of upload.events.app) appIds.add(app)
+      const appOrg = await appOwners(deps.apps, appIds)
+      const devices = await attributionDevices(deps, group, appOrg)
+      const forward: BlockEvent[] = []
+      const items: WriterItem[] = []
+      const splitter: RejectRow[] = []
+      const groupReceipts: object[] = []
+      const processedAt = Date.now()
+      for (const upload of group) {
+        const orgId = Number(upload.headers.org)
+        const receivedAt = Number(upload.headers.recv)
+        let forwarded = 0
+        let rejected = upload.rejected
+        const uploadRejects = upload.rejects
+        const ref: UploadRef = { tx: upload.headers.tx, recv: receivedAt, org: orgId, source: 'server' }
+        const context = { orgId, appOrg, devices }
+        const rowOf = serverRows(upload.events, { receivedAt, transactionId: upload.headers.tx }, deviceTails)
+        for (let i = 0; i < upload.events.uuid.length; i++) {
+          const result = attributeEvent(upload.events, i, context)
+          if (result.kind === 'reject') {
+            rejected++
+            if (uploadRejects.length < MAX_REJECTED_LINES_PER_UPLOAD)
+              uploadRejects.push(
+                rejectRow(
+                  upload.headers,
+                  result.line,
+                  result.uuid,
+                  result.reason,
+                  result.detail,
+                  result.app_id,
+                ),
+              )
+            continue
+          }
+          const row = rowOf(i, result.app_id, result.device)
+          if (direct)
+            items.push({
+              headers: {
+                a: result.app_id,
+                u: result.uuid,
+                t: ref.tx,
+                l: String(result.line),
+                r: upload.headers.recv,
+                o: upload.headers.org,
+                s: 'server',
+              },
+              value: row,
+            })
+          else forward.push({ app: result.app_id, uuid: result.uuid, line: result.line, upload: ref, row })
+          forwarded++
+        }
+        // No spread: an argument list has a size limit, an upload's rejects do not.
+        for (const r of uploadRejects) splitter.push(r)
+        groupReceipts.push(
+          receiptRow(upload.headers, { lines: upload.lines, forwarded, direct: 0, rejected }, processedAt),
+        )
+      }
+      let duplicates: RejectRow[] = []
+      if (direct) {
+        duplicates = await direct.write(items, {
+          topic: batch.topic,
+          partition: batch.partition,
+          first: group[0]!.record.offset,
+          last: group[group.length - 1]!.record.offset,
+        })
+      } else if (forward.length > 0 && partitions && 'topic' in deps.forward) {
+        await deps.bus.produce(deps.forward.topic, blockMessages(forward, await partitions()))
+      }
+      return { splitter, duplicates, receipts: groupReceipts }
     }
   }
 }

@@ -1,4 +1,5 @@
 import { eventsWriter } from '../../pipelines/events/events-writer.ts'
+import { eventStore } from '../../pipelines/events/store-events.ts'
 import { StoredKeys } from '../../pipelines/events/stored-keys.ts'
 import { serverUploadSplitter } from '../../pipelines/events/upload-splitter.ts'
 import { sdkBuilder } from '../../pipelines/sdk/sdk-builder.ts'
@@ -13,19 +14,24 @@ export const ingestionPipeline: WorkerPipeline = {
     const { config, bus, store, control, metrics, topology } = runtime
     const { topics, stages, couplings } = topology
     const pool = new CpuPool(config.SLUICE_WORKER_THREADS)
-    const writer = eventsWriter({
+    // The embedded engine has one process, so this one is the only writer of its events: server
+    // events go straight from the splitter into the store, whose filter of stored keys answers for
+    // most look-ups. With a ClickHouse server, events go through the events topic to the writer
+    // that owns their keys (DESIGN.md, exactly-once; docs/events.md, "How it flows").
+    const embedded = store.kind === 'chdb'
+    const events = eventStore({
       store,
-      // Only the embedded engine's one process writes its events (see StoredKeys).
-      ...(store.kind === 'chdb' ? { storedKeys: new StoredKeys(store) } : {}),
+      ...(embedded ? { soleWriter: true, storedKeys: new StoredKeys(store) } : {}),
       onStored: (n, source) => metrics.eventsStored.inc({ source }, n),
       onDuplicate: (n) => metrics.eventsRejected.inc({ reason: 'duplicate' }, n),
     })
+    const writer = eventsWriter({ store, events })
     const splitter = serverUploadSplitter({
       pool,
       store,
       bus,
       apps: control,
-      eventsTopic: topics.events.topic,
+      forward: embedded ? { events } : { topic: topics.events.topic },
       sdk: couplings.splitterWaitsOnSdkBuilder,
       pastWindowMs: config.SLUICE_EVENT_PAST_WINDOW_HOURS * 3_600_000,
       futureWindowMs: config.SLUICE_EVENT_FUTURE_WINDOW_HOURS * 3_600_000,

@@ -8,6 +8,7 @@ import type { Store } from '../../pipelines/connectors/store/store.ts'
 import { encodeBlock, type UploadRef } from '../../pipelines/events/event-block.ts'
 import { EVENT_COLUMNS, EVENT_ROW_BINARY, rowBinaryEventRow } from '../../pipelines/events/event-row.ts'
 import { eventsWriter } from '../../pipelines/events/events-writer.ts'
+import { eventStore } from '../../pipelines/events/store-events.ts'
 import { StoredKeys } from '../../pipelines/events/stored-keys.ts'
 import { eventRow } from '../helpers/event-rows.ts'
 import { tempDir } from '../helpers/temp.ts'
@@ -272,6 +273,78 @@ describe('events writer against the embedded engine', () => {
       // The new keys were never looked up (a false positive, ~1 %, would add one: none with 3 keys).
       expect(asked).not.toContain('f3')
       expect(asked).toEqual(expect.arrayContaining(['f1', 'f2']))
+    })
+
+    it('the sole writer repairs what its last insert left unindexed, whatever partition brings a copy', async () => {
+      const up26 = upload('tx-26', 1_795_300_026_000)
+      const up27 = upload('tx-27', 1_795_300_099_000)
+      await eventsWriter({ store })(batch([['f6', up26, 1]]))
+      // The crash window of the previous process's last insert: f6 is in events, not in the index.
+      await store.command("ALTER TABLE event_uuid_index DELETE WHERE uuid = 'f6' SETTINGS mutations_sync = 1")
+      const events = eventStore({ store, soleWriter: true, storedKeys: new StoredKeys(store) })
+      // A copy from an upload received much later, on another partition (the crashed batch has not
+      // come back yet): its own receipt time says nothing about f6's.
+      const duplicates = await events.write(
+        [
+          {
+            headers: { a: 'app', u: 'f6', t: 'tx-27', l: '4', r: String(up27.recv), o: '1', s: 'server' },
+            value: row('f6', up27),
+          },
+        ],
+        { topic: 'uploads', partition: 1, first: '0', last: '0' },
+      )
+      expect(duplicates).toMatchObject([
+        { transaction_id: 'tx-27', line: 4, uuid: 'f6', reason: 'duplicate' },
+      ])
+      expect((await counts()).f6).toBe(1)
+    })
+
+    it('the sole writer repairs again after a write whose insert failed half-way', async () => {
+      const up28 = upload('tx-28', 1_795_300_028_000)
+      const item = (uuid: string, tx: string, line: number) => ({
+        headers: {
+          a: 'app',
+          u: uuid,
+          t: tx,
+          l: String(line),
+          r: String(up28.recv),
+          o: '1',
+          s: 'server' as const,
+        },
+        value: row(uuid, upload(tx, up28.recv)),
+      })
+      // An insert that writes the events and then fails before the index has them (the view's
+      // write failing, say).
+      let halfFail = false
+      const flaky: Store = {
+        kind: store.kind,
+        command: (sql, params) => store.command(sql, params),
+        query: (sql, params) => store.query(sql, params),
+        queryStream: (sql, params, format) => store.queryStream(sql, params, format),
+        insert: async (table, rows, options) => {
+          await store.insert(table, rows, options)
+          if (halfFail && table === 'events_ingest') {
+            halfFail = false
+            await store.command(
+              "ALTER TABLE event_uuid_index DELETE WHERE uuid = 'f9' SETTINGS mutations_sync = 1",
+            )
+            throw new Error('view write failed')
+          }
+        },
+        ping: () => store.ping(),
+        close: async () => {},
+      }
+      const events = eventStore({ store: flaky, soleWriter: true, storedKeys: new StoredKeys(flaky) })
+      const source = { topic: 'uploads', partition: 0, first: '7', last: '7' }
+      await events.write([item('f8', 'tx-28', 1)], source)
+      halfFail = true
+      await expect(
+        events.write([item('f9', 'tx-28', 2)], { ...source, first: '8', last: '8' }),
+      ).rejects.toThrow('view write failed')
+      // The next write, from another upload, holds a copy of f9: found, not stored again.
+      const duplicates = await events.write([item('f9', 'tx-29', 1)], { ...source, first: '9', last: '9' })
+      expect(duplicates).toMatchObject([{ transaction_id: 'tx-29', uuid: 'f9', reason: 'duplicate' }])
+      expect((await counts()).f9).toBe(1)
     })
 
     it('after a restart, a key an interrupted insert left unindexed is repaired into the filter too', async () => {

@@ -1,0 +1,248 @@
+import type { Store } from '../connectors/store/store.ts'
+import { stringSet } from '../connectors/store/string-set.ts'
+import type { RowParts } from './event-block.ts'
+import { classifyBatch, type WriterItem } from './classify-stored.ts'
+import { EVENT_ROW_BINARY, eventKey } from './event-row.ts'
+import type { StoredKeys } from './stored-keys.ts'
+import type { RejectRow } from './upload-outcomes.ts'
+
+export interface EventStoreDeps {
+  store: Store
+  /**
+   * This process is the only writer of `events` (the embedded engine, which one process owns):
+   * an insert can be left half-done (events written, index not) only by this process's last insert
+   * before a crash, or by a write that failed. Without it (Kafka + ClickHouse), another owner of a
+   * partition may have crashed mid-insert, and every partition's first batch and any batch after a
+   * pause looks for that.
+   */
+  soleWriter?: boolean
+  /**
+   * The keys stored so far, as a filter (embedded mode, where this process is the only writer of
+   * `events`): the index is asked only about keys the filter may hold. Without it every key is
+   * looked up.
+   */
+  storedKeys?: StoredKeys
+  onStored?: (count: number, source: string) => void
+  onDuplicate?: (count: number) => void
+  /** The clock of the settle-time rule (tests move it instead of sleeping). Default Date.now. */
+  now?: () => number
+}
+
+/** Where a batch of items comes from: its source partition and offsets (the insert's dedup token). */
+export interface ItemSource {
+  topic: string
+  partition: number
+  first: string
+  last: string
+}
+
+/** Writes items (events) exactly once; see eventStore. */
+export interface EventStore {
+  /**
+   * Stores the items not stored before and gives the `duplicate` rejects of the others (copies
+   * from other uploads), which the caller records (with its own rejects, in one insert).
+   */
+  write(items: readonly WriterItem[], source: ItemSource): Promise<RejectRow[]>
+}
+
+const SETTLED_MS = 2000
+// How far before a replayed batch's earliest receipt an interrupted insert's rows may lie: the
+// edge stamps receipts before the durable write, so neighbouring records can be out of order by
+// moments; re-split copies of uncommitted uploads are later, not earlier.
+const REPAIR_MARGIN_MS = 10_000
+// Blocks of `events` the sole writer's repair reads: an insert writes one per month of event_time
+// it spans (at most 6 with the default windows), so this covers the last insert and then some.
+const LAST_INSERT_BLOCKS = 16
+
+/**
+ * The exactly-once write of events: what was stored before (an earlier upload, or a batch's own
+ * first attempt before a crash) is found in the store, and only the rest is inserted, in one
+ * block, whose deduplication token (from the source offsets) makes an immediate retry of the same
+ * block a no-op as well. Copies from other uploads become `duplicate` rejects.
+ *
+ * A key must have one writer at a time: two writes of the same key at once would both find it
+ * missing. The writes of one EventStore run one at a time; a process runs one EventStore, and
+ * where several processes write (Kafka + ClickHouse) each partition of the events topic, keyed by
+ * app + uuid, has one owner.
+ */
+export function eventStore(deps: EventStoreDeps): EventStore {
+  const now = deps.now ?? Date.now
+  // Several owners: when each source partition's last batch was written here. A batch that follows
+  // one written moments ago cannot be a replay of a half-finished insert (another owner would first
+  // have to take the partition, crash, and wait out a session timeout of 6 s or more), so the
+  // index alone answers.
+  const settled = new Map<string, number>()
+  // Sole writer: whether the last insert may be half-done (none written yet in this process: the
+  // previous process may have crashed during its last one; or the last write failed).
+  let lastInsertUncertain = true
+  let turn: Promise<unknown> = Promise.resolve()
+  const write = async (items: readonly WriterItem[], source: ItemSource): Promise<RejectRow[]> => {
+    if (items.length === 0) return []
+    const partitionKey = `${source.topic}:${source.partition}`
+    const lastWritten = settled.get(partitionKey)
+    settled.delete(partitionKey)
+    const filter = await deps.storedKeys?.filter()
+    let repaired: IndexedKey[] = []
+    if (deps.soleWriter) {
+      if (lastInsertUncertain) repaired = await repairLastInserts(deps.store)
+      lastInsertUncertain = true
+    } else if (lastWritten === undefined || now() - lastWritten > SETTLED_MS) {
+      repaired = await repairIndex(deps.store, minReceivedAt(items) - REPAIR_MARGIN_MS)
+    }
+    for (const key of repaired) filter?.add(key.app_id, key.uuid)
+    // A key the filter does not hold was never stored: only the others need the index (the
+    // batch's copies of earlier uploads, and ~1 % false positives).
+    const candidates = filter ? items.filter((i) => filter.mightContain(i.headers.a, i.headers.u)) : items
+    const stored = candidates.length > 0 ? await findStored(deps.store, candidates) : new Map()
+    const decisions = classifyBatch(items, stored)
+    const toStore: (Buffer | RowParts)[] = []
+    const duplicates: RejectRow[] = []
+    const counts = new Map<string, number>()
+    for (const decision of decisions) {
+      if (decision.kind === 'store') {
+        toStore.push(decision.item.value)
+        // Before the insert: if it fails, the key is a false positive until a retry stores it.
+        filter?.add(decision.item.headers.a, decision.item.headers.u)
+        const source = decision.item.headers.s
+        counts.set(source, (counts.get(source) ?? 0) + 1)
+      } else if (decision.kind === 'duplicate') {
+        const h = decision.item.headers
+        duplicates.push({
+          transaction_id: h.t,
+          org_id: Number(h.o),
+          app_id: h.a,
+          source: h.s,
+          line: Number(h.l),
+          uuid: h.u,
+          reason: 'duplicate',
+          detail: `an event with this uuid was already stored (transaction ${decision.firstTransaction})`,
+          received_at: Number(h.r),
+        })
+      }
+    }
+    if (toStore.length > 0) {
+      // RowBinary through `events_ingest` (migration 005), whose view converts the LowCardinality
+      // columns whole. One thread: on a busy engine, splitting a block between threads costs more
+      // than it saves.
+      await deps.store.insert('events_ingest', concatRows(toStore), {
+        dedupToken: `${source.topic}:${source.partition}:${source.first}-${source.last}`,
+        rowBinary: EVENT_ROW_BINARY,
+        settings: { max_threads: 1, max_insert_threads: 1 },
+      })
+    }
+    settled.set(partitionKey, now())
+    lastInsertUncertain = false
+    for (const [source, n] of counts) deps.onStored?.(n, source)
+    if (duplicates.length > 0) deps.onDuplicate?.(duplicates.length)
+    return duplicates
+  }
+  return {
+    write(items, source) {
+      const done = turn.then(() => write(items, source))
+      turn = done.catch(() => undefined)
+      return done
+    },
+  }
+}
+
+/** The rows, whole or in parts, copied into one buffer. */
+function concatRows(rows: readonly (Buffer | RowParts)[]): Buffer {
+  let bytes = 0
+  for (const row of rows)
+    bytes += Buffer.isBuffer(row) ? row.length : row.head.length + (row.end - row.start) + row.tail.length
+  const out = Buffer.allocUnsafe(bytes)
+  let at = 0
+  for (const row of rows) {
+    if (Buffer.isBuffer(row)) at += row.copy(out, at)
+    else {
+      at += row.head.copy(out, at)
+      at += row.source.copy(out, at, row.start, row.end)
+      at += row.tail.copy(out, at)
+    }
+  }
+  return out
+}
+
+/**
+ * An INSERT writes `events` and then, through the materialized view, `event_uuid_index`: a crash in
+ * between leaves events the index does not know, whether this batch replays them or a later batch
+ * brings a copy. Where a replay is possible, every event received since `fromMs` that the index
+ * misses is indexed first, so the index alone answers afterwards; the keys indexed are returned
+ * (for the filter of stored keys). Indexing a stored event twice is harmless (the look-up takes
+ * the earliest transaction), so this is safe to repeat and to race with another owner.
+ */
+interface IndexedKey {
+  app_id: string
+  uuid: string
+  transaction_id: string
+  received_at: string
+}
+
+async function repairIndex(store: Store, fromMs: number): Promise<IndexedKey[]> {
+  const missing = await store.query<IndexedKey>(
+    `SELECT app_id, uuid, transaction_id, toUnixTimestamp64Milli(received_at) AS received_at FROM events
+     WHERE received_at >= fromUnixTimestamp64Milli({from:Int64}, 'UTC')
+       AND (app_id, uuid) NOT IN (
+         SELECT app_id, uuid FROM event_uuid_index
+         WHERE (app_id, uuid) IN (
+           SELECT app_id, uuid FROM events WHERE received_at >= fromUnixTimestamp64Milli({from:Int64}, 'UTC')))`,
+    { from: Math.max(0, Math.floor(fromMs)) },
+  )
+  return indexMissing(store, missing)
+}
+
+/**
+ * The sole writer's repair: the events of the last inserts (the parts holding the newest blocks of
+ * `events`; an insert is one block per month it spans) that the index misses are indexed. Only
+ * this process inserts into `events`, one insert at a time, so a half-done insert is one of them.
+ */
+async function repairLastInserts(store: Store): Promise<IndexedKey[]> {
+  const newest = `SELECT name FROM system.parts
+    WHERE database = currentDatabase() AND table = 'events' AND active
+      AND max_block_number > (
+        SELECT max(max_block_number) FROM system.parts
+        WHERE database = currentDatabase() AND table = 'events' AND active) - ${LAST_INSERT_BLOCKS}`
+  const missing = await store.query<IndexedKey>(
+    `SELECT app_id, uuid, transaction_id, toUnixTimestamp64Milli(received_at) AS received_at FROM events
+     WHERE _part IN (${newest})
+       AND (app_id, uuid) NOT IN (
+         SELECT app_id, uuid FROM event_uuid_index
+         WHERE (app_id, uuid) IN (SELECT app_id, uuid FROM events WHERE _part IN (${newest})))`,
+  )
+  return indexMissing(store, missing)
+}
+
+async function indexMissing(store: Store, missing: IndexedKey[]): Promise<IndexedKey[]> {
+  if (missing.length > 0)
+    await store.insert(
+      'event_uuid_index',
+      missing.map((row) => ({ ...row, received_at: Number(row.received_at) })),
+    )
+  return missing
+}
+
+function minReceivedAt(items: readonly WriterItem[]): number {
+  let min = Infinity
+  for (const item of items) min = Math.min(min, Number(item.headers.r))
+  return min
+}
+
+/**
+ * Which keys of the batch are already stored, and by which transaction: the dedupe index
+ * (`event_uuid_index`, filled in the same INSERT by a materialized view, and made whole by
+ * repairIndex wherever a replay is possible) answers for everything.
+ */
+async function findStored(store: Store, items: readonly WriterItem[]) {
+  const apps = [...new Set(items.map((i) => i.headers.a))]
+  const uuids = [...new Set(items.map((i) => i.headers.u))]
+  const uuidSet = stringSet('uuids', uuids)
+  const rows = await store.query<{ app_id: string; uuid: string; tx: string }>(
+    `SELECT app_id, uuid, argMin(transaction_id, received_at) AS tx FROM event_uuid_index
+     WHERE app_id IN {apps:Array(String)} AND uuid IN ${uuidSet.sql}
+     GROUP BY app_id, uuid`,
+    { apps, uuids: uuidSet.value },
+  )
+  // With several apps the result may hold an app's row for a uuid the batch sent to another app:
+  // a key no item has, so classifyBatch never looks it up.
+  return new Map(rows.map((row) => [eventKey(row.app_id, row.uuid), { tx: row.tx }]))
+}
