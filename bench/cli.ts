@@ -48,6 +48,7 @@ async function main(argv: string[]): Promise<number> {
     await runPush(run)
     await runCampaigns(run)
     await runExportBench(run)
+    run.startBudget('ingestion')
     if (!options.skip.has('baselines')) await runBaselines(run, load)
     await runScenarios(run, load)
   }

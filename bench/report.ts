@@ -156,12 +156,16 @@ export function buildFigures(r: Omit<BenchResults, 'figures'>): Figure[] {
   const edge: number[] = []
   const edgeParts: string[] = []
   const bareParts: string[] = []
+  const edgeCpuParts: string[] = []
   for (const u of r.scenarios.edge) {
     const base = edgeBaseline(r, u.kind)
     if (!base || base.bytesPerSecond <= 0) continue
     const value = u.acceptedBytesPerSecond / base.bytesPerSecond
     edge.push(value)
     edgeParts.push(`${u.kind} ${fmtRatio(value)}`)
+    const sluiceCpu = u.cpu.sluice * (u.sendMs / 1000)
+    if (base.cpuSeconds && sluiceCpu > 0)
+      edgeCpuParts.push(`${u.kind} ${fmtRatio(u.acceptedBytes / sluiceCpu / (base.bytes / base.cpuSeconds))}`)
     const bare = r.baselines.floor ? r.baselines.bare.find((b) => b.kind === u.kind) : undefined
     if (bare && bare.bytesPerSecond > 0)
       bareParts.push(`${u.kind} ${fmtRatio(u.acceptedBytesPerSecond / bare.bytesPerSecond)}`)
@@ -172,7 +176,12 @@ export function buildFigures(r: Omit<BenchResults, 'figures'>): Figure[] {
     edge,
     edgeParts,
     ['edge', 'baselines'],
-    bareParts.length > 0 ? `against a bare server that keeps no promise: ${bareParts.join(', ')}` : '',
+    [
+      edgeCpuParts.length > 0 ? `bytes per CPU second against the floor's: ${edgeCpuParts.join(', ')}` : '',
+      bareParts.length > 0 ? `against a bare server that keeps no promise: ${bareParts.join(', ')}` : '',
+    ]
+      .filter(Boolean)
+      .join('; '),
   )
 
   const e2e: number[] = []
@@ -181,12 +190,16 @@ export function buildFigures(r: Omit<BenchResults, 'figures'>): Figure[] {
   const floorParts: string[] = []
   const cpuParts: string[] = []
   const cpuTotals: number[] = []
+  const e2eCpuParts: string[] = []
   for (const u of r.scenarios.e2e) {
     const json = jsonBaseline(r, u.kind)
     if (json && json.rowsPerSecond > 0) {
       const value = u.queryableEventsPerSecond / json.rowsPerSecond
       e2e.push(value)
       e2eParts.push(`${u.kind} ${fmtRatio(value)}`)
+      const spent = cpuPerEvent(u)
+      if (spent && json.cpuSeconds)
+        e2eCpuParts.push(`${u.kind} ${fmtRatio((json.cpuSeconds * 1e6) / json.rows / spent.total)}`)
     }
     const bin = floorBaseline(r, u.kind)
     if (bin && bin.rowsPerSecond > 0) {
@@ -202,7 +215,16 @@ export function buildFigures(r: Omit<BenchResults, 'figures'>): Figure[] {
       )
     }
   }
-  ratio('e2e_ratio', TARGETS.e2e_ratio, e2e, e2eParts, ['plain', 'gzip', 'baselines'])
+  ratio(
+    'e2e_ratio',
+    TARGETS.e2e_ratio,
+    e2e,
+    e2eParts,
+    ['plain', 'gzip', 'baselines'],
+    e2eCpuParts.length > 0
+      ? `events per CPU second against the engine's rows per CPU second: ${e2eCpuParts.join(', ')}`
+      : '',
+  )
   ratio(
     'e2e_floor_ratio',
     undefined,

@@ -7,6 +7,17 @@ import type { BenchContext } from './scenarios/context.ts'
 import { SluiceUnderTest, type RssSampler } from './sluice.ts'
 
 /**
+ * The edge instance measures the edge alone, as the edge floor does: its ingestion pipeline does
+ * not run (the bodies stay on the local log, discarded with the instance), and nothing is shed for
+ * the backlog that builds up (only bodies in flight past the edge's memory bound are refused).
+ */
+const EDGE_ONLY = {
+  SLUICE_WORKER_SKIP_PIPELINES: 'ingestion',
+  SLUICE_MAX_BACKLOG_SECONDS: '0',
+  SLUICE_MAX_BUS_LAG: '1000000000',
+}
+
+/**
  * Starts the benched Sluice instances (each with a data directory, or a database and topics, of
  * its own) and, while signals are caught, stops the running one before the bench exits.
  */
@@ -30,6 +41,7 @@ export class SluiceLauncher {
         env: {
           SLUICE_DATA_DIR: join(workDir, name),
           ...SLUICE_SETTINGS,
+          ...(name === 'edge' ? EDGE_ONLY : {}),
           ...(options.distributed
             ? {
                 ...distributedEnv,

@@ -92,6 +92,17 @@ export const configSchema = z.object({
   SLUICE_EVENT_FUTURE_WINDOW_HOURS: int(48, 0),
   /** Uncommitted bus records per topic above which the edge answers 503 (bodies on upload topics, event blocks on the events topic). */
   SLUICE_MAX_BUS_LAG: int(2_000, 1),
+  SLUICE_MAX_BACKLOG_SECONDS: int(10, 0),
+  /** Worker pipelines not to run (comma-separated names, e.g. `ingestion`): the bench's edge-only Sluice. */
+  SLUICE_WORKER_SKIP_PIPELINES: z
+    .string()
+    .default('')
+    .transform((s) =>
+      s
+        .split(',')
+        .map((name) => name.trim())
+        .filter(Boolean),
+    ),
   SLUICE_WORKER_THREADS: int(0, 0),
   SLUICE_KEY_CACHE_SECONDS: int(5, 0),
   /** How long an admin write waits for the control plane to apply it before answering 503. */

@@ -203,6 +203,7 @@ export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | unde
     bus,
     watched: topology.couplings.edgeShedsOnLagOf,
     maxLag: config.SLUICE_MAX_BUS_LAG,
+    maxBacklogMs: config.SLUICE_MAX_BACKLOG_SECONDS * 1000,
     maxInFlightBytes: 256 * 1024 * 1024,
     onSample: (topic, lag) => metrics.busLag.set({ topic }, lag),
   })

@@ -45,6 +45,8 @@ interface Timed {
   ms: number
   rowsPerSecond: number
   insertMs: number[]
+  /** CPU of this process (the engine's threads included) while timed. */
+  cpuMs: number
   stored: unknown
 }
 
@@ -73,6 +75,7 @@ async function timeJsonEachRow(table: string): Promise<Timed> {
   let rows = 0
   let bytes = 0
   let inserts = 0
+  const cpu = process.cpuUsage()
   const started = performance.now()
   const insertMs: number[] = []
   do {
@@ -86,7 +89,16 @@ async function timeJsonEachRow(table: string): Promise<Timed> {
       if (performance.now() - started >= minMs * 3) break
     }
   } while (performance.now() - started < minMs && blocks.length > 0)
-  return done(table, 'JSONEachRow', rows, bytes, inserts, performance.now() - started, insertMs)
+  return done(
+    table,
+    'JSONEachRow',
+    rows,
+    bytes,
+    inserts,
+    performance.now() - started,
+    insertMs,
+    cpuMsSince(cpu),
+  )
 }
 
 /**
@@ -118,13 +130,16 @@ async function timeBinary(table: string, format: string): Promise<Timed> {
   let bytes = 0
   let inserts = 0
   let ms = 0
+  let cpuMs = 0
   const insertMs: number[] = []
   do {
     for (let i = 0; i < blocks.length; i++) {
       const file = await convert(i)
+      const cpu = process.cpuUsage()
       const t = performance.now()
       await insert(file.path)
       const took = performance.now() - t
+      cpuMs += cpuMsSince(cpu)
       insertMs.push(took)
       ms += took
       rows += rowsOf[i]!
@@ -133,7 +148,7 @@ async function timeBinary(table: string, format: string): Promise<Timed> {
       if (ms >= minMs) break
     }
   } while (ms < minMs && blocks.length > 0)
-  return done(table, format, rows, bytes, inserts, ms, insertMs)
+  return done(table, format, rows, bytes, inserts, ms, insertMs, cpuMs)
 }
 
 /**
@@ -162,6 +177,7 @@ async function done(
   inserts: number,
   ms: number,
   insertMs: number[],
+  cpuMs: number,
 ): Promise<Timed> {
   const [count] = (await session.queryAsync(`SELECT count() AS n FROM ${table}`, { format: 'JSONEachRow' }))
     .text()
@@ -174,6 +190,12 @@ async function done(
     ms,
     rowsPerSecond: (rows * 1000) / ms,
     insertMs,
+    cpuMs,
     stored: JSON.parse(count ?? '{}') as unknown,
   }
+}
+
+function cpuMsSince(start: NodeJS.CpuUsage): number {
+  const used = process.cpuUsage(start)
+  return (used.user + used.system) / 1000
 }

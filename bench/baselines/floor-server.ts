@@ -1,12 +1,12 @@
 import http from 'node:http'
-import { gunzip } from 'node:zlib'
 import { openDurableEnv } from '../../pipelines/connectors/bus/local-log/log-store.ts'
-import { INFLATE_CHUNK_BYTES } from '../../pipelines/events/gzip.ts'
+import { checkGzip } from '../../pipelines/events/gzip.ts'
 
 /**
  * The edge floor: the least any edge does before a 202 that keeps its promises. A minimal Node
  * HTTP server (child process; argv = log directory; prints its port) that reads each body,
- * inflates a gzip body to check it (on libuv's pool, in chunks of the size Sluice's edge uses),
+ * inflates a gzip body to check it (checkGzip, the check Sluice's edge runs: libuv's pool, 256 KB
+ * chunks, nothing kept),
  * appends the body to an lmdb log opened with the local log's own durability settings
  * (`openDurableEnv`: every commit fsync'd before its promise resolves, commits of one event turn
  * grouped), and answers 202 once the append is durable (400 for bad gzip). What it leaves out is
@@ -47,7 +47,7 @@ const server = http.createServer((req, res) => {
         () => reply(503),
       )
     if (!gzip) return void append()
-    gunzip(body, { chunkSize: INFLATE_CHUNK_BYTES }, (err) => (err ? reply(400) : void append()))
+    void checkGzip(body, 64 * 1024 * 1024).then((check) => (check.kind === 'ok' ? append() : reply(400)))
   })
 })
 server.keepAliveTimeout = 30_000

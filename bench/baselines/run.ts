@@ -3,6 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { closedLoop, HttpClient } from '../http.ts'
+import { cpuSnapshot } from '../machine.ts'
 import type { Progress } from '../progress.ts'
 import { perSecond, summarize, Timeline, type LatencySummary } from '../stats.ts'
 
@@ -27,6 +28,8 @@ export interface BareResult {
   eventsPerSecond: number
   errors: number
   latencyMs: LatencySummary
+  /** CPU seconds the server process used while timed (all its threads). */
+  cpuSeconds?: number
 }
 
 /**
@@ -80,6 +83,7 @@ export async function bareServerBaseline(options: {
       next: () => options.bodies[i++ % options.bodies.length],
       send: async (b) => void (await client.request('POST', '/v0/uploads', options.headers, b.body)),
     })
+    const cpuBefore = cpuSnapshot(child.pid)
     const { elapsedMs } = await closedLoop({
       concurrency: options.concurrency,
       durationMs: options.durationMs,
@@ -95,11 +99,13 @@ export async function bareServerBaseline(options: {
         } else errors++
       },
     })
+    const cpuSeconds = (cpuSnapshot(child.pid).sluice - cpuBefore.sluice) / 100
     options.progress.stop()
     client.close()
     return {
       kind: options.kind,
       server: options.server,
+      cpuSeconds,
       requests,
       bytes,
       elapsedMs,
@@ -125,6 +131,8 @@ export interface ChdbResult {
   elapsedMs: number
   rowsPerSecond: number
   insertMs: LatencySummary
+  /** CPU seconds of the inserting process (the engine's threads included) while timed. */
+  cpuSeconds?: number
 }
 
 /** The formats chdb's own insert is measured in: JSONEachRow, then the binary ones of the floor. */
@@ -180,6 +188,7 @@ export async function chdbInsertBaseline(options: {
         inserts: number
         ms: number
         insertMs: number[]
+        cpuMs: number
       }
       return {
         kind: options.kind,
@@ -190,6 +199,7 @@ export async function chdbInsertBaseline(options: {
         elapsedMs: r.ms,
         rowsPerSecond: perSecond(r.rows, r.ms),
         insertMs: summarize(r.insertMs),
+        cpuSeconds: r.cpuMs / 1000,
       }
     })
   } finally {

@@ -24,13 +24,16 @@ export async function startWorker(
 ): Promise<RunningWorker> {
   // All at once: each consumer waits for its group to be joined (seconds on Kafka), so starting a
   // dozen stages one after another made a worker take over 30 s to start.
+  const skipped = new Set(runtime.config.SLUICE_WORKER_SKIP_PIPELINES)
   const outcomes = await Promise.allSettled(
-    pipelines.map(async (pipeline) => {
-      await runtime.bus.ensureTopics(runtime.topology.pipelines[pipeline.name].topics)
-      const running = await pipeline.start(runtime)
-      runtime.logger.info({ pipeline: pipeline.name }, 'pipeline started')
-      return running
-    }),
+    pipelines
+      .filter((pipeline) => !skipped.has(pipeline.name))
+      .map(async (pipeline) => {
+        await runtime.bus.ensureTopics(runtime.topology.pipelines[pipeline.name].topics)
+        const running = await pipeline.start(runtime)
+        runtime.logger.info({ pipeline: pipeline.name }, 'pipeline started')
+        return running
+      }),
   )
   const started = outcomes.flatMap((o) => (o.status === 'fulfilled' ? [o.value] : []))
   const close = async () => {

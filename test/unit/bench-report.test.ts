@@ -109,12 +109,17 @@ function results(over: Partial<BenchResults['scenarios']> = {}): BenchResults {
     },
     baselines: {
       bare: [server('plain', 400e6), server('gzip', 800e6)],
-      floor: [server('plain', 100e6, 'floor'), server('gzip', 200e6, 'floor')],
+      // The floor: 200 MB per CPU second on gzip bodies.
+      floor: [
+        server('plain', 100e6, 'floor'),
+        { ...server('gzip', 200e6, 'floor'), bytes: 400e6, cpuSeconds: 2 },
+      ],
       chdb: [
         insert('plain', 'JSONEachRow', 10_000),
         insert('plain', 'RowBinary', 20_000),
         insert('plain', 'Native', 25_000),
-        insert('gzip', 'JSONEachRow', 50_000),
+        // The engine: 14 us of CPU per row.
+        { ...insert('gzip', 'JSONEachRow', 50_000), rows: 100_000, cpuSeconds: 1.4 },
         insert('gzip', 'RowBinary', 80_000),
         insert('gzip', 'Native', 100_000),
       ],
@@ -144,7 +149,8 @@ function results(over: Partial<BenchResults['scenarios']> = {}): BenchResults {
           requests: 1,
           statuses: { 202: 1 },
           acceptedBodies: 1,
-          acceptedBytes: 1,
+          // 164 MB in 1 s on 1 core: 0.82 of the floor's bytes per CPU second
+          acceptedBytes: 164e6,
           acceptedBytesPerSecond: 164e6,
           acceptedEventsPerSecond: 1,
           acceptedLatencyMs: latency,
@@ -231,8 +237,8 @@ describe('bench report', () => {
   it('prints one line per figure with its target and whether it is met', () => {
     const lines = results().figures.map(formatFigure)
     expect(lines).toEqual([
-      'edge_ratio 0.82 (target >= 0.8: met; plain 0.95, gzip 0.82; against a bare server that keeps no promise: plain 0.24, gzip 0.21)',
-      'e2e_ratio 1.2 (target >= 1: met)',
+      "edge_ratio 0.82 (target >= 0.8: met; plain 0.95, gzip 0.82; bytes per CPU second against the floor's: gzip 0.82; against a bare server that keeps no promise: plain 0.24, gzip 0.21)",
+      "e2e_ratio 1.2 (target >= 1: met; events per CPU second against the engine's rows per CPU second: gzip 0.5)",
       'e2e_floor_ratio 0.6 (no target; gzip 0.6 (Native))',
       'cpu_us_per_event 28 (no target; gzip 28.0: main 5.0, cpu pool 7.0, engine 15.0, node 1.0)',
       'freshness_p50_ms 300 (no target; 10 samples at 80 % of the max sustained rate)',
@@ -396,7 +402,7 @@ describe('bench report', () => {
     b.baselines.floor![0]!.bytesPerSecond = 50e6
     const md = markdownReport(a)
     expect(md).toContain(
-      '| `edge_ratio` | 0.82 (plain 0.95, gzip 0.82; against a bare server that keeps no promise: plain 0.24, gzip 0.21) | >= 0.8 | met |',
+      "| `edge_ratio` | 0.82 (plain 0.95, gzip 0.82; bytes per CPU second against the floor's: gzip 0.82; against a bare server that keeps no promise: plain 0.24, gzip 0.21) | >= 0.8 | met |",
     )
     expect(md).toContain('| chdb INSERT Native, gzip | 1 inserts | 100,000 rows/s |')
     expect(md).toMatch(

@@ -71,6 +71,12 @@ export interface Bus {
   partitionCount(topic: string): Promise<number>
   /** Records produced but not yet committed by the group, summed over partitions. */
   lag(group: string, topic: string): Promise<number>
+  /**
+   * How long the oldest record the group has not committed has waited, ms (0 when none): the
+   * backlog in time, whatever the records hold. Optional: a transport that cannot tell cheaply
+   * (Kafka: it would take a fetch per partition) leaves it out.
+   */
+  backlogAgeMs?(group: string, topic: string): Promise<number>
   close(): Promise<void>
 }
 

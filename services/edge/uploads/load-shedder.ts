@@ -5,6 +5,12 @@ export interface ShedderOptions {
   /** (group, topic) pairs whose lag means "the workers or the store are behind". */
   watched: { group: string; topic: string }[]
   maxLag: number
+  /**
+   * A backlog whose oldest record has waited longer than this (ms) sheds load too, where the bus
+   * can tell (the local log): time to catch up, whatever the records hold (a gzip body holds 30
+   * times the events of a plain one). 0: records only.
+   */
+  maxBacklogMs?: number
   maxInFlightBytes: number
   sampleEveryMs?: number
   onSample?: (topic: string, lag: number) => void
@@ -12,8 +18,9 @@ export interface ShedderOptions {
 
 /**
  * Decides when the edge must shed load (503 + Retry-After) instead of buffering: when the bus
- * backlog of a watched pipeline passes `maxLag` records, or when bodies waiting for a durable
- * produce pass `maxInFlightBytes`. Lag is sampled in the background, never on the request path.
+ * backlog of a watched pipeline passes `maxLag` records or its oldest record has waited longer
+ * than `maxBacklogMs`, or when bodies waiting for a durable produce pass `maxInFlightBytes`. Lag
+ * is sampled in the background, never on the request path.
  */
 export class LoadShedder {
   private readonly options: ShedderOptions
@@ -59,10 +66,15 @@ export class LoadShedder {
 
   async sample(): Promise<void> {
     let lagging: string | undefined
+    const { bus, maxBacklogMs = 0 } = this.options
     for (const { group, topic } of this.options.watched) {
-      const lag = await this.options.bus.lag(group, topic).catch(() => 0)
+      const lag = await bus.lag(group, topic).catch(() => 0)
       this.options.onSample?.(topic, lag)
       if (lag > this.options.maxLag) lagging = `${topic} backlog ${lag}`
+      else if (lag > 0 && maxBacklogMs > 0 && bus.backlogAgeMs) {
+        const age = await bus.backlogAgeMs(group, topic).catch(() => 0)
+        if (age > maxBacklogMs) lagging = `${topic} backlog ${(age / 1000).toFixed(1)} s old`
+      }
     }
     this.lagging = lagging
   }

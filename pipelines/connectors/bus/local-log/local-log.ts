@@ -21,7 +21,7 @@ import { Appender } from './appender.ts'
 import { LocalConsumer } from './group-consumer.ts'
 import { LogStore } from './log-store.ts'
 import { Retention, type RetentionOptions } from './retention.ts'
-import { groupLag, logStats, type LogStats } from './stats.ts'
+import { groupBacklogAgeMs, groupLag, logStats, type LogStats } from './stats.ts'
 import { TOPICS_CHANGED, Wakeups } from './wakeups.ts'
 
 export interface LocalLogOptions {
@@ -136,6 +136,11 @@ export class LocalLog implements Bus {
   async lag(group: string, topic: string): Promise<number> {
     this.assertOpen()
     return groupLag(this.store, group, topic, this.partitionsOf(topic) ?? 0)
+  }
+
+  async backlogAgeMs(group: string, topic: string): Promise<number> {
+    this.assertOpen()
+    return groupBacklogAgeMs(this.store, group, topic, this.partitionsOf(topic) ?? 0, Date.now())
   }
 
   /** Deletes consumed records now (the background sweep calls this); resolves to the count deleted. */

@@ -127,6 +127,12 @@ export class LogStore {
     return batch
   }
 
+  /** When the record at `offset` was produced (ms since epoch), or undefined when it is not stored. */
+  producedAt(topic: string, partition: number, offset: number): number | undefined {
+    const value = this.records.getBinaryFast([topic, partition, offset])
+    return value === undefined ? undefined : recordTimestamp(value)
+  }
+
   committed(group: string, topic: string, partition: number): number | undefined {
     return this.meta.get(['commit', topic, partition, group])
   }

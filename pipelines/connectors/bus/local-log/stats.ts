@@ -32,6 +32,28 @@ export function groupLag(store: LogStore, group: string, topic: string, partitio
   return lag
 }
 
+/**
+ * How long the oldest record the group has not committed has waited, ms, over the topic's
+ * partitions (0 when the group is caught up). Reads one record header per partition.
+ */
+export function groupBacklogAgeMs(
+  store: LogStore,
+  group: string,
+  topic: string,
+  partitions: number,
+  now: number,
+): number {
+  let oldest = now
+  for (let partition = 0; partition < partitions; partition++) {
+    const first = store.firstOffset(topic, partition)
+    const position = Math.max(store.committed(group, topic, partition) ?? first, first)
+    if (position >= store.nextOffset(topic, partition)) continue
+    const produced = store.producedAt(topic, partition, position)
+    if (produced !== undefined) oldest = Math.min(oldest, produced)
+  }
+  return Math.max(0, now - oldest)
+}
+
 /** What is stored, per topic and partition. Counting walks the keys, so keep it off hot paths. */
 export function logStats(store: LogStore, topics: ReadonlyMap<string, number>): LogStats {
   const sorted = [...topics].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
