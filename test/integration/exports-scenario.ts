@@ -575,6 +575,27 @@ export async function runExportScenario(sluice: InProcessSluice, store: Store, s
   await new Promise((r) => setTimeout(r, 3000))
   expect(await writtenAt(audJobs[0]!.id)).toBe(daily)
 
+  // ---- The audience deleted: its exports become unavailable (404, out of the list).
+  const deleted = await fetch(
+    `${sluice.url}/api/v6/orgs/${tenant.orgId}/apps/${appI}/audiences/${audienceId}`,
+    {
+      method: 'DELETE',
+      headers: { Authorization: tenant.auth },
+    },
+  )
+  expect(deleted.status).toBe(204)
+  const gone = await api(audPath('customer_id'))
+  expect(gone.status).toBe(404)
+  expect(gone.text).toMatch(/unavailable/)
+  expect(JSON.parse((await api('/v1/exports/audiences')).text)).toEqual([])
+  const states = await sluice.admin<{ id: number; state: string }[]>('GET', `/orgs/${tenant.orgId}/exports`)
+  expect(states.filter((j) => audJobs.some((a) => a.id === j.id)).map((j) => j.state)).toEqual([
+    'unavailable',
+    'unavailable',
+    'unavailable',
+    'unavailable',
+  ])
+
   // ---- 429 past the per-key rate (60 per minute here), on a key of its own.
   const busy = await sluice.admin<{ api_key: string; api_secret: string }>(
     'POST',
