@@ -42,10 +42,21 @@ describe('no input stops a pipeline (embedded)', () => {
       { app: APP, uuid: id },
     )
 
-  /** Posts a valid event and waits until it is stored. */
+  /**
+   * Posts a valid event and waits until it is stored. While a huge poison upload is still being
+   * worked off, the edge may shed load (503 with Retry-After, the overload contract): a client
+   * retries then, and the upload must be taken once the backlog is gone.
+   */
   async function validArrives(): Promise<void> {
     const valid = event()
-    const res = await postUpload(sluice, auth, lines([valid]))
+    const res = await waitFor(
+      () => postUpload(sluice, auth, lines([valid])),
+      (r) => {
+        if (r.status === 503) expect(r.headers.get('Retry-After')).toMatch(/^\d+$/)
+        return r.status !== 503
+      },
+      { what: 'the edge to take a valid upload after a poison upload', timeoutMs: 30_000, intervalMs: 500 },
+    )
     expect(res.status).toBe(202)
     const rows = await waitFor(
       () => storedEvent(valid.uuid),
