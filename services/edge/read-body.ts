@@ -1,4 +1,61 @@
+import type { IncomingMessage } from 'node:http'
+import type { Context } from 'hono'
 import { payloadTooLarge, SluiceError } from '../shared/errors.ts'
+
+/**
+ * The body of a request on the upload path, bounded like readBoundedBody. Served by Node
+ * (@hono/node-server puts the IncomingMessage in the context's env), it is read from the socket's
+ * Buffers directly: through the web Request, each body was first wrapped in a ReadableStream and a
+ * Request object, ~0.4 ms of the event loop per upload (a third of the edge's time on plain
+ * bodies). Anywhere else (app.request() in tests), through the Request.
+ */
+export async function readRequestBody(c: Context, limit: number): Promise<Buffer> {
+  const incoming = (c.env as { incoming?: unknown } | undefined)?.incoming
+  if (!isUnreadIncoming(incoming)) return readBoundedBody(c.req.raw, limit)
+  const declared = Number(incoming.headers['content-length'] ?? NaN)
+  if (Number.isFinite(declared) && declared >= limit) throw tooLarge(limit)
+  return new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = []
+    let total = 0
+    const done = (error?: Error) => {
+      incoming.off('data', onData)
+      incoming.off('end', onEnd)
+      incoming.off('error', onError)
+      incoming.off('close', onClose)
+      if (error) reject(error)
+      else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total))
+    }
+    const onData = (chunk: Buffer) => {
+      total += chunk.length
+      if (total >= limit) {
+        // Nothing more is read; the answer (413) closes the exchange.
+        incoming.pause()
+        done(tooLarge(limit))
+        return
+      }
+      chunks.push(chunk)
+    }
+    const onEnd = () => done()
+    const onError = (err: Error) => done(aborted(err))
+    const onClose = () => {
+      if (!incoming.complete) done(aborted(new Error('the client closed the connection')))
+    }
+    incoming.on('data', onData)
+    incoming.on('end', onEnd)
+    incoming.on('error', onError)
+    incoming.on('close', onClose)
+  })
+}
+
+function isUnreadIncoming(value: unknown): value is IncomingMessage {
+  const incoming = value as Partial<IncomingMessage> | undefined
+  return (
+    typeof incoming?.on === 'function' &&
+    typeof incoming.headers === 'object' &&
+    incoming.readableEnded === false &&
+    incoming.readableFlowing !== true
+  )
+}
 
 /**
  * Read a request body, refusing it (413) as soon as it reaches `limit` bytes, so an oversized

@@ -1,7 +1,7 @@
 import type { Context } from 'hono'
 import { checkGzip, hasContent } from '../../pipelines/events/gzip.ts'
 import { badRequest, payloadTooLarge, unsupportedMediaType } from '../shared/errors.ts'
-import { readBoundedBody } from './read-body.ts'
+import { readRequestBody } from './read-body.ts'
 
 export interface UploadLimits {
   maxBytes: number
@@ -31,7 +31,7 @@ export async function readUploadBody(
   encoding: 'gzip' | 'identity',
   limits: UploadLimits,
 ): Promise<Buffer> {
-  const body = await readBoundedBody(c.req.raw, limits.maxBytes)
+  const body = await readRequestBody(c, limits.maxBytes)
   if (body.length === 0) throw badRequest('empty body: send one JSON object per line')
   if (encoding === 'gzip') {
     const check = await checkGzip(body, limits.maxInflatedBytes)
