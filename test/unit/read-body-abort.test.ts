@@ -113,7 +113,7 @@ describe('an aborted request', () => {
         },
       }),
       duplex: 'half',
-    } as RequestInit)
+    })
     expect(await res.json()).toEqual({ bytes: 11, text: '{"a":"é"}\n' })
     const big = await fetch(`http://127.0.0.1:${server.port}/direct`, {
       method: 'POST',
@@ -131,7 +131,7 @@ describe('an aborted request', () => {
         },
       }),
       duplex: 'half',
-    } as RequestInit)
+    })
     expect(streamed.status).toBe(413)
   })
 })
