@@ -58,15 +58,14 @@ describe('load shedding on the backlog of the local log', () => {
     const patient = shedder(60_000)
     const strict = shedder(100)
     await log.produce('up', [{ key: 'k', value: Buffer.from('one body') }])
-    await patient.sample()
-    await strict.sample()
-    expect(strict.refusal(10)).toBeUndefined()
+    // (No "not yet" check on the strict one: on a loaded machine the record may be 100 ms old by
+    // the first sample. The patient one shows that a young backlog does not shed.)
     await new Promise((r) => setTimeout(r, 150))
     await patient.sample()
     await strict.sample()
     // One record is far below maxLag; its age alone sheds.
     expect(patient.refusal(10)).toBeUndefined()
-    expect(strict.refusal(10)).toMatch(/^ingestion is behind \(up backlog 0\.\d s old\); retry later$/)
+    expect(strict.refusal(10)).toMatch(/^ingestion is behind \(up backlog \d+\.\d s old\); retry later$/)
     // Off (0): records only.
     const off = shedder(0)
     await off.sample()
