@@ -1,5 +1,5 @@
 import { once } from 'node:events'
-import { createWriteStream } from 'node:fs'
+import { createWriteStream, readdirSync, readFileSync } from 'node:fs'
 import { open, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { loadConfig } from '../../services/config.ts'
@@ -94,6 +94,9 @@ try {
     }),
   })
   const accepted = performance.now()
+  const cpuAtAccept = process.cpuUsage()
+  const threadsAtAccept = threadCpu()
+  const hrAtAccept = process.hrtime.bigint() / 1000n
   if (res.status !== 202) throw new Error(`broadcast answered ${res.status}: ${await res.text()}`)
 
   // The first line: the file appears with bytes in it.
@@ -126,6 +129,18 @@ try {
     say(`${recorded} of ${installs} deliveries recorded`)
   }
   const fanOutS = (doneAt - accepted) / 1000
+  // Every thread of the process (JS, chdb's engine, the file writes), the probe loop included:
+  // a figure that survives a busy machine, unlike the wall clock.
+  const cpu = process.cpuUsage(cpuAtAccept)
+  const threadsAtDone = threadCpu()
+  // Where the CPU went, by thread name (the JS main thread is "node"; chdb's are named by their pools).
+  const byThread = [...threadsAtDone]
+    .map(([name, ms]) => [name, ms - (threadsAtAccept.get(name) ?? 0)] as const)
+    .filter(([, ms]) => ms > 0)
+    .sort((a, b) => b[1] - a[1])
+  // The fan-out's window on the monotonic clock in microseconds, as --cpu-prof's samples time it.
+  say(`fan-out window (us): ${hrAtAccept} ${process.hrtime.bigint() / 1000n}`)
+  say(`CPU by thread (ms): ${byThread.map(([n, ms]) => `${n} ${ms}`).join(', ')}`)
   const fileBytes = (await stat(file)).size
 
   // Baseline: the same count of the same lines (the first 10,000 of the output, in turn) through a
@@ -153,6 +168,8 @@ try {
       deliveriesPerSecond: Math.round(deliveriesPerSecond),
       bareLinesPerSecond: Math.round(bareLinesPerSecond),
       ratio: deliveriesPerSecond / bareLinesPerSecond,
+      cpuByThreadMs: Object.fromEntries(byThread),
+      cpuUsPerDelivery: Math.round(((cpu.user + cpu.system) / Math.max(1, recorded)) * 10) / 10,
       fileBytes,
       rssMaxMb: Math.round(Math.max(...rss) / 1048576),
       rssMb: rss.map((b) => Math.round(b / 1048576)),
@@ -161,6 +178,31 @@ try {
   )
 } finally {
   await running.shutdown()
+}
+
+/** CPU ms of this process's threads so far, summed by thread name (Linux /proc; empty elsewhere). */
+function threadCpu(): Map<string, number> {
+  const out = new Map<string, number>()
+  let tasks: string[]
+  try {
+    tasks = readdirSync('/proc/self/task')
+  } catch {
+    return out
+  }
+  for (const tid of tasks) {
+    try {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8')
+      const close = stat.lastIndexOf(')')
+      const name = stat.slice(stat.indexOf('(') + 1, close).replace(/[0-9]+$/, '')
+      const fields = stat.slice(close + 2).split(' ')
+      // utime and stime, fields 14 and 15 of stat (11 and 12 after the name), in 10 ms ticks.
+      const ms = (Number(fields[11]) + Number(fields[12])) * 10
+      out.set(name, (out.get(name) ?? 0) + ms)
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return out
 }
 
 /** Seconds to write `count` of `lines` in turn through a write stream, and sync the file. */

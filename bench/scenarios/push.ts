@@ -31,6 +31,8 @@ export type PushResult =
       /** The same lines through a bare Node write stream (one fsync at the end). */
       bareLinesPerSecond: number
       ratio: number
+      /** CPU time of the engine process (every thread) from the 202 to the last record, per delivery. */
+      cpuUsPerDelivery: number
       fileBytes: number
       rssMaxMb: number
       rssMb: number[]
@@ -100,16 +102,17 @@ export async function runPush(run: BenchRun): Promise<void> {
   if (r.skipped === undefined)
     run.log(
       `    ${r.recorded}/${r.installs} deliveries in ${(r.fanOutMs / 1000).toFixed(1)} s: ${r.deliveriesPerSecond} /s ` +
-        `(bare stream ${r.bareLinesPerSecond} lines/s); first after ${r.timeToFirstDeliveryMs} ms; RSS max ${r.rssMaxMb} MB; ` +
+        `(bare stream ${r.bareLinesPerSecond} lines/s); first after ${r.timeToFirstDeliveryMs} ms; ${r.cpuUsPerDelivery} us CPU per delivery; RSS max ${r.rssMaxMb} MB; ` +
         `edge p99 ${Math.round(r.edgeMs.p99 ?? NaN)} ms`,
     )
 }
 
-/** push_deliveries_per_s, push_ratio (target >= 0.5), push_first_delivery_ms, push_rss_max_mb, push_edge_p99_ms. */
+/** push_deliveries_per_s, push_ratio (target >= 0.5), push_cpu_us_per_delivery, push_first_delivery_ms, push_rss_max_mb, push_edge_p99_ms. */
 export function pushFigures(r: PushResult | undefined, skipped: string): Figure[] {
   const names = [
     'push_deliveries_per_s',
     'push_ratio',
+    'push_cpu_us_per_delivery',
     'push_first_delivery_ms',
     'push_rss_max_mb',
     'push_edge_p99_ms',
@@ -131,6 +134,12 @@ export function pushFigures(r: PushResult | undefined, skipped: string): Figure[
       target: PUSH_TARGETS.ratio,
       met: r.complete && r.ratio >= PUSH_TARGETS.ratio.value,
       detail: `against the same lines through a bare Node write stream, ${r.bareLinesPerSecond} lines/s`,
+    },
+    {
+      name: 'push_cpu_us_per_delivery',
+      unit: 'us',
+      value: r.cpuUsPerDelivery,
+      detail: 'CPU time of the engine process (every thread) from the 202 to the last record, per delivery',
     },
     {
       name: 'push_first_delivery_ms',
@@ -158,7 +167,7 @@ export function pushLine(r: PushResult): string {
   if (r.skipped !== undefined) return `- **push**: skipped (${r.skipped}).`
   return (
     `- **push** (broadcast to ${r.installs.toLocaleString('en-US')} installs, file transport): ${r.recorded.toLocaleString('en-US')} recorded in ${(r.fanOutMs / 1000).toFixed(1)} s, ` +
-    `${r.deliveriesPerSecond} deliveries/s against ${r.bareLinesPerSecond} lines/s of a bare write stream (ratio ${round(r.ratio, 3)}); ` +
+    `${r.deliveriesPerSecond} deliveries/s against ${r.bareLinesPerSecond} lines/s of a bare write stream (ratio ${round(r.ratio, 3)}, ${r.cpuUsPerDelivery} us CPU per delivery); ` +
     `first delivery ${r.timeToFirstDeliveryMs} ms after the 202; ${(r.fileBytes / 1048576).toFixed(0)} MB written; RSS max ${r.rssMaxMb} MB; ` +
     `edge answers p50 ${Math.round(r.edgeMs.p50 ?? NaN)} / p99 ${Math.round(r.edgeMs.p99 ?? NaN)} ms meanwhile.`
   )

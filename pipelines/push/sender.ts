@@ -199,7 +199,12 @@ export function pushSender(deps: SenderDeps) {
       await deps.rate.acquire(appId, pending.length)
       let outcomes: DeliveryOutcome[]
       try {
-        outcomes = await transport.send(pending.map((i) => ({ ...deliveries[i]!, attempt })))
+        // The first try sends the deliveries as built; a retry, copies with its attempt number.
+        const sending =
+          attempt === 1 && pending.length === deliveries.length
+            ? deliveries
+            : pending.map((i) => ({ ...deliveries[i]!, attempt }))
+        outcomes = await transport.send(sending)
         if (outcomes.length !== pending.length)
           throw new Error(
             `the ${transport.kind} transport answered ${outcomes.length} outcomes for ${pending.length} deliveries`,
@@ -211,10 +216,12 @@ export function pushSender(deps: SenderDeps) {
       const again: number[] = []
       let retryAfterMs = 0
       const finishedAt = clock.now()
+      const base = { attempts: attempt, transport: transport.kind, firstAttemptAt, finishedAt }
+      // One result for every delivery sent on this try: record() serialises its columns once.
+      const sent: Result = { ...base, status: 'sent', error: '' }
       outcomes.forEach((outcome, j) => {
         const i = pending[j]!
-        const base = { attempts: attempt, transport: transport.kind, firstAttemptAt, finishedAt }
-        if (outcome.status === 'sent') results[i] = { ...base, status: 'sent', error: '' }
+        if (outcome.status === 'sent') results[i] = sent
         else if (outcome.status === 'failed')
           results[i] = {
             ...base,
@@ -252,18 +259,34 @@ export function pushSender(deps: SenderDeps) {
       string,
       { appId: string; platform: string; transport: string; sent: number; failed: number }
     >()
+    // A row is the JSON array of DELIVERY_COLUMNS. Only the install and the customer differ
+    // between most rows of a run, so the columns before them are serialised once per batch and
+    // those after once per (batch, result, platform, message): the same bytes, a few
+    // concatenations per row.
+    const heads = new Map<DeliveryBatch, string>()
+    const tails = new Map<DeliveryBatch, Map<Result, Map<string, string>>>()
     for (const [{ batch, target }, r] of results) {
       const platform = pushPlatform(target[2]) ?? target[2]
-      rows +=
-        JSON.stringify([
+      let head = heads.get(batch)
+      if (head === undefined) {
+        head = JSON.stringify([
           batch.appId,
           batch.requestId,
           batch.generation,
           batch.campaignKey ?? '',
           batch.campaignId,
           batch.creative,
-          target[0],
-          target[1],
+        ]).slice(0, -1)
+        heads.set(batch, head)
+      }
+      let byResult = tails.get(batch)
+      if (!byResult) tails.set(batch, (byResult = new Map<Result, Map<string, string>>()))
+      let byKey = byResult.get(r)
+      if (!byKey) byResult.set(r, (byKey = new Map<string, string>()))
+      const tailKey = `${platform}\n${target[4]}`
+      let tail = byKey.get(tailKey)
+      if (tail === undefined) {
+        tail = JSON.stringify([
           platform,
           r.transport,
           r.status,
@@ -275,7 +298,10 @@ export function pushSender(deps: SenderDeps) {
           r.firstAttemptAt,
           r.finishedAt,
           r.finishedAt,
-        ]) + '\n'
+        ]).slice(1)
+        byKey.set(tailKey, tail)
+      }
+      rows += `${head},${JSON.stringify(target[0])},${JSON.stringify(target[1])},${tail}\n`
       if (r.invalidToken)
         invalid.push({
           app_id: batch.appId,

@@ -2,6 +2,7 @@ import { mkdir, open } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import type { Clock } from '../../clock.ts'
 import type { DeliveryOutcome, PushDelivery, PushTransport } from '../../push/transport.ts'
+import { deliveryLineTemplate, type DeliveryLine } from './delivery-lines.ts'
 import { deliveryRecord } from './delivery-record.ts'
 
 /** App ids are letters, digits, `.`, `_` and `-` (schemas/admin.ts); anything else never names a directory. */
@@ -35,28 +36,45 @@ export class FileTransport implements PushTransport {
 
   async send(deliveries: readonly PushDelivery[]): Promise<DeliveryOutcome[]> {
     const now = this.clock.now()
-    const writtenAt = new Date(now).toISOString()
+    const extra = { written_at: new Date(now).toISOString() }
     const outcomes: DeliveryOutcome[] = new Array<DeliveryOutcome>(deliveries.length)
-    const byFile = new Map<string, { lines: string[]; indexes: number[] }>()
+    const byFile = new Map<string, { text: string; indexes: number[] }>()
+    // Per app (its file) and per shared message (its line template): a broadcast's batch is one
+    // app and a message or two, so each line is a few concatenations (delivery-lines.ts).
+    const files = new Map<string, { path: string; group: { text: string; indexes: number[] } } | null>()
+    const templates = new Map<PushDelivery['message'], Map<string, DeliveryLine | undefined>>()
     deliveries.forEach((d, i) => {
-      if (!SAFE_APP_ID.test(d.appId) || d.appId === '.' || d.appId === '..') {
+      let file = files.get(d.appId)
+      if (file === undefined) {
+        file = null
+        if (SAFE_APP_ID.test(d.appId) && d.appId !== '.' && d.appId !== '..') {
+          const path = this.pathFor(d.appId, now)
+          const group = byFile.get(path) ?? { text: '', indexes: [] }
+          byFile.set(path, group)
+          file = { path, group }
+        }
+        files.set(d.appId, file)
+      }
+      if (file === null) {
         outcomes[i] = {
           status: 'failed',
           error: `invalid app id for a file name: ${JSON.stringify(d.appId)}`,
         }
         return
       }
-      const path = this.pathFor(d.appId, now)
-      const group = byFile.get(path) ?? { lines: [], indexes: [] }
-      group.lines.push(JSON.stringify({ ...deliveryRecord(d), written_at: writtenAt }))
-      group.indexes.push(i)
-      byFile.set(path, group)
+      let forMessage = templates.get(d.message)
+      if (!forMessage) templates.set(d.message, (forMessage = new Map<string, DeliveryLine | undefined>()))
+      const key = `${d.requestId}\n${d.campaignKey ?? '\u0000'}\n${d.appId}\n${d.platform}\n${d.attempt}`
+      let line = forMessage.get(key)
+      if (!forMessage.has(key)) forMessage.set(key, (line = deliveryLineTemplate(d, extra)))
+      file.group.text += (line ? line(d) : JSON.stringify({ ...deliveryRecord(d), ...extra })) + '\n'
+      file.group.indexes.push(i)
     })
     await Promise.all(
-      [...byFile].map(async ([path, { lines, indexes }]) => {
+      [...byFile].map(async ([path, { text, indexes }]) => {
         let outcome: DeliveryOutcome = { status: 'sent' }
         try {
-          await this.append(path, lines.join('\n') + '\n')
+          await this.append(path, text)
         } catch (err) {
           outcome = { status: 'retry', error: `push file ${path}: ${(err as Error).message}` }
         }
