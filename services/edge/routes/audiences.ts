@@ -1,4 +1,3 @@
-import { isUtf8 } from 'node:buffer'
 import { Hono, type Context } from 'hono'
 import type { Store } from '../../../pipelines/connectors/store/store.ts'
 import type { AudienceRecord } from '../../../pipelines/audiences/audience-commands.ts'
@@ -15,18 +14,18 @@ import {
   listItem,
   segmentationBody,
 } from '../../../pipelines/audiences/audience-views.ts'
-import { parseJsonWellFormed } from '../../../pipelines/text/unicode.ts'
 import type { RuleIssue } from '../../../schemas/audiences.ts'
 import { ControlUnavailableError } from '../../control/command-client.ts'
 import { AudienceControl } from '../../control/audience-control.ts'
 import { ControlCommandError, type App, type ControlStore } from '../../control/control-store.ts'
 import type { CommandSender } from '../../control/command-client.ts'
-import { badRequest, forbidden, notFound, SluiceError, unsupportedMediaType } from '../../shared/errors.ts'
+import { badRequest, forbidden, notFound, SluiceError } from '../../shared/errors.ts'
 import type { Logger } from '../../shared/logger.ts'
 import type { CountRequester } from '../audiences/count-requests.ts'
 import type { EdgeEnv } from '../env.ts'
 import { apiAuth } from '../middleware/api-auth.ts'
 import { readBoundedBody } from '../read-body.ts'
+import { parseJsonBody, requireJsonContentType } from '../json-request.ts'
 
 export interface AudienceRouteDeps {
   store: Store
@@ -88,8 +87,8 @@ export function audienceRoutes(deps: AudienceRouteDeps) {
   }
 
   const readBody = async (c: Ctx, mode: 'create' | 'replace' | 'change') => {
-    requireJsonContentType(c)
-    const body = parseJson(await readBoundedBody(c.req.raw, maxBodyBytes))
+    requireJsonContentType(c.req.header('Content-Type'))
+    const body = parseJsonBody(await readBoundedBody(c.req.raw, maxBodyBytes))
     const parsed = parseAudienceBody(body, mode)
     if (!parsed.ok) throw invalid(parsed.status, parsed.issues)
     return parsed
@@ -227,24 +226,5 @@ async function write<T>(run: () => Promise<T>): Promise<T> {
         cause: err.cause,
       })
     throw err
-  }
-}
-
-/** JSON, `+json`, or no Content-Type (read as JSON); anything else 415. */
-function requireJsonContentType(c: Ctx): void {
-  const header = c.req.header('Content-Type')
-  if (header === undefined || header.trim() === '') return
-  const type = header.split(';')[0]!.trim().toLowerCase()
-  if (type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'))) return
-  throw unsupportedMediaType(`Content-Type must be application/json, not ${type}`)
-}
-
-/** The body as JSON: valid UTF-8 (400 otherwise), strings made well formed for the engine. */
-function parseJson(body: Buffer): unknown {
-  if (!isUtf8(body)) throw badRequest('request body is not valid UTF-8')
-  try {
-    return parseJsonWellFormed(body.toString('utf8'))
-  } catch {
-    throw badRequest('request body is not valid JSON')
   }
 }

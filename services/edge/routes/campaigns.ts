@@ -14,7 +14,6 @@ import {
   validateInappCampaign,
   validatePushCampaign,
 } from '../../../pipelines/campaigns/validate-campaign.ts'
-import { parseJsonWellFormed } from '../../../pipelines/text/unicode.ts'
 import { parseTargetRules } from '../../../schemas/audiences.ts'
 import {
   CAMPAIGN_LIMITS,
@@ -31,6 +30,7 @@ import { unprocessable } from '../campaign-errors.ts'
 import type { EdgeEnv } from '../env.ts'
 import { apiAuth } from '../middleware/api-auth.ts'
 import { readBoundedBody } from '../read-body.ts'
+import { parseJsonBody } from '../json-request.ts'
 import { formatIssues } from '../validate.ts'
 import { readInappUpload, serveAsset, type InappUploadLimits } from './inapp-upload.ts'
 
@@ -103,12 +103,7 @@ export function campaignRoutes(deps: CampaignRouteDeps) {
 
   const pushBody = async (c: Ctx, scope: CampaignScope): Promise<PushCampaignBody> => {
     const raw = await readBoundedBody(c.req.raw, CAMPAIGN_LIMITS.maxBodyBytes)
-    let input: unknown
-    try {
-      input = parseJsonWellFormed(raw.toString('utf8'))
-    } catch {
-      throw badRequest('request body is not valid JSON')
-    }
+    const input = parseJsonBody(raw)
     if (input === null || typeof input !== 'object' || Array.isArray(input))
       throw badRequest('request body must be a JSON object')
     const result = validatePushCampaign(input, parseTargetRules)

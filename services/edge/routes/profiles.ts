@@ -1,4 +1,3 @@
-import { isUtf8 } from 'node:buffer'
 import { Hono, type Context } from 'hono'
 import type { Bus } from '../../../pipelines/connectors/bus/bus.ts'
 import type { Store } from '../../../pipelines/connectors/store/store.ts'
@@ -14,21 +13,14 @@ import {
   type OrgScope,
 } from '../../../pipelines/profiles/profile-reader.ts'
 import { validatePatch } from '../../../pipelines/profiles/validate-changes.ts'
-import { parseJsonWellFormed } from '../../../pipelines/text/unicode.ts'
 import { customerIdParam, emailLookupQuery, PROFILE_LIMITS } from '../../../schemas/profiles.ts'
-import {
-  badRequest,
-  forbidden,
-  notFound,
-  SluiceError,
-  tooManyRequests,
-  unsupportedMediaType,
-} from '../../shared/errors.ts'
+import { badRequest, forbidden, notFound, SluiceError, tooManyRequests } from '../../shared/errors.ts'
 import type { Metrics } from '../../shared/metrics.ts'
 import type { EdgeEnv } from '../env.ts'
 import { apiAuth } from '../middleware/api-auth.ts'
 import { rateLimit, TokenBuckets } from '../middleware/rate-limit.ts'
 import { readBoundedBody } from '../read-body.ts'
+import { parseJsonBody, requireJsonContentType } from '../json-request.ts'
 import { formatIssues, parseParam } from '../validate.ts'
 
 export interface ProfileRouteDeps {
@@ -123,8 +115,8 @@ export function profileRoutes(deps: ProfileRouteDeps) {
   const patch = async (c: Ctx, target: App | undefined) => {
     const org = await orgScope(c)
     const customer = customerOf(c)
-    requireJsonContentType(c)
-    const body = parseJson(await readBoundedBody(c.req.raw, maxBodyBytes))
+    requireJsonContentType(c.req.header('Content-Type'))
+    const body = parseJsonBody(await readBoundedBody(c.req.raw, maxBodyBytes))
     const result = validatePatch(body, target ? 'app' : 'org')
     if (result.kind === 'malformed') throw badRequest(result.reason)
     if (result.kind === 'none-valid') throw badRequest(result.reason, { ignored_changes: result.ignored })
@@ -213,27 +205,4 @@ export function profileRoutes(deps: ProfileRouteDeps) {
   })
 
   return app
-}
-
-/**
- * A PATCH body is JSON: `application/json` (any parameters, e.g. charset) or a `+json` type. A
- * request without a Content-Type is read as JSON too, since it claims nothing else; any other
- * type is refused (415) rather than guessed at.
- */
-function requireJsonContentType(c: Ctx): void {
-  const header = c.req.header('Content-Type')
-  if (header === undefined || header.trim() === '') return
-  const type = header.split(';')[0]!.trim().toLowerCase()
-  if (type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'))) return
-  throw unsupportedMediaType(`Content-Type must be application/json, not ${type}`)
-}
-
-/** The body as JSON: valid UTF-8 (400 otherwise), strings made well formed for the engine. */
-function parseJson(body: Buffer): unknown {
-  if (!isUtf8(body)) throw badRequest('request body is not valid UTF-8')
-  try {
-    return parseJsonWellFormed(body.toString('utf8'))
-  } catch {
-    throw badRequest('request body is not valid JSON')
-  }
 }

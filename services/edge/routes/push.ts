@@ -1,4 +1,3 @@
-import { isUtf8 } from 'node:buffer'
 import { randomUUID } from 'node:crypto'
 import { Hono, type Context } from 'hono'
 import type { Bus } from '../../../pipelines/connectors/bus/bus.ts'
@@ -11,7 +10,6 @@ import {
   validatePushRequest,
   type ValidRequest,
 } from '../../../pipelines/push/validate-request.ts'
-import { parseJsonWellFormed } from '../../../pipelines/text/unicode.ts'
 import {
   encodePushRequest,
   PUSH_LIMITS,
@@ -35,6 +33,7 @@ import { TokenBuckets } from '../middleware/rate-limit.ts'
 import { CampaignKeyCap } from '../push/campaign-keys.ts'
 import { RecentRequests } from '../push/recent-requests.ts'
 import { readBoundedBody } from '../read-body.ts'
+import { parseJsonBody } from '../json-request.ts'
 
 /** Whether an audience may be the target of a push to an app of an org: undefined if so, else why not. */
 export type AudienceCheck = (orgId: number, appId: string, audienceId: number) => Promise<string | undefined>
@@ -127,7 +126,10 @@ export function pushRoutes(deps: PushRouteDeps) {
   app.post('/v2/push/:app_id', apiAuth(deps.control, 'push'), async (c) => {
     const principal = c.get('principal')
     const target = await appOf(c)
-    const body = parseJson(await readBoundedBody(c.req.raw, maxBodyBytes))
+    const body = parseJsonBody(
+      await readBoundedBody(c.req.raw, maxBodyBytes),
+      'request body is empty: send a JSON push request',
+    )
     const result = validatePushRequest(body)
     if (!result.ok) {
       const lines = issueLines(result.issues)
@@ -239,16 +241,5 @@ async function authorise(deps: PushRouteDeps, orgId: number, appId: string, requ
       throw forbidden(
         `app ${appId} has no push transport configured for ${named.join(' or ')}, the only platform messages[${i}] sets options for; configure one (sluice admin push-transport set)`,
       )
-  }
-}
-
-/** The body as JSON: valid UTF-8 (400 otherwise), strings made well formed for the engine. */
-function parseJson(body: Buffer): unknown {
-  if (!isUtf8(body)) throw badRequest('request body is not valid UTF-8')
-  if (body.length === 0) throw badRequest('request body is empty: send a JSON push request')
-  try {
-    return parseJsonWellFormed(body.toString('utf8'))
-  } catch {
-    throw badRequest('request body is not valid JSON')
   }
 }
