@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import type { BusRecord, ProduceMessage } from '../connectors/bus/bus.ts'
+import { decodeJsonRecord } from '../failures/decode-record.ts'
 
 /**
  * A request to count an audience, on the audience-counts topic: from the edge that created or
@@ -32,17 +33,6 @@ export function encodeCountRequest(request: CountRequest): ProduceMessage {
 export function decodeCountRequest(
   record: Pick<BusRecord, 'value'>,
 ): { ok: true; request: CountRequest } | { ok: false; reason: string } {
-  let value: unknown
-  try {
-    value = JSON.parse(record.value.toString('utf8'))
-  } catch {
-    return { ok: false, reason: 'count request is not JSON' }
-  }
-  const parsed = schema.safeParse(value)
-  if (!parsed.success)
-    return {
-      ok: false,
-      reason: `malformed count request: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
-    }
-  return { ok: true, request: parsed.data }
+  const decoded = decodeJsonRecord(record.value, schema, 'count request')
+  return decoded.ok ? { ok: true, request: decoded.value } : decoded
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import type { BusRecord, ProduceMessage } from '../connectors/bus/bus.ts'
+import { decodeJsonRecord } from '../failures/decode-record.ts'
 
 /**
  * What goes on the exports topic: a request to bring one export file up to date, or to sweep
@@ -42,14 +43,6 @@ export function encodeExportRequest(value: ExportRequest): ProduceMessage {
 export function decodeExportRequest(
   record: Pick<BusRecord, 'value'>,
 ): { ok: true; request: ExportRequest } | { ok: false; reason: string } {
-  let value: unknown
-  try {
-    value = JSON.parse(record.value.toString('utf8'))
-  } catch {
-    return { ok: false, reason: 'export request is not JSON' }
-  }
-  const parsed = request.safeParse(value)
-  if (!parsed.success)
-    return { ok: false, reason: `malformed export request: ${parsed.error.issues[0]?.message ?? 'invalid'}` }
-  return { ok: true, request: parsed.data }
+  const decoded = decodeJsonRecord(record.value, request, 'export request')
+  return decoded.ok ? { ok: true, request: decoded.value } : decoded
 }
