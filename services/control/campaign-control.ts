@@ -1,8 +1,8 @@
 import { newCommand, type ControlResult } from '../../pipelines/control/commands.ts'
 import type { Channel, InappCampaignBody, PushCampaignBody } from '../../schemas/campaigns.ts'
 import { notFound, SluiceError } from '../shared/errors.ts'
-import { ControlUnavailableError } from './command-client.ts'
 import type { CommandSender } from './command-client.ts'
+import { asControlAnswer } from './control-errors.ts'
 
 export interface CampaignScope {
   orgId: number
@@ -69,13 +69,7 @@ export class CampaignControl {
     try {
       result = await this.commands.submit(command)
     } catch (err) {
-      if (err instanceof ControlUnavailableError)
-        throw new SluiceError('control_unavailable', 503, err.message, {
-          retriable: true,
-          headers: { 'Retry-After': '5' },
-          cause: err.cause,
-        })
-      throw err
+      throw asControlAnswer(err)
     }
     if (result.status < 400) return result
     const body = (result.body ?? {}) as { error?: string; errors?: string[] }

@@ -15,12 +15,13 @@ import { idleDeadline, stateAt } from '../../../pipelines/exports/export-state.t
 import { encodeExportRequest } from '../../../pipelines/exports/generation-requests.ts'
 import { orgIdParam } from '../../../schemas/admin.ts'
 import { enableExportBody, exportPlanBody, refreshExportBody } from '../../../schemas/exports.ts'
-import { ControlUnavailableError, type CommandSender } from '../../control/command-client.ts'
+import type { CommandSender } from '../../control/command-client.ts'
 import type { ControlStore } from '../../control/control-store.ts'
 import { badRequest, conflict, notFound, SluiceError } from '../../shared/errors.ts'
 import type { EdgeEnv } from '../env.ts'
 import { adminAuth } from '../middleware/admin-auth.ts'
 import { jsonBody, parseParam } from '../validate.ts'
+import { asControlAnswer } from '../../control/control-errors.ts'
 
 export interface AdminExportDeps {
   store: Store
@@ -180,13 +181,7 @@ async function submit<K extends 'enable-export' | 'disable-export' | 'set-export
   try {
     result = await commands.submit(newCommand(kind, payload, Date.now()) as ControlCommand)
   } catch (err) {
-    if (err instanceof ControlUnavailableError)
-      throw new SluiceError('control_unavailable', 503, err.message, {
-        retriable: true,
-        headers: { 'Retry-After': '5' },
-        cause: err.cause,
-      })
-    throw err
+    throw asControlAnswer(err)
   }
   if (result.status >= 400) {
     const error = (result.body as { error?: unknown } | null)?.error

@@ -1,7 +1,6 @@
 import { Hono } from 'hono'
 import type { Bus } from '../../../pipelines/connectors/bus/bus.ts'
-import { ControlUnavailableError } from '../../control/command-client.ts'
-import { ControlCommandError, type ControlStore } from '../../control/control-store.ts'
+import type { ControlStore } from '../../control/control-store.ts'
 import type { DeadLetterStore } from '../../../pipelines/failures/dead-letters.ts'
 import { replayDeadLetter } from '../../../pipelines/failures/replay.ts'
 import {
@@ -11,9 +10,10 @@ import {
   deadLettersQuery,
   orgIdParam,
 } from '../../../schemas/admin.ts'
-import { badRequest, conflict, notFound, SluiceError } from '../../shared/errors.ts'
+import { badRequest, notFound } from '../../shared/errors.ts'
 import { adminAuth } from '../middleware/admin-auth.ts'
 import { formatIssues, jsonBody, parseParam } from '../validate.ts'
+import { controlWrite } from '../../control/control-errors.ts'
 
 /** What the dead-letter endpoints need: the store to read, the bus to replay onto. */
 export interface DeadLetterAdmin {
@@ -38,7 +38,7 @@ export function adminRoutes(
 
   app.post('/orgs', async (c) => {
     const body = await jsonBody(c, createOrgBody)
-    return c.json(await write(() => control.createOrg(body.name)), 201)
+    return c.json(await controlWrite(() => control.createOrg(body.name)), 201)
   })
 
   app.get('/orgs', async (c) => c.json(await control.listOrgs()))
@@ -51,7 +51,7 @@ export function adminRoutes(
   app.post('/orgs/:org_id/apps', async (c) => {
     const orgId = await requireOrg(c.req.param('org_id'))
     const body = await jsonBody(c, createAppBody)
-    return c.json(await write(() => control.createApp(orgId, body.name, body.app_id)), 201)
+    return c.json(await controlWrite(() => control.createApp(orgId, body.name, body.app_id)), 201)
   })
 
   app.get('/orgs/:org_id/apps', async (c) => {
@@ -62,7 +62,7 @@ export function adminRoutes(
   app.post('/orgs/:org_id/keys', async (c) => {
     const orgId = await requireOrg(c.req.param('org_id'))
     const body = await jsonBody(c, createKeyBody)
-    return c.json(await write(() => control.createKey(orgId, body.scopes)), 201)
+    return c.json(await controlWrite(() => control.createKey(orgId, body.scopes)), 201)
   })
 
   app.get('/orgs/:org_id/keys', async (c) => {
@@ -72,7 +72,7 @@ export function adminRoutes(
 
   app.delete('/orgs/:org_id/keys/:api_key', async (c) => {
     const orgId = await requireOrg(c.req.param('org_id'))
-    const revoked = await write(() => control.revokeKey(orgId, c.req.param('api_key')))
+    const revoked = await controlWrite(() => control.revokeKey(orgId, c.req.param('api_key')))
     if (!revoked) throw notFound('api key not found')
     return c.body(null, 204)
   })
@@ -106,28 +106,4 @@ export function adminRoutes(
   }
 
   return app
-}
-
-/**
- * Runs a control write (a command applied by the control plane, DESIGN.md): a refusal becomes its
- * answer (404 unknown org, 409 app id taken), and no answer within SLUICE_CONTROL_WAIT_MS a 503
- * with Retry-After (the command may still be applied: a retried create can then make two).
- */
-async function write<T>(run: () => Promise<T>): Promise<T> {
-  try {
-    return await run()
-  } catch (err) {
-    if (err instanceof ControlCommandError) {
-      if (err.status === 404) throw notFound(err.message)
-      if (err.status === 409) throw conflict(err.message)
-      throw new SluiceError('control_refused', err.status, err.message)
-    }
-    if (err instanceof ControlUnavailableError)
-      throw new SluiceError('control_unavailable', 503, err.message, {
-        retriable: true,
-        headers: { 'Retry-After': '5' },
-        cause: err.cause,
-      })
-    throw err
-  }
 }

@@ -15,9 +15,8 @@ import {
   segmentationBody,
 } from '../../../pipelines/audiences/audience-views.ts'
 import type { RuleIssue } from '../../../schemas/audiences.ts'
-import { ControlUnavailableError } from '../../control/command-client.ts'
 import { AudienceControl } from '../../control/audience-control.ts'
-import { ControlCommandError, type App, type ControlStore } from '../../control/control-store.ts'
+import type { App, ControlStore } from '../../control/control-store.ts'
 import type { CommandSender } from '../../control/command-client.ts'
 import { badRequest, forbidden, notFound, SluiceError } from '../../shared/errors.ts'
 import type { Logger } from '../../shared/logger.ts'
@@ -26,6 +25,7 @@ import type { EdgeEnv } from '../env.ts'
 import { apiAuth } from '../middleware/api-auth.ts'
 import { readBoundedBody } from '../read-body.ts'
 import { parseJsonBody, requireJsonContentType } from '../json-request.ts'
+import { controlWrite } from '../../control/control-errors.ts'
 
 export interface AudienceRouteDeps {
   store: Store
@@ -119,7 +119,7 @@ export function audienceRoutes(deps: AudienceRouteDeps) {
   app.post(BASE, auth, async (c) => {
     const { orgId, app: target } = await scope(c)
     const body = await readBody(c, 'create')
-    const record = await write(() => audiences.create(orgId, target.app_id, body.name!, body.rules!))
+    const record = await controlWrite(() => audiences.create(orgId, target.app_id, body.name!, body.rules!))
     return c.json(audienceBody(record, await countAfterWrite(record, 'create')), 201)
   })
 
@@ -143,7 +143,7 @@ export function audienceRoutes(deps: AudienceRouteDeps) {
     const { orgId, app: target } = await scope(c)
     const id = audienceIdOf(c)
     const body = await readBody(c, mode)
-    const record = await write(() =>
+    const record = await controlWrite(() =>
       audiences.update(orgId, target.app_id, id, {
         ...(body.name !== undefined && { name: body.name }),
         ...(body.rules && { rules: body.rules }),
@@ -161,7 +161,7 @@ export function audienceRoutes(deps: AudienceRouteDeps) {
   app.delete(`${BASE}/:id`, auth, async (c) => {
     const { orgId, app: target } = await scope(c)
     const id = audienceIdOf(c)
-    await write(() => audiences.delete(orgId, target.app_id, id))
+    await controlWrite(() => audiences.delete(orgId, target.app_id, id))
     return c.body(null, 204)
   })
 
@@ -205,26 +205,4 @@ function invalid(status: 400 | 422, issues: readonly RuleIssue[]): SluiceError {
   return new SluiceError(status === 422 ? 'unprocessable' : 'bad_request', status, messages.join('; '), {
     extra: { errors: messages, issues },
   })
-}
-
-/**
- * Runs an audience write (a control command): a refusal becomes its answer (404), and no answer
- * within SLUICE_CONTROL_WAIT_MS a 503 with Retry-After (the command may still be applied).
- */
-async function write<T>(run: () => Promise<T>): Promise<T> {
-  try {
-    return await run()
-  } catch (err) {
-    if (err instanceof ControlCommandError) {
-      if (err.status === 404) throw notFound(err.message)
-      throw new SluiceError('control_refused', err.status, err.message)
-    }
-    if (err instanceof ControlUnavailableError)
-      throw new SluiceError('control_unavailable', 503, err.message, {
-        retriable: true,
-        headers: { 'Retry-After': '5' },
-        cause: err.cause,
-      })
-    throw err
-  }
 }

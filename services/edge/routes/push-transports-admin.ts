@@ -6,13 +6,13 @@ import {
   platformsOfChoice,
   PLATFORM_CHOICES,
 } from '../../../pipelines/push/transport-settings.ts'
-import { ControlUnavailableError } from '../../control/command-client.ts'
-import { ControlCommandError, type ControlStore } from '../../control/control-store.ts'
+import type { ControlStore } from '../../control/control-store.ts'
 import type { PushTransportConfigs } from '../../push/transport-configs.ts'
-import { badRequest, notFound, SluiceError } from '../../shared/errors.ts'
+import { badRequest, notFound } from '../../shared/errors.ts'
 import type { EdgeEnv } from '../env.ts'
 import { adminAuth } from '../middleware/admin-auth.ts'
 import { jsonBody, parseParam } from '../validate.ts'
+import { controlWrite } from '../../control/control-errors.ts'
 
 const platformParam = z.enum(PLATFORM_CHOICES)
 const setBody = z.object({ kind: z.unknown(), settings: z.unknown().optional() }).strict()
@@ -53,36 +53,16 @@ export function pushTransportAdminRoutes(deps: {
     if (!parsed.ok) throw badRequest(parsed.errors.join('; '), { errors: parsed.errors })
     const mismatch = platformMismatch(parsed.config.kind, platformsOfChoice(platform))
     if (mismatch) throw badRequest(mismatch)
-    return c.json(await write(() => deps.configs.set(found, platform, parsed.config)))
+    return c.json(await controlWrite(() => deps.configs.set(found, platform, parsed.config)))
   })
 
   app.delete(`${base}/:platform`, async (c) => {
     const platform = parseParam(platformParam, c.req.param('platform'), 'platform')
     const found = await requireApp(c.req.param('app_id'))
-    if (!(await write(() => deps.configs.remove(found, platform))))
+    if (!(await controlWrite(() => deps.configs.remove(found, platform))))
       throw notFound(`no push transport set for ${platform} on app ${found.app_id}`)
     return c.body(null, 204)
   })
 
   return app
-}
-
-/** A control write's refusal as its answer; no answer in time, 503 with Retry-After (as admin.ts). */
-async function write<T>(run: () => Promise<T>): Promise<T> {
-  try {
-    return await run()
-  } catch (err) {
-    if (err instanceof ControlCommandError) {
-      if (err.status === 404) throw notFound(err.message)
-      if (err.status === 400) throw badRequest(err.message)
-      throw new SluiceError('control_refused', err.status, err.message)
-    }
-    if (err instanceof ControlUnavailableError)
-      throw new SluiceError('control_unavailable', 503, err.message, {
-        retriable: true,
-        headers: { 'Retry-After': '5' },
-        cause: err.cause,
-      })
-    throw err
-  }
 }
