@@ -5,7 +5,9 @@ export default defineConfig({
   test: {
     pool: 'forks',
     include: ['test/**/*.test.ts'],
-    testTimeout: 60_000,
+    // Whole-contract scenarios take 10-30 s on an idle 2-core machine and several times that when
+    // the machine is shared; a hang still fails within two minutes.
+    testTimeout: 120_000,
     hookTimeout: 120_000,
     maxWorkers: 2,
     globalSetup: ['test/helpers/global-setup.ts'],

@@ -31,6 +31,9 @@ export async function startInProcess(
     SLUICE_SQL_PORT: '0',
     SLUICE_ADMIN_TOKEN: ADMIN_TOKEN,
     SLUICE_PARTITIONS: '4',
+    // A loaded test machine can take longer than the 10 s default to apply a control command; the
+    // bound itself has a test of its own (control-plane-embedded).
+    SLUICE_CONTROL_WAIT_MS: '60000',
     ...env,
   })
   // SLUICE_TEST_LOG=debug shows the process's logs (through console, which vitest relays).

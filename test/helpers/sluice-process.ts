@@ -40,6 +40,7 @@ export async function startSluice(
       SLUICE_SQL_PORT: '0',
       SLUICE_OPS_PORT: '0',
       SLUICE_LOG_LEVEL: 'warn',
+      SLUICE_CONTROL_WAIT_MS: '60000',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
