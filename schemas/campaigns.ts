@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { FILTER_OPERATORS } from './audiences.ts'
 import { STARTING_TIME_ZONES } from './campaign-time-zones.ts'
 
 /**
@@ -28,20 +29,11 @@ export const CAMPAIGN_LIMITS = {
 
 export const GOALS = ['activate', 'drive_behavior', 'nurture', 'monetize', 'reengage', 'notify'] as const
 export const CAMPAIGN_STATUSES = ['active', 'draft'] as const
-/** The spec shows is_one_of; the rest is Sluice's set (docs/campaigns.md, "Conversions"). */
-export const CONVERSION_OPERATORS = [
-  'is_one_of',
-  'is_not_one_of',
-  'contains',
-  'does_not_contain',
-  'greater_than',
-  'less_than',
-  'greater_than_or_equal',
-  'less_than_or_equal',
-  'between',
-  'is_defined',
-  'is_not_defined',
-] as const
+/**
+ * The spec shows is_one_of; the rest is Sluice's set (docs/campaigns.md, "Conversions"): the
+ * same operators as an audience's event filters, so a conversion reads like a behavior rule.
+ */
+export const CONVERSION_OPERATORS = FILTER_OPERATORS
 export type ConversionOperator = (typeof CONVERSION_OPERATORS)[number]
 export const GROUP_OPERATORS = ['and', 'or'] as const
 export const CAMPAIGN_TYPES = ['everyone', 'audience', 'target_rules'] as const
