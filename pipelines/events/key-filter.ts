@@ -50,10 +50,30 @@ export class KeyFilter {
   }
 
   add(app: string, uuid: string): void {
+    this.hash(app, uuid)
+    this.addHashed(this.h1, this.h2)
+  }
+
+  mightContain(app: string, uuid: string): boolean {
+    this.hash(app, uuid)
+    return this.mightContainHashed(this.h1, this.h2)
+  }
+
+  /**
+   * Adds the key `app`, `uuid` unless the filter may hold it already; true when it was added (so
+   * the key was surely never added before). One hash for both questions: the events writer asks
+   * this of every key of a batch.
+   */
+  addIfAbsent(app: string, uuid: string): boolean {
+    this.hash(app, uuid)
+    if (this.mightContainHashed(this.h1, this.h2)) return false
+    this.addHashed(this.h1, this.h2)
+    return true
+  }
+
+  private addHashed(h1: number, h2: number): void {
     let current = this.layers[this.layers.length - 1]!
     if (current.count >= current.capacity) this.layers.push((current = layer(current.capacity * 2)))
-    this.hash(app, uuid)
-    const { h1, h2 } = this
     const base = (h1 % current.blocks) * BLOCK_BITS
     const step = (h1 >>> 9) | 1
     for (let i = 0; i < HASHES; i++) {
@@ -63,9 +83,8 @@ export class KeyFilter {
     current.count++
   }
 
-  mightContain(app: string, uuid: string): boolean {
-    this.hash(app, uuid)
-    for (const l of this.layers) if (has(l, this.h1, this.h2)) return true
+  private mightContainHashed(h1: number, h2: number): boolean {
+    for (const l of this.layers) if (has(l, h1, h2)) return true
     return false
   }
 

@@ -2,6 +2,7 @@ import type { Store } from '../connectors/store/store.ts'
 import { stringSet } from '../connectors/store/string-set.ts'
 import type { RowParts } from './event-block.ts'
 import { classifyBatch, type WriterItem } from './classify-stored.ts'
+import { decideScreened, Screened, screenBatch } from './screen-batch.ts'
 import { EVENT_ROW_BINARY, eventKey } from './event-row.ts'
 import type { StoredKeys } from './stored-keys.ts'
 import type { RejectRow } from './upload-outcomes.ts'
@@ -90,34 +91,54 @@ export function eventStore(deps: EventStoreDeps): EventStore {
       repaired = await repairIndex(deps.store, minReceivedAt(items) - REPAIR_MARGIN_MS)
     }
     for (const key of repaired) filter?.add(key.app_id, key.uuid)
-    // A key the filter does not hold was never stored: only the others need the index (the
-    // batch's copies of earlier uploads, and ~1 % false positives).
-    const candidates = filter ? items.filter((i) => filter.mightContain(i.headers.a, i.headers.u)) : items
-    const stored = candidates.length > 0 ? await findStored(deps.store, candidates) : new Map()
-    const decisions = classifyBatch(items, stored)
     const toStore: (Buffer | RowParts)[] = []
     const duplicates: RejectRow[] = []
-    const counts = new Map<string, number>()
-    for (const decision of decisions) {
-      if (decision.kind === 'store') {
-        toStore.push(decision.item.value)
-        // Before the insert: if it fails, the key is a false positive until a retry stores it.
-        filter?.add(decision.item.headers.a, decision.item.headers.u)
-        const source = decision.item.headers.s
-        counts.set(source, (counts.get(source) ?? 0) + 1)
-      } else if (decision.kind === 'duplicate') {
-        const h = decision.item.headers
-        duplicates.push({
-          transaction_id: h.t,
-          org_id: Number(h.o),
-          app_id: h.a,
-          source: h.s,
-          line: Number(h.l),
-          uuid: h.u,
-          reason: 'duplicate',
-          detail: `an event with this uuid was already stored (transaction ${decision.firstTransaction})`,
-          received_at: Number(h.r),
-        })
+    let server = 0
+    let sdk = 0
+    const store = (item: WriterItem) => {
+      toStore.push(item.value)
+      if (item.headers.s === 'sdk') sdk++
+      else server++
+    }
+    const duplicate = (item: WriterItem, firstTransaction: string) => {
+      const h = item.headers
+      duplicates.push({
+        transaction_id: h.t,
+        org_id: Number(h.o),
+        app_id: h.a,
+        source: h.s,
+        line: Number(h.l),
+        uuid: h.u,
+        reason: 'duplicate',
+        detail: `an event with this uuid was already stored (transaction ${firstTransaction})`,
+        received_at: Number(h.r),
+      })
+    }
+    if (filter) {
+      // A key the filter does not hold was never stored: only the others need the index (the
+      // batch's copies of earlier uploads and of its own items, and ~1 % false positives).
+      const { marks, suspects } = screenBatch(items, filter)
+      const stored = suspects.length > 0 ? await findStored(deps.store, suspects) : new Map()
+      const decisions = decideScreened(items, marks, stored)
+      let next = 0
+      for (let i = 0; i < items.length; i++) {
+        if (marks[i] === Screened.New) {
+          store(items[i]!)
+          continue
+        }
+        const decision = decisions[next++]!
+        if (decision.kind === 'store') {
+          store(decision.item)
+          // A false positive's key (New ones are in the filter already). Before the insert: if it
+          // fails, the key is a false positive until a retry stores it.
+          if (marks[i] === Screened.Suspect) filter.add(decision.item.headers.a, decision.item.headers.u)
+        } else if (decision.kind === 'duplicate') duplicate(decision.item, decision.firstTransaction)
+      }
+    } else {
+      const stored = await findStored(deps.store, items)
+      for (const decision of classifyBatch(items, stored)) {
+        if (decision.kind === 'store') store(decision.item)
+        else if (decision.kind === 'duplicate') duplicate(decision.item, decision.firstTransaction)
       }
     }
     if (toStore.length > 0) {
@@ -132,7 +153,8 @@ export function eventStore(deps: EventStoreDeps): EventStore {
     }
     settled.set(partitionKey, now())
     lastInsertUncertain = false
-    for (const [source, n] of counts) deps.onStored?.(n, source)
+    if (server > 0) deps.onStored?.(server, 'server')
+    if (sdk > 0) deps.onStored?.(sdk, 'sdk')
     if (duplicates.length > 0) deps.onDuplicate?.(duplicates.length)
     return duplicates
   }

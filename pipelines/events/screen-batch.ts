@@ -1,0 +1,68 @@
+import { classifyBatch, type WriterDecision, type WriterItem } from './classify-stored.ts'
+import type { KeyFilter } from './key-filter.ts'
+
+/** What screenBatch knows of each item of a batch (its mark). */
+export const Screened = {
+  /** Not in the filter, nor the key of an earlier item of the batch: stored, no question asked. */
+  New: 0,
+  /** Not in the filter, but a later item has its key: the exact rule decides (it is stored). */
+  NewWithCopies: 1,
+  /** The filter may hold its key (stored before, an earlier item's, or a false positive). */
+  Suspect: 2,
+} as const
+
+export interface ScreenedBatch {
+  /** One mark per item, in the batch's order. */
+  marks: Uint8Array
+  /** The Suspect items, in order: the ones the dedupe index is asked about. */
+  suspects: WriterItem[]
+}
+
+/**
+ * Screens a batch with the filter of stored keys, hashing each key once: a key the filter does
+ * not hold was never stored and is added to it at once, so a later copy in the same batch finds it
+ * and becomes a Suspect too (a Bloom filter has no false negatives). Only Suspects, and the earlier
+ * items sharing their keys, need the exact rule (`classifyBatch`) and a look-up; the ~97 % of
+ * items left are stored as they are, without a key string, a map entry or a decision each.
+ *
+ * The filter gets every New key before the insert: if the insert fails, those keys are false
+ * positives until a retry stores them (as with any key added before an insert).
+ */
+export function screenBatch(items: readonly WriterItem[], filter: KeyFilter): ScreenedBatch {
+  const marks = new Uint8Array(items.length)
+  const suspects: WriterItem[] = []
+  // app -> uuids of the suspects; only built when there are suspects.
+  const suspectKeys = new Map<string, Set<string>>()
+  for (let i = 0; i < items.length; i++) {
+    const h = items[i]!.headers
+    if (filter.addIfAbsent(h.a, h.u)) continue
+    marks[i] = Screened.Suspect
+    suspects.push(items[i]!)
+    let uuids = suspectKeys.get(h.a)
+    if (!uuids) suspectKeys.set(h.a, (uuids = new Set()))
+    uuids.add(h.u)
+  }
+  if (suspects.length > 0)
+    for (let i = 0; i < items.length; i++) {
+      if (marks[i] !== Screened.New) continue
+      const h = items[i]!.headers
+      if (suspectKeys.get(h.a)?.has(h.u)) marks[i] = Screened.NewWithCopies
+    }
+  return { marks, suspects }
+}
+
+/**
+ * The decision of every item that needs the exact rule (marks other than New), in order, over the
+ * keys the index found stored; items marked New are stored without one. Gives the same decisions
+ * as `classifyBatch` over the whole batch: an item's decision depends only on the earlier items
+ * with its key and on the index, and every item sharing a key with a Suspect is in the subset.
+ */
+export function decideScreened(
+  items: readonly WriterItem[],
+  marks: Uint8Array,
+  alreadyStored: ReadonlyMap<string, { tx: string; line?: string }>,
+): WriterDecision[] {
+  const subset: WriterItem[] = []
+  for (let i = 0; i < items.length; i++) if (marks[i] !== Screened.New) subset.push(items[i]!)
+  return classifyBatch(subset, alreadyStored)
+}

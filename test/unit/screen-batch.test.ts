@@ -1,0 +1,98 @@
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { classifyBatch, type WriterItem } from '../../pipelines/events/classify-stored.ts'
+import { eventKey } from '../../pipelines/events/event-row.ts'
+import { KeyFilter } from '../../pipelines/events/key-filter.ts'
+import { decideScreened, Screened, screenBatch } from '../../pipelines/events/screen-batch.ts'
+
+const item = (app: string, uuid: string, tx: string, line: number): WriterItem => ({
+  headers: { a: app, u: uuid, t: tx, l: String(line), r: '0', o: '1', s: 'server' },
+  value: Buffer.from(`${app}/${uuid}/${tx}/${line}`),
+})
+
+/** Which item it is: its upload and line. */
+const name = (i: WriterItem) => `${i.headers.a}/${i.headers.u}/${i.headers.t}/${i.headers.l}`
+
+/** What the screened write decides for each item: the decision kind, and the first transaction of a duplicate. */
+function screenedOutcome(items: WriterItem[], filter: KeyFilter, stored: Map<string, { tx: string }>) {
+  const { marks, suspects } = screenBatch(items, filter)
+  // The index is asked about suspects only: give it only what it would find for them.
+  const asked = new Set(suspects.map((i) => eventKey(i.headers.a, i.headers.u)))
+  const found = new Map([...stored].filter(([key]) => asked.has(key)))
+  const decisions = decideScreened(items, marks, found)
+  let next = 0
+  return items.map((it, i) => {
+    if (marks[i] === Screened.New) return { kind: 'store', item: name(it) }
+    const d = decisions[next++]!
+    return d.kind === 'duplicate'
+      ? { kind: d.kind, item: name(d.item), first: d.firstTransaction }
+      : { kind: d.kind, item: name(d.item) }
+  })
+}
+
+function exactOutcome(items: WriterItem[], stored: Map<string, { tx: string }>) {
+  return classifyBatch(items, stored).map((d) =>
+    d.kind === 'duplicate'
+      ? { kind: d.kind, item: name(d.item), first: d.firstTransaction }
+      : { kind: d.kind, item: name(d.item) },
+  )
+}
+
+describe('screening a batch with the filter of stored keys', () => {
+  it('decides every item as the exact rule over the whole batch does, false positives included', () => {
+    const key = fc.record({ app: fc.constantFrom('a1', 'a2'), uuid: fc.integer({ min: 0, max: 40 }) })
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(key, { selector: (k) => `${k.app}/${k.uuid}`, maxLength: 20 }),
+        fc.array(
+          fc.record({ key, tx: fc.constantFrom('t1', 't2', 't3'), line: fc.integer({ min: 1, max: 3 }) }),
+          {
+            maxLength: 60,
+          },
+        ),
+        fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+        fc.integer({ min: 0, max: 16 }),
+        (storedKeys, batch, salt, saturated) => {
+          // A filter of one 512-bit block holding the stored keys plus a few others, and up to all
+          // its bits set: from no false positive to every key one, which must change nothing.
+          const filter = new KeyFilter(1)
+          filter.fill(
+            Array.from({ length: saturated }, (_, i): [number, number] => [i, 0xffffffff]),
+            0,
+          )
+          const stored = new Map<string, { tx: string }>()
+          for (const k of storedKeys) {
+            filter.add(k.app, String(k.uuid))
+            stored.set(eventKey(k.app, String(k.uuid)), { tx: 't0' })
+          }
+          for (let i = 0; i < 3; i++) filter.add('noise', String(salt + i))
+          const items = batch.map((b) => item(b.key.app, String(b.key.uuid), b.tx, b.line))
+          expect(screenedOutcome(items, filter, stored)).toEqual(exactOutcome(items, stored))
+        },
+      ),
+      { seed: Number(process.env.SLUICE_PROPERTY_SEED ?? 17), numRuns: 500 },
+    )
+  })
+
+  it('asks about no key the filter does not hold, and adds each new key once', () => {
+    const filter = new KeyFilter()
+    filter.add('app', 'old')
+    const items = [
+      item('app', 'old', 'tx-2', 1), // stored before: a suspect
+      item('app', 'n1', 'tx-2', 2), // new, copied later in the batch
+      item('app', 'n2', 'tx-2', 3), // new
+      item('app', 'n1', 'tx-3', 1), // a copy of line 2: a suspect
+    ]
+    const { marks, suspects } = screenBatch(items, filter)
+    expect([...marks]).toEqual([Screened.Suspect, Screened.NewWithCopies, Screened.New, Screened.Suspect])
+    expect(suspects.map((i) => i.headers.u)).toEqual(['old', 'n1'])
+    expect(filter.size).toBe(3)
+    expect(filter.mightContain('app', 'n2')).toBe(true)
+    const decisions = decideScreened(items, marks, new Map([[eventKey('app', 'old'), { tx: 'tx-1' }]]))
+    expect(decisions.map((d) => [d.kind, d.item.headers.u])).toEqual([
+      ['duplicate', 'old'],
+      ['store', 'n1'],
+      ['duplicate', 'n1'],
+    ])
+  })
+})
