@@ -530,6 +530,34 @@ describe('validateEventBody', () => {
     })
     expect(result.events).toHaveLength(2)
   })
+
+  it('past maxRejects counts every bad line, keeps the first reasons, and still takes valid lines', () => {
+    const second = UUID.replace('6f1c', '7f1c')
+    const third = UUID.replace('6f1c', '8f1c')
+    const lines = [
+      'x', // invalid_json, kept
+      '[1]', // not_an_object, kept
+      '5', // past the limit: counted unparsed
+      'nope',
+      ' \t"a string"',
+      ev({ uuid: second }), // valid, past the limit
+      '{"broken": ', // starts as an object: parsed, rejected, counted
+      ev({ event_name: '' }), // an object with a bad field: counted
+      `  ${ev({ uuid: third })}`, // valid, with leading spaces
+      ev({ uuid: second }), // duplicate_in_body: counted
+    ]
+    const result = validateEventBody(body(lines), { ...ctx, maxRejects: 2 })
+    expect(result.events.map((e) => [e.line, e.uuid])).toEqual([
+      [6, second],
+      [9, third],
+    ])
+    expect(result.rejected).toBe(8)
+    expect(result.lines).toBe(10)
+    expect(result.rejects).toEqual([
+      { line: 1, uuid: null, reason: 'invalid_json', detail: expect.stringContaining('not valid JSON') },
+      { line: 2, uuid: null, reason: 'not_an_object', detail: expect.any(String) },
+    ])
+  })
 })
 
 // ---------------------------------------------------------------------------------------------
