@@ -21,10 +21,12 @@ import {
  * Shape of the query, so that each table is read once whatever the number of rules:
  *   devices FINAL of the app (the candidates: one row per install)
  *   LEFT JOIN one GROUP BY install_uuid over `events`, narrowed by the primary key
- *             (app_id, event_name IN the rules' names, event_time within the widest window),
- *             with one countIf per event rule
+ *             (app_id, event_name IN the rules' names, event_time within the widest window)
+ *             and by the rules' row conditions (OR), with one countIf per event rule; an INNER
+ *             JOIN with the event rules as HAVING when every member must pass them
  *   LEFT JOIN one GROUP BY install_uuid over `sessions` of the app: last session, seen in 30
- *             days, and one uniqExactIf / first-session flag per session rule
+ *             days, and one uniqExactIf / first-session flag per session rule (counts read
+ *             only the sessions in a counted window, unless a first-session rule needs all)
  *   LEFT JOIN per profile db used (app, org): one row per live profile with one flag per criterion
  *   WHERE the rules' boolean expression.
  * Missing joined rows read as zeros (join_use_nulls = 0): no events means a count of 0.
@@ -228,7 +230,56 @@ interface Built {
   seen: string
 }
 
-function build(rules: TargetRules, ctx: AudienceContext, params: Params, page: MembersPage): Built {
+/** Whether a rule's count test holds for an install with no matching event (a count of 0). */
+function holdsAtZero(rule: BehaviorRule): boolean {
+  const n = rule.count
+  let positive: boolean
+  if (n === null) positive = false
+  else if (rule.count_operator === 'less_than') positive = 0 < n
+  else if (rule.count_operator === 'greater_than') positive = false
+  else if (rule.count_operator === 'exactly') positive = n === 0
+  else if (rule.count_operator === 'at_least') positive = n === 0
+  else positive = true
+  return rule.rule_type === 'not-event' || rule.rule_type === 'not-session' ? !positive : positive
+}
+
+/**
+ * A HAVING for the events GROUP BY that every member passes, or undefined when there is none that
+ * leaves out installs without events: the event rules' tests, combined as the rules are, when the
+ * whole expression implies them (behavior rules joined by `and`, or by `or` when all are event
+ * rules; the profile part, if any, joined by `and`) and they fail at zero counts. Then the events
+ * side can be an INNER JOIN of only the installs that pass, instead of a LEFT JOIN of every
+ * install with an event.
+ */
+function eventHaving(
+  rules: TargetRules,
+  eventRules: { rule: BehaviorRule; alias: string }[],
+  params: Params,
+): string | undefined {
+  const behavior = rules.behavior
+  if (!behavior) return undefined
+  if (rules.profile && rules.behavior_profile_operator === 'or') return undefined
+  const op = behavior.behavior_rule_operator
+  if (op === 'or' && eventRules.length < behavior.rules.length) return undefined
+  const zeros = eventRules.map(({ rule }) => holdsAtZero(rule))
+  const passesAtZero = op === 'and' ? zeros.every(Boolean) : zeros.some(Boolean)
+  if (passesAtZero) return undefined
+  return combine(
+    eventRules.map(({ rule, alias }) => countTest(alias, rule, params)),
+    op,
+  )
+}
+
+/** What a query needs of the sessions: members need every install's last session ever; counts do not. */
+type Purpose = 'members' | 'counts'
+
+function build(
+  rules: TargetRules,
+  ctx: AudienceContext,
+  params: Params,
+  page: MembersPage,
+  purpose: Purpose,
+): Built {
   const app = params.bind('String', ctx.appId)
   const behavior = rules.behavior
   const eventRules: { rule: BehaviorRule; alias: string }[] = []
@@ -237,6 +288,10 @@ function build(rules: TargetRules, ctx: AudienceContext, params: Params, page: M
 
   const eventColumns: string[] = []
   const sessionColumns: string[] = []
+  // Each rule's row condition: a row matching none of them counts for no rule.
+  const eventConditions: string[] = []
+  const sessionConditions: string[] = []
+  let firstSession = false
   let eventsFrom = Infinity
   let eventsTo = -Infinity
   const eventNames = new Set<string>()
@@ -252,13 +307,14 @@ function build(rules: TargetRules, ctx: AudienceContext, params: Params, page: M
       eventNames.add(name)
       eventsFrom = Math.min(eventsFrom, w.from)
       eventsTo = Math.max(eventsTo, w.to)
-      eventColumns.push(
-        `countIf(event_name = ${params.bind('String', name)} AND ${inWindow('event_time')} AND (${filters})) AS ${alias}`,
-      )
+      const condition = `event_name = ${params.bind('String', name)} AND ${inWindow('event_time')} AND (${filters})`
+      eventConditions.push(condition)
+      eventColumns.push(`countIf(${condition}) AS ${alias}`)
       eventRules.push({ rule, alias })
       ruleTests.push(countTest(`ev.${alias}`, rule, params))
     } else if (rule.rule_type === 'first-session') {
       const alias = `f${i}`
+      firstSession = true
       sessionColumns.push(
         `toUInt8(countIf(${filters}) > 0 AND ${inWindow(`minIf(started_at, ${filters})`)}) AS ${alias}`,
       )
@@ -266,7 +322,9 @@ function build(rules: TargetRules, ctx: AudienceContext, params: Params, page: M
       ruleTests.push(`se.${alias} = 1`)
     } else {
       const alias = `s${i}`
-      sessionColumns.push(`uniqExactIf(session_uuid, ${inWindow('started_at')} AND (${filters})) AS ${alias}`)
+      const condition = `${inWindow('started_at')} AND (${filters})`
+      sessionConditions.push(condition)
+      sessionColumns.push(`uniqExactIf(session_uuid, ${condition}) AS ${alias}`)
       sessionRules.push({ rule, alias })
       ruleTests.push(countTest(`se.${alias}`, rule, params))
     }
@@ -274,19 +332,31 @@ function build(rules: TargetRules, ctx: AudienceContext, params: Params, page: M
 
   const seenFrom = msParam(params, ctx.now - SEEN_DAYS * DAY_MS)
   const seenTo = msParam(params, ctx.now)
+  const seenCondition = `started_at >= ${seenFrom} AND started_at <= ${seenTo}`
+  // Members carry each install's last session ever, and a first-session rule looks at all of an
+  // install's sessions; otherwise only the sessions some column counts are read into the GROUP BY.
+  const allSessions = purpose === 'members' || firstSession
   const sessions =
-    `SELECT install_uuid, CAST(max(started_at), 'Nullable(DateTime64(3, \\'UTC\\'))') AS last_session_at, ` +
-    `toUInt8(countIf(started_at >= ${seenFrom} AND started_at <= ${seenTo}) > 0) AS seen` +
+    `SELECT install_uuid, ` +
+    (allSessions ? `CAST(max(started_at), 'Nullable(DateTime64(3, \\'UTC\\'))') AS last_session_at, ` : '') +
+    `toUInt8(countIf(${seenCondition}) > 0) AS seen` +
     sessionColumns.map((c) => `, ${c}`).join('') +
-    ` FROM sessions WHERE app_id = ${app} GROUP BY install_uuid`
+    ` FROM sessions WHERE app_id = ${app}` +
+    (allSessions ? '' : ` AND (${combine([seenCondition, ...sessionConditions], 'or')})`) +
+    ` GROUP BY install_uuid`
 
   const joins: string[] = []
   if (eventRules.length > 0) {
+    // Only rows that some rule counts reach the GROUP BY (the rules' names, windows and filters, as
+    // PREWHERE and the primary key can use them), and when the rules need events (no install without
+    // a matching count can be a member), only installs that pass the event rules leave it.
+    const having = eventHaving(rules, eventRules, params)
     joins.push(
-      `LEFT JOIN (SELECT install_uuid, ${eventColumns.join(', ')} FROM events ` +
+      `${having ? 'INNER' : 'LEFT'} JOIN (SELECT install_uuid, ${eventColumns.join(', ')} FROM events ` +
         `WHERE app_id = ${app} AND event_name IN ${params.bind('Array(String)', [...eventNames])} ` +
         `AND event_time >= ${msParam(params, eventsFrom)} AND event_time <= ${msParam(params, eventsTo)} ` +
-        `GROUP BY install_uuid) AS ev ON ev.install_uuid = d.install_uuid`,
+        `AND (${combine(eventConditions, 'or')}) ` +
+        `GROUP BY install_uuid${having ? ` HAVING ${having}` : ''}) AS ev ON ev.install_uuid = d.install_uuid`,
     )
   }
   joins.push(`LEFT JOIN (${sessions}) AS se ON se.install_uuid = d.install_uuid`)
@@ -346,7 +416,7 @@ export function compileMembers(
   page: MembersPage = {},
 ): CompiledQuery {
   const params = new Params()
-  const b = build(rules, ctx, params, page)
+  const b = build(rules, ctx, params, page, 'members')
   const limit = page.limit !== undefined ? ` LIMIT ${params.bind('UInt64', page.limit)}` : ''
   const sql =
     `SELECT d.install_uuid AS install_uuid, d.customer_id AS customer_id, d.platform AS platform, ` +
@@ -359,7 +429,7 @@ export function compileMembers(
 /** One row: user_count (members), has_push (members with an enabled push token), seen_last_thirty. */
 export function compileCounts(rules: TargetRules, ctx: AudienceContext): CompiledQuery {
   const params = new Params()
-  const b = build(rules, ctx, params, {})
+  const b = build(rules, ctx, params, {}, 'counts')
   const sql =
     `SELECT count() AS user_count, countIf(${b.enabledPush}) AS has_push, countIf(${b.seen} = 1) AS seen_last_thirty ` +
     `FROM ${b.from} WHERE ${b.where} ${SETTINGS}`

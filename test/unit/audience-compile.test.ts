@@ -662,4 +662,116 @@ describe('the SQL', () => {
     expect(names).toEqual(['Purchase', 'Open'])
     expect(Object.values(q.params)).toContain(NOW - 60 * DAY)
   })
+
+  it('groups only the event rows some rule counts', () => {
+    const q = compileCounts(
+      rules({
+        behavior: {
+          rules: [
+            {
+              event_name: 'Purchase',
+              conditions: { filters: [{ dimension_name: 'item', operator: 'is one of', values: ['hat'] }] },
+            },
+            {
+              event_name: 'Open',
+              conditions: { filters: [{ dimension_name: 'country', operator: 'is one of', values: ['de'] }] },
+            },
+          ],
+        },
+      }),
+      ctx,
+    )
+    // The two rules' row conditions, joined by OR, narrow the rows before the GROUP BY.
+    expect(q.sql).toMatch(
+      /event_time <= fromUnixTimestamp64Milli\(\{p\d+:Int64\}, 'UTC'\) AND \(\(event_name = .+\) OR \(event_name = .+\)\) GROUP BY install_uuid/,
+    )
+  })
+
+  // Each case: the rules, whether the events side may drop installs that fail the event rules
+  // (INNER JOIN … HAVING), and the members (fixture: Purchase in 30 days i1 3, i4 1; Open i2, i3).
+  it.each([
+    [
+      'event rules joined by and',
+      { behavior: { rules: [{ event_name: 'Purchase' }, { event_name: 'Open', rule_type: 'not-event' }] } },
+      true,
+      ['i1', 'i4'],
+    ],
+    [
+      'event rules joined by or',
+      {
+        behavior: {
+          behavior_rule_operator: 'or',
+          rules: [{ event_name: 'Purchase', count: 2 }, { event_name: 'Open' }],
+        },
+      },
+      true,
+      ['i1', 'i2', 'i3'],
+    ],
+    [
+      'and a profile criterion',
+      { ...purchase(), ...criterion({ key: 'plan', operator: 'is one of', values: ['gold'] }) },
+      true,
+      ['i1'],
+    ],
+    [
+      'a rule that holds at zero (at_most)',
+      purchase({ count: 1, count_operator: 'at_most' }),
+      false,
+      ['i2', 'i3', 'i4', 'i5'],
+    ],
+    [
+      'a rule that holds at zero (not-event)',
+      purchase({ rule_type: 'not-event' }),
+      false,
+      ['i2', 'i3', 'i5'],
+    ],
+    [
+      'or with a session rule',
+      {
+        behavior: {
+          behavior_rule_operator: 'or',
+          rules: [
+            { event_name: 'Purchase', count: 2 },
+            { rule_type: 'session', count: 1, count_operator: 'greater_than' },
+          ],
+        },
+      },
+      false,
+      ['i1'],
+    ],
+    [
+      'or with the profile part',
+      {
+        behavior_profile_operator: 'or',
+        ...purchase({ count: 2 }),
+        ...criterion({ key: 'plan', operator: 'is one of', values: ['silver'] }),
+      },
+      false,
+      ['i1', 'i2'],
+    ],
+  ])('events side of %s', async (_name, input, inner, expected) => {
+    for (const q of [compileMembers(rules(input), ctx), compileCounts(rules(input), ctx)]) {
+      expect(q.sql.includes('INNER JOIN (SELECT install_uuid')).toBe(inner)
+      expect(/GROUP BY install_uuid HAVING /.test(q.sql)).toBe(inner)
+    }
+    expect(await members(input)).toEqual(expected)
+  })
+
+  it('counts group only the sessions in a counted window, members every session', async () => {
+    const seen = (q: { sql: string }) =>
+      q.sql.match(/FROM sessions WHERE app_id = \{p\d+:String\}( AND \(.*?\))? GROUP BY/)
+    const r = rules(sessionRule({ count: 1, count_operator: 'at_least', neg_time_window: [60, 40] }))
+    expect(seen(compileCounts(r, ctx))?.[1]).toMatch(/started_at >= .* OR \(started_at >= /)
+    expect(seen(compileMembers(r, ctx))?.[1]).toBeUndefined()
+    // first-session reads every session of the install, for counts too.
+    expect(
+      seen(compileCounts(rules({ behavior: { rules: [{ rule_type: 'first-session' }] } }), ctx))?.[1],
+    ).toBeUndefined()
+    // i2's only session is 50 days ago: outside the seen window, inside the rule's.
+    expect(
+      await members(sessionRule({ count: 1, count_operator: 'at_least', neg_time_window: [60, 40] })),
+    ).toEqual(['i2'])
+    const counts = await queryCounts(store, compileCounts(r, ctx))
+    expect(counts).toEqual({ user_count: 1, has_push: 0, seen_last_thirty: 0 })
+  })
 })
