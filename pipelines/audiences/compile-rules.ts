@@ -18,12 +18,12 @@ import {
  * ClickHouse query. Pure: no I/O, no clock (the caller's `now`), and no user value in the SQL text
  * (every value is a {pN:Type} parameter; identifiers come from fixed lists).
  *
- * Shape of the query, so that each table is read once whatever the number of rules:
+ * Shape of the query (one query whatever the number of rules):
  *   devices FINAL of the app (the candidates: one row per install)
- *   LEFT JOIN one GROUP BY install_uuid over `events`, narrowed by the primary key
- *             (app_id, event_name IN the rules' names, event_time within the widest window)
- *             and by the rules' row conditions (OR), with one countIf per event rule; an INNER
- *             JOIN with the event rules as HAVING when every member must pass them
+ *   LEFT JOIN one GROUP BY install_uuid over the UNION ALL of each event rule's rows of
+ *             `events` (app_id, its event_name and window: the primary key; its filters), with
+ *             one countIf per event rule; an INNER JOIN with the event rules as HAVING when
+ *             every member must pass them
  *   LEFT JOIN one GROUP BY install_uuid over `sessions` of the app: last session, seen in 30
  *             days, and one uniqExactIf / first-session flag per session rule (counts read
  *             only the sessions in a counted window, unless a first-session rule needs all)
@@ -288,13 +288,11 @@ function build(
 
   const eventColumns: string[] = []
   const sessionColumns: string[] = []
-  // Each rule's row condition: a row matching none of them counts for no rule.
-  const eventConditions: string[] = []
+  // Each event rule's rows, tagged with the rule: a row matching no rule counts for none.
+  const eventBranches: string[] = []
+  // Each session rule's row condition, for the same narrowing of the sessions.
   const sessionConditions: string[] = []
   let firstSession = false
-  let eventsFrom = Infinity
-  let eventsTo = -Infinity
-  const eventNames = new Set<string>()
 
   for (const [i, rule] of (behavior?.rules ?? []).entries()) {
     const w = ruleWindow(rule, behavior?.days ?? 0, ctx.now)
@@ -304,12 +302,12 @@ function build(
     if (rule.rule_type === 'event' || rule.rule_type === 'not-event') {
       const alias = `c${i}`
       const name = rule.event_name ?? ''
-      eventNames.add(name)
-      eventsFrom = Math.min(eventsFrom, w.from)
-      eventsTo = Math.max(eventsTo, w.to)
       const condition = `event_name = ${params.bind('String', name)} AND ${inWindow('event_time')} AND (${filters})`
-      eventConditions.push(condition)
-      eventColumns.push(`countIf(${condition}) AS ${alias}`)
+      // The tag is the rule's index, a number of this code, not a value of the request.
+      eventBranches.push(
+        `SELECT install_uuid, toUInt8(${i}) AS r FROM events WHERE app_id = ${app} AND ${condition}`,
+      )
+      eventColumns.push(`countIf(r = ${i}) AS ${alias}`)
       eventRules.push({ rule, alias })
       ruleTests.push(countTest(`ev.${alias}`, rule, params))
     } else if (rule.rule_type === 'first-session') {
@@ -347,15 +345,14 @@ function build(
 
   const joins: string[] = []
   if (eventRules.length > 0) {
-    // Only rows that some rule counts reach the GROUP BY (the rules' names, windows and filters, as
-    // PREWHERE and the primary key can use them), and when the rules need events (no install without
-    // a matching count can be a member), only installs that pass the event rules leave it.
+    // Each rule reads its own rows (its name and window, which the primary key narrows to the
+    // rule's granules; its filters, so only the columns it tests are read, and only there), and
+    // the GROUP BY counts each install's rows per rule. When every member must pass the event rules
+    // (eventHaving), only the installs that pass leave it, for an INNER JOIN.
     const having = eventHaving(rules, eventRules, params)
     joins.push(
-      `${having ? 'INNER' : 'LEFT'} JOIN (SELECT install_uuid, ${eventColumns.join(', ')} FROM events ` +
-        `WHERE app_id = ${app} AND event_name IN ${params.bind('Array(String)', [...eventNames])} ` +
-        `AND event_time >= ${msParam(params, eventsFrom)} AND event_time <= ${msParam(params, eventsTo)} ` +
-        `AND (${combine(eventConditions, 'or')}) ` +
+      `${having ? 'INNER' : 'LEFT'} JOIN (SELECT install_uuid, ${eventColumns.join(', ')} ` +
+        `FROM (${eventBranches.join(' UNION ALL ')}) ` +
         `GROUP BY install_uuid${having ? ` HAVING ${having}` : ''}) AS ev ON ev.install_uuid = d.install_uuid`,
     )
   }

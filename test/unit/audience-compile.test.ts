@@ -635,7 +635,7 @@ describe('the SQL', () => {
     expect((await members({})).length).toBe(5)
   })
 
-  it('reads events once for several event rules, narrowed by app, names and the widest window', () => {
+  it("reads each event rule's rows by the primary key (app, name, window) into one GROUP BY", () => {
     const q = compileMembers(
       rules({
         behavior: {
@@ -653,38 +653,22 @@ describe('the SQL', () => {
       }),
       ctx,
     )
-    expect(q.sql.match(/FROM events/g)).toHaveLength(1)
-    expect(q.sql.match(/countIf\(event_name = /g)).toHaveLength(3)
-    expect(q.sql).toMatch(
-      /FROM events WHERE app_id = \{p\d+:String\} AND event_name IN \{p\d+:Array\(String\)\} AND event_time >= /,
-    )
-    const names = Object.values(q.params).find((v) => Array.isArray(v) && v.includes('Open'))
-    expect(names).toEqual(['Purchase', 'Open'])
-    expect(Object.values(q.params)).toContain(NOW - 60 * DAY)
-  })
-
-  it('groups only the event rows some rule counts', () => {
-    const q = compileCounts(
-      rules({
-        behavior: {
-          rules: [
-            {
-              event_name: 'Purchase',
-              conditions: { filters: [{ dimension_name: 'item', operator: 'is one of', values: ['hat'] }] },
-            },
-            {
-              event_name: 'Open',
-              conditions: { filters: [{ dimension_name: 'country', operator: 'is one of', values: ['de'] }] },
-            },
-          ],
-        },
-      }),
-      ctx,
-    )
-    // The two rules' row conditions, joined by OR, narrow the rows before the GROUP BY.
-    expect(q.sql).toMatch(
-      /event_time <= fromUnixTimestamp64Milli\(\{p\d+:Int64\}, 'UTC'\) AND \(\(event_name = .+\) OR \(event_name = .+\)\) GROUP BY install_uuid/,
-    )
+    // One branch per rule, each with its name and window (what the key narrows) and its filters.
+    const branches = [
+      ...q.sql.matchAll(
+        /SELECT install_uuid, toUInt8\((\d)\) AS r FROM events WHERE app_id = \{p\d+:String\} AND event_name = \{(p\d+):String\} AND event_time >= fromUnixTimestamp64Milli\(\{(p\d+):Int64\}, 'UTC'\) AND event_time <= fromUnixTimestamp64Milli\(\{p\d+:Int64\}, 'UTC'\) AND \(([^)]*)\)/g,
+      ),
+    ]
+    expect(branches.map((b) => [b[1], q.params[b[2] ?? ''], q.params[b[3] ?? '']])).toEqual([
+      ['0', 'Purchase', NOW - 30 * DAY],
+      ['1', 'Open', NOW - 60 * DAY],
+      ['2', 'Purchase', NOW - 30 * DAY],
+    ])
+    expect(branches[0]?.[4]).toBe('1')
+    expect(branches[2]?.[4]).toMatch(/^mapContains\(attributes, /)
+    expect(q.sql.match(/FROM events/g)).toHaveLength(3)
+    expect(q.sql.match(/ UNION ALL /g)).toHaveLength(2)
+    expect(q.sql).toContain('countIf(r = 0) AS c0, countIf(r = 1) AS c1, countIf(r = 2) AS c2 FROM (')
   })
 
   // Each case: the rules, whether the events side may drop installs that fail the event rules
