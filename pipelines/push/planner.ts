@@ -37,6 +37,9 @@ export interface MemberSource {
   pagesOf(record: PushRequestRecord): PageReader
 }
 
+/** Installs a paged request reads per target query, in whole batches (the worker's batchesPerRead). */
+export const PLANNER_READ_INSTALLS = 10_000
+
 export class TargetGone extends Error {
   override name = 'TargetGone'
 }
@@ -47,6 +50,13 @@ export interface PlannerDeps {
   emit: (messages: ProduceMessage[]) => Promise<void>
   /** Installs per delivery batch. */
   pageSize: number
+  /**
+   * Delivery batches read per target query (default 1): a paged request reads
+   * `pageSize * batchesPerRead` installs at once and emits them as batches of `pageSize` in one
+   * produce. Fewer, bigger reads cost the engine less per install (a read has a fixed cost);
+   * the batches, what the sender may resend after a crash, stay `pageSize`.
+   */
+  batchesPerRead?: number
   /** audience_id and profile targets; absent: such requests are recorded with an error. */
   members?: MemberSource
   now?: () => number
@@ -91,19 +101,28 @@ export function pushPlanner(deps: PlannerDeps) {
     if (!resume) await writeRequestRows(deps.store, [requestRow(record, generation, state)])
     let recordedAt = now()
     let error: string | undefined
+    const readSize = deps.pageSize * Math.max(1, Math.floor(deps.batchesPerRead ?? 1))
+    // The first read is one batch and reads double up to readSize, so the first deliveries go out
+    // without waiting behind a big read.
+    let size = deps.pageSize
     for (;;) {
       let read: TargetPage
       try {
-        read = await page(state.cursor, deps.pageSize)
+        read = await page(state.cursor, size)
+        size = Math.min(readSize, size * 2)
       } catch (err) {
         if (!(err instanceof TargetGone)) throw err
         error = err.message
         break
       }
       if (read.devices.length > 0) {
-        const targets = read.devices.map((device) => ({ device, message: 0 }))
-        await deps.emit(encodeBatches(buildBatch(record, generation, state.pages, targets, now())))
-        state.pages++
+        const messages: ProduceMessage[] = []
+        for (const chunk of pages(read.devices, deps.pageSize)) {
+          const targets = chunk.map((device) => ({ device, message: 0 }))
+          messages.push(...encodeBatches(buildBatch(record, generation, state.pages, targets, now())))
+          state.pages++
+        }
+        await deps.emit(messages)
         state.targeted += read.devices.length
       }
       if (read.last !== undefined) state.cursor = read.last

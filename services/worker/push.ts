@@ -1,4 +1,4 @@
-import { pushPlanner, type MemberSource } from '../../pipelines/push/planner.ts'
+import { PLANNER_READ_INSTALLS, pushPlanner, type MemberSource } from '../../pipelines/push/planner.ts'
 import { SendRate } from '../../pipelines/push/send-rate.ts'
 import { pushSender } from '../../pipelines/push/sender.ts'
 import type { TransportResolver } from '../../pipelines/push/transport.ts'
@@ -28,6 +28,7 @@ export function pushPipeline(parts: PushPipelineParts): WorkerPipeline {
         store,
         emit: (messages) => bus.produce(topology.topics.pushDeliveries.topic, messages),
         pageSize: config.SLUICE_PUSH_BATCH_SIZE,
+        batchesPerRead: Math.max(1, Math.floor(PLANNER_READ_INSTALLS / config.SLUICE_PUSH_BATCH_SIZE)),
         ...(parts.members && { members: parts.members(runtime) }),
         onPlanned: ({ record, generation, targeted, error }) =>
           logger[error ? 'warn' : 'info'](

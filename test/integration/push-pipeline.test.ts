@@ -180,6 +180,28 @@ describe('push planner and sender on the embedded engine', () => {
     ).toEqual(['bc:1:0', 'bc:1:1', 'bc:1:2'])
   })
 
+  it('reads several batches per target query and emits them together, the same batches as one read each', async () => {
+    const produced: string[][] = []
+    const planner = pushPlanner({
+      store,
+      emit: async (m) =>
+        void produced.push(m.map((x) => (decodeBatch(x.value) as { batch: DeliveryBatch }).batch.batchId)),
+      pageSize: 2,
+      batchesPerRead: 2,
+      now: () => T,
+    })
+    await planner(
+      busBatch('push-requests', [encodePushRequest(request({ requestId: 'bc2', appId: 'plan' })).value]),
+    )
+    // A first read of one batch (the first deliveries go out at once), then reads of two.
+    expect(produced).toEqual([['bc2:0:0'], ['bc2:0:1', 'bc2:0:2'], ['bc2:0:3']])
+    expect((await requestRows('plan')).find((r) => r.request_id === 'bc2')).toMatchObject({
+      status: 'planned',
+      cursor: 'i7',
+    })
+    expect(Number((await requestRows('plan')).find((r) => r.request_id === 'bc2')?.targeted)).toBe(7)
+  })
+
   it('resumes a fan-out cut short after its recorded cursor, under the same batch ids', async () => {
     const emitted: string[] = []
     let failAt = 2
