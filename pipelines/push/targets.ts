@@ -14,8 +14,9 @@ const ENABLED_PUSH = `push_token != ''
 /**
  * One page of a broadcast: the app's installs with an enabled push token, after `after` in
  * install order (the order of the table's key, so each page is a range read). The page comes back
- * as one row holding an array of tuples: one JSON.parse of arrays instead of one object per
- * install (a third less CPU per install at 10,000 a page).
+ * as one row holding an array of string arrays (arrays, not tuples, which a server may name and
+ * write as objects): one JSON.parse of arrays instead of one object per install (a third less
+ * CPU per install at 10,000 a page).
  */
 export async function broadcastPage(
   store: Store,
@@ -24,7 +25,7 @@ export async function broadcastPage(
   limit: number,
 ): Promise<TargetDevice[]> {
   const [row] = await store.query<{ d: [string, string, string, string][] }>(
-    `SELECT groupArray((install_uuid, customer_id, platform, push_token)) AS d FROM (
+    `SELECT groupArray([install_uuid, customer_id, toString(platform), push_token]) AS d FROM (
        SELECT install_uuid, customer_id, platform, push_token
        FROM devices FINAL
        WHERE app_id = {app:String} AND install_uuid > {after:String} AND ${ENABLED_PUSH}
