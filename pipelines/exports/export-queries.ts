@@ -16,6 +16,42 @@ export interface ExportQuery {
 /** The format every export query is read in. */
 export const LINE_FORMAT = 'TabSeparatedRaw'
 
+/** Bytes an export query may hold in a hash table or a sort before it spills to disk. */
+export const EXPORT_SPILL_BYTES = 32 * 1024 * 1024
+/** The engine memory an export query may use at most: past it the query fails (and says so). */
+export const EXPORT_MAX_MEMORY_BYTES = 1024 * 1024 * 1024
+
+/**
+ * Settings of every export query, so that writing a file takes the engine about the same memory
+ * whatever its size (measured on 1,000,000 rows in embedded mode, bench/README.md "Session 6 —
+ * exports"):
+ * - `use_query_condition_cache = 0`: with the cache on, a filtered read hands over whole granules
+ *   (8,192 raw-log rows, ~6.5 MB of JSON per block) whatever max_block_size says; without it,
+ *   blocks of `max_block_size` rows. A log hour's query went from 77 MB to ~20 MB.
+ * - `max_block_size = 1024`: ~0.8 MB per block of log lines.
+ * - `max_threads = 1`: one read stream (each stream holds its own blocks); no slower on two cores.
+ * - external GROUP BY and sort past 32 MB, sort-merge joins: the audience compiler's aggregation
+ *   (uniqExact per install) and joins held ~400 MB for a million members; with these, ~60 MB.
+ * - `max_memory_usage`: a guard; a query past it fails with the engine's MEMORY_LIMIT_EXCEEDED.
+ */
+export const EXPORT_SETTINGS: Readonly<Record<string, string | number>> = {
+  max_threads: 1,
+  max_block_size: 1024,
+  use_query_condition_cache: 0,
+  max_bytes_before_external_group_by: EXPORT_SPILL_BYTES,
+  max_bytes_before_external_sort: EXPORT_SPILL_BYTES,
+  join_algorithm: 'full_sorting_merge',
+  max_memory_usage: EXPORT_MAX_MEMORY_BYTES,
+}
+
+/** ` SETTINGS …` of an export query: `own` (a subquery's settings, kept) then EXPORT_SETTINGS. */
+export function exportSettingsClause(own = ''): string {
+  const ours = Object.entries(EXPORT_SETTINGS).map(
+    ([name, value]) => `${name} = ${typeof value === 'string' ? `'${value}'` : value}`,
+  )
+  return ` SETTINGS ${[...(own === '' ? [] : [own]), ...ours].join(', ')}`
+}
+
 const ms = (name: string) => `fromUnixTimestamp64Milli({${name}:Int64}, 'UTC')`
 
 /** `"name":<JSON of expr>`, left out ('') when `present` is false. */
@@ -43,7 +79,7 @@ export function logHourQuery(appId: string, hourStart: number): ExportQuery {
         ',"customer_ids":', if(${customer} = '', '{}', concat('{"customer_id":', toJSONString(${customer}), '}')),
         ',', substring(${WITHOUT_CUSTOMER_ID}, 2))
       FROM raw_log FINAL
-      WHERE app_id = {app:String} AND at >= ${ms('from')} AND at < ${ms('to')}`,
+      WHERE app_id = {app:String} AND at >= ${ms('from')} AND at < ${ms('to')}${exportSettingsClause()}`,
     params: { app: appId, from: hourStart, to: hourStart + HOUR_MS },
   }
 }
@@ -97,7 +133,7 @@ export function profileFullQuery(profiledbId: number, appIds: readonly string[])
         FROM customer_devices FINAL WHERE app_id IN {apps:Array(String)}
         GROUP BY customer_id
       ) AS f USING (customer_id)
-      WHERE live = 1 OR (seen = 1 AND (stored = 0 OR last_active_ms > updated_ms))`,
+      WHERE live = 1 OR (seen = 1 AND (stored = 0 OR last_active_ms > updated_ms))${exportSettingsClause()}`,
     params: { db: profiledbId, apps: [...appIds] },
   }
 }
@@ -118,7 +154,7 @@ export function profileChangesQuery(profiledbId: number, from: number, to: numbe
       FROM profile_changes FINAL
       WHERE profiledb_id = {db:UInt64} AND inserted_at > ${ms('from')} AND inserted_at <= ${ms('to')}
         AND (updates NOT IN ('', '{}') OR notEmpty(deletes))
-      ORDER BY at, seq`,
+      ORDER BY at, seq${exportSettingsClause()}`,
     params: { db: profiledbId, from, to },
   }
 }
@@ -154,10 +190,10 @@ export function audienceIdentifierQuery(
 ): ExportQuery {
   const { body, settings } = membersSubquery(members.sql)
   const key = JSON.stringify(IDENTIFIER_KEYS[jobType])
-  const line = (expr: string) => `concat('{${key}:', toJSONString(${expr}), '}')`
-  // Sort-merge joins: a million members joined through hash tables held ~790 MB of the engine's
-  // memory in the bench, merged sorted ~400 MB, and ran no slower (the export needs no order).
-  const tail = ` SETTINGS ${settings === '' ? '' : `${settings}, `}join_algorithm = 'full_sorting_merge'`
+  // Each identifier once: GROUP BY rather than DISTINCT, because an aggregation spills to disk
+  // past EXPORT_SPILL_BYTES and DISTINCT does not (DISTINCT held ~300 MB for a million ids).
+  const line = (expr: string) => `concat('{${key}:', toJSONString(${expr}), '}') AS line`
+  const tail = exportSettingsClause(settings)
   const params = { ...members.params, x_app: ctx.appId, x_db: ctx.orgProfiledbId }
   if (jobType === 'idfa' || jobType === 'gaid') {
     const platform =
@@ -165,26 +201,29 @@ export function audienceIdentifierQuery(
         ? "(lower(a.platform) IN ('ios', 'ipados', 'iphone os', 'tvos') OR startsWith(lower(a.platform), 'ios'))"
         : "startsWith(lower(a.platform), 'android')"
     return {
-      sql: `SELECT DISTINCT ${line('a.advertising_id')}
+      sql: `SELECT ${line('a.advertising_id')}
         FROM (${body}) AS m
         INNER JOIN (SELECT install_uuid, platform, advertising_id, limit_advertising
                     FROM devices FINAL WHERE app_id = {x_app:String}) AS a ON a.install_uuid = m.install_uuid
-        WHERE a.advertising_id NOT IN ${NO_AD_ID} AND a.limit_advertising = 0 AND ${platform}${tail}`,
+        WHERE a.advertising_id NOT IN ${NO_AD_ID} AND a.limit_advertising = 0 AND ${platform}
+        GROUP BY a.advertising_id${tail}`,
       params,
     }
   }
   if (jobType === 'customer_id')
     return {
-      sql: `SELECT DISTINCT ${line('m.customer_id')} FROM (${body}) AS m WHERE m.customer_id != ''${tail}`,
+      sql: `SELECT ${line('m.customer_id')} FROM (${body}) AS m WHERE m.customer_id != ''
+        GROUP BY m.customer_id${tail}`,
       params,
     }
   return {
-    sql: `SELECT DISTINCT ${line('p.email')}
+    sql: `SELECT ${line('p.email')}
       FROM (${body}) AS m
       INNER JOIN (SELECT customer_id, JSONExtractString(attributes, '$email') AS email
                   FROM profiles FINAL WHERE profiledb_id = {x_db:UInt64} AND deleted = 0) AS p
         ON p.customer_id = m.customer_id
-      WHERE m.customer_id != '' AND p.email != ''${tail}`,
+      WHERE m.customer_id != '' AND p.email != ''
+      GROUP BY p.email${tail}`,
     params,
   }
 }
