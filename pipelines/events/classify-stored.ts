@@ -6,6 +6,12 @@ export interface WriterItem {
   headers: WriterItemHeaders
   /** The event's RowBinary row, whole or in parts (head, a slice of the pool's buffer, tail). */
   value: Buffer | RowParts
+  /**
+   * Where the CPU pool hashed the key for the filter of stored keys: h1 at `keyHash[2 * keyIndex]`,
+   * h2 after it (PackedEvents.keyHash). Without it the key is hashed when screened.
+   */
+  keyHash?: Uint32Array
+  keyIndex?: number
 }
 
 export type WriterDecision =

@@ -1,3 +1,4 @@
+import { keyHashes } from './key-filter.ts'
 import { RowBinaryReader, RowBinaryWriter } from './row-binary.ts'
 import type { ValidEvent } from './validate-event.ts'
 
@@ -69,6 +70,11 @@ export interface PackedEvents {
   uuid: string[]
   own: Uint8Array
   ownEnd: number[]
+  /**
+   * The filter of stored keys' two hashes of each event's (app, uuid), h1 then h2 (`keyHashes`):
+   * hashed here, so the event store's thread only tests bits.
+   */
+  keyHash: Uint32Array
 }
 
 export const noPackedEvents = (): PackedEvents => ({
@@ -78,6 +84,7 @@ export const noPackedEvents = (): PackedEvents => ({
   uuid: [],
   own: new Uint8Array(0),
   ownEnd: [],
+  keyHash: new Uint32Array(0),
 })
 
 export function packEvents(events: readonly ValidEvent[]): PackedEvents {
@@ -93,6 +100,7 @@ export function packEvents(events: readonly ValidEvent[]): PackedEvents {
     packed.ownEnd.push(out.length)
   }
   packed.own = out.bytes()
+  packed.keyHash = keyHashes(packed.app, packed.uuid)
   return packed
 }
 

@@ -26,7 +26,7 @@ interface Layer {
 
 export class KeyFilter {
   private readonly layers: Layer[] = []
-  private scratch = Buffer.allocUnsafe(256)
+  private scratch: Buffer = Buffer.allocUnsafe(256)
 
   constructor(capacity = MIN_CAPACITY) {
     this.layers.push(layer(capacity))
@@ -66,8 +66,13 @@ export class KeyFilter {
    */
   addIfAbsent(app: string, uuid: string): boolean {
     this.hash(app, uuid)
-    if (this.mightContainHashed(this.h1, this.h2)) return false
-    this.addHashed(this.h1, this.h2)
+    return this.addIfAbsentHashed(this.h1, this.h2)
+  }
+
+  /** addIfAbsent of a key hashed beforehand (`keyHashes`, on the CPU pool). */
+  addIfAbsentHashed(h1: number, h2: number): boolean {
+    if (this.mightContainHashed(h1, h2)) return false
+    this.addHashed(h1, h2)
     return true
   }
 
@@ -91,17 +96,41 @@ export class KeyFilter {
   private h1 = 0
   private h2 = 0
 
-  /** Sets h1 and h2 for the key's UTF-8 bytes (`app`, a newline, `uuid`), written into the scratch buffer. */
+  /** Sets h1 and h2 for the key `app`, a newline, `uuid`. */
   private hash(app: string, uuid: string): void {
-    const most = (app.length + uuid.length) * 3 + 1
-    if (this.scratch.length < most) this.scratch = Buffer.allocUnsafe(most * 2)
-    const b = this.scratch
-    let n = writeAscii(b, 0, app)
-    b[n++] = 0x0a
-    n = writeAscii(b, n, uuid)
-    this.h1 = murmurHash3x86(b, n)
-    this.h2 = xxHash32(b, n)
+    this.scratch = keyBytes(this.scratch, app, uuid)
+    const n = keyLength
+    this.h1 = murmurHash3x86(this.scratch, n)
+    this.h2 = xxHash32(this.scratch, n)
   }
+}
+
+/**
+ * The filter's two hashes of each key (`apps[i]`, `uuids[i]`), h1 then h2 per key: computed where
+ * the events are parsed (the CPU pool), so the thread that screens a batch only tests bits.
+ */
+export function keyHashes(apps: readonly string[], uuids: readonly string[]): Uint32Array {
+  const out = new Uint32Array(apps.length * 2)
+  let scratch: Buffer = Buffer.allocUnsafe(256)
+  for (let i = 0; i < apps.length; i++) {
+    scratch = keyBytes(scratch, apps[i]!, uuids[i]!)
+    out[2 * i] = murmurHash3x86(scratch, keyLength)
+    out[2 * i + 1] = xxHash32(scratch, keyLength)
+  }
+  return out
+}
+
+// The length of the key keyBytes wrote last (a module variable: no object per key).
+let keyLength = 0
+
+/** The key's UTF-8 bytes (`app`, a newline, `uuid`) in `scratch`, or in a bigger buffer it returns. */
+function keyBytes(scratch: Buffer, app: string, uuid: string): Buffer {
+  const most = (app.length + uuid.length) * 3 + 1
+  const b = scratch.length < most ? Buffer.allocUnsafe(most * 2) : scratch
+  let n = writeAscii(b, 0, app)
+  b[n++] = 0x0a
+  keyLength = writeAscii(b, n, uuid)
+  return b
 }
 
 /** Writes `s` as UTF-8 at `at` (ASCII byte by byte, the usual case), returns the end. */

@@ -34,8 +34,15 @@ export function screenBatch(items: readonly WriterItem[], filter: KeyFilter): Sc
   // app -> uuids of the suspects; only built when there are suspects.
   const suspectKeys = new Map<string, Set<string>>()
   for (let i = 0; i < items.length; i++) {
-    const h = items[i]!.headers
-    if (filter.addIfAbsent(h.a, h.u)) continue
+    const item = items[i]!
+    const h = item.headers
+    const at = 2 * (item.keyIndex ?? 0)
+    if (
+      item.keyHash
+        ? filter.addIfAbsentHashed(item.keyHash[at]!, item.keyHash[at + 1]!)
+        : filter.addIfAbsent(h.a, h.u)
+    )
+      continue
     marks[i] = Screened.Suspect
     suspects.push(items[i]!)
     let uuids = suspectKeys.get(h.a)

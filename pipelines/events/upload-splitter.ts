@@ -151,6 +151,8 @@ export function serverUploadSplitter(deps: SplitterDeps) {
                 s: 'server',
               },
               value: row,
+              keyHash: upload.events.keyHash,
+              keyIndex: i,
             })
           else forward.push({ app: result.app_id, uuid: result.uuid, line: result.line, upload: ref, row })
           forwarded++

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { KeyFilter, murmurHash3x86, xxHash32 } from '../../pipelines/events/key-filter.ts'
+import { KeyFilter, keyHashes, murmurHash3x86, xxHash32 } from '../../pipelines/events/key-filter.ts'
 
 describe('filter of stored keys', () => {
   it("hashes as ClickHouse's murmurHash3_32 and xxHash32 do (values from chdb 3.4)", () => {
@@ -27,5 +27,26 @@ describe('filter of stored keys', () => {
     let falsePositives = 0
     for (const k of keys) if (filter.mightContain('other', k)) falsePositives++
     expect(falsePositives / keys.length).toBeLessThan(0.05)
+  })
+
+  it('hashes keys beforehand (keyHashes, on the CPU pool) as it hashes them itself', () => {
+    const apps = ['app', 'app', 'é-app', 'app']
+    const uuids = ['u-1', 'u-2', 'u-1', `🎉${'x'.repeat(200)}`]
+    const hashes = keyHashes(apps, uuids)
+    expect(hashes).toHaveLength(8)
+    expect([hashes[0], hashes[1]]).toEqual([
+      murmurHash3x86(Buffer.from('app\nu-1')),
+      xxHash32(Buffer.from('app\nu-1')),
+    ])
+    const filter = new KeyFilter()
+    // Added by string, found by hash; added by hash, found by string.
+    filter.add(apps[0]!, uuids[0]!)
+    expect(filter.addIfAbsentHashed(hashes[0]!, hashes[1]!)).toBe(false)
+    for (let i = 1; i < apps.length; i++)
+      expect(filter.addIfAbsentHashed(hashes[2 * i]!, hashes[2 * i + 1]!)).toBe(true)
+    for (let i = 0; i < apps.length; i++) expect(filter.mightContain(apps[i]!, uuids[i]!)).toBe(true)
+    expect(filter.addIfAbsent('app', 'u-3')).toBe(true)
+    expect(filter.addIfAbsent('app', 'u-3')).toBe(false)
+    expect(filter.size).toBe(5)
   })
 })
