@@ -17,6 +17,7 @@ interface Side {
   rows: number
   rssGrowthMb: number
   jsGrowthMb?: number
+  engineGrowthMb?: number
   bytes?: number
 }
 
@@ -144,8 +145,9 @@ export function exportFigures(r: ExportBenchResult | undefined, skipped: string,
         target: EXPORT_TARGETS.rssGrowthMb,
         met: sluice.rssGrowthMb <= EXPORT_TARGETS.rssGrowthMb.value,
         detail:
-          `whole process, the embedded engine included; Node's own heap and buffers +${sluice.jsGrowthMb ?? NaN} MB; ` +
-          `the baseline grew the process by ${baseline.rssGrowthMb} MB`,
+          `whole process, the embedded engine included (its tracked memory +${sluice.engineGrowthMb ?? NaN} MB); ` +
+          `Node's heap and buffers +${sluice.jsGrowthMb ?? NaN} MB (uncollected garbage included); ` +
+          `the baseline, measured alike, grew the process by ${baseline.rssGrowthMb} MB (engine +${baseline.engineGrowthMb ?? NaN} MB)`,
       },
     ]
   })
@@ -155,7 +157,7 @@ export function exportFigures(r: ExportBenchResult | undefined, skipped: string,
 export function exportLine(r: ExportBenchResult): string {
   if (r.skipped !== undefined) return `- **exports**: skipped (${r.skipped}).`
   const side = (s: Side) =>
-    `${Math.round(s.rows / (s.ms / 1000))} rows/s (${s.rows} rows in ${(s.ms / 1000).toFixed(1)} s, RSS +${s.rssGrowthMb} MB)`
+    `${Math.round(s.rows / (s.ms / 1000))} rows/s (${s.rows} rows in ${(s.ms / 1000).toFixed(1)} s, RSS +${s.rssGrowthMb} MB, engine +${s.engineGrowthMb ?? NaN} MB)`
   return (
     `- **exports** (${r.set}): log file ${side(r.log.sluice)} against the engine's JSONEachRow + gzip ${side(r.log.baseline)}; ` +
     `audience file ${side(r.audience.sluice)} against ${side(r.audience.baseline)}.`

@@ -26,9 +26,17 @@ export interface ExportWriterOptions {
   logRetentionMs: number
   /** A file replaced by a newer one is kept at least this long: links to it stay valid. */
   linkTtlMs: number
-  /** zlib level; 6 is gzip's default. */
+  /** zlib level; default EXPORT_GZIP_LEVEL (6, gzip's own default). */
   gzipLevel?: number
 }
+
+/** gzip's default level: files ~6 % smaller than level 1 for ~50 % more deflate CPU (1M log rows). */
+export const EXPORT_GZIP_LEVEL = 6
+/**
+ * zlib's output chunk. Deflate runs on the libuv pool, one round trip per output chunk: 256 KB
+ * instead of the default 16 KB makes one trip per ~1 MB block of lines instead of five or more.
+ */
+export const EXPORT_GZIP_CHUNK_BYTES = 256 * 1024
 
 export interface ExportProgress {
   export_id: number
@@ -56,8 +64,8 @@ const PROGRESS_EVERY_MS = 5000
  * for each request it decides whether the file is needed (missing, stale, or this day's refresh
  * not written yet), then streams the export's query from the engine through gzip into the files
  * port, which writes it under a temporary name and renames it whole, and only then records it in
- * export_files. Memory stays flat whatever the size: the engine formats blocks of 8,192 rows, and
- * each is gzipped and written before the next is asked for. A request decided twice (two
+ * export_files. Memory stays flat whatever the size: the engine formats blocks of 1,024 rows
+ * (EXPORT_SETTINGS), and each is gzipped (on the libuv pool) and written before the next is asked for. A request decided twice (two
  * requests raced) writes once: the second finds the first's file fresh.
  */
 export function exportWriter(deps: ExportWriterDeps) {
@@ -110,7 +118,10 @@ export function exportWriter(deps: ExportWriterDeps) {
         done: false,
       }),
     )
-    const gzip = createGzip({ level: deps.gzipLevel ?? 6 })
+    const gzip = createGzip({
+      level: deps.gzipLevel ?? EXPORT_GZIP_LEVEL,
+      chunkSize: EXPORT_GZIP_CHUNK_BYTES,
+    })
     const sized = new ByteCounter()
     const source = deps.store.queryStream(query.sql, query.params, LINE_FORMAT)
     // put() writes a temporary file and renames it once whole: a half-written file is never seen.
