@@ -115,11 +115,13 @@ export function pushSender(deps: SenderDeps) {
     const recorded = await recordedInstalls(deps.store, batches)
     const work: Work[] = []
     for (const batch of batches) {
+      const request = requestKey(batch.appId, batch.requestId, batch.generation)
+      let installs = recorded.get(request)
+      if (!installs) recorded.set(request, (installs = new Set<string>()))
       for (const target of batch.targets) {
-        const key = installKey(batch.requestId, batch.generation, target[0])
         // Recorded before (a redelivery), or twice in this bus batch (a re-emitted page).
-        if (recorded.has(key)) continue
-        recorded.add(key)
+        if (installs.has(target[0])) continue
+        installs.add(target[0])
         work.push({ batch, target })
       }
     }
@@ -145,20 +147,25 @@ export function pushSender(deps: SenderDeps) {
   /** Send one run through the apps' transports, by platform; the outcome of each delivery. */
   async function sendRun(work: readonly Work[]): Promise<Map<Work, Result>> {
     const results = new Map<Work, Result>()
-    const groups = new Map<string, { appId: string; platform: PushPlatform; work: Work[] }>()
+    const groups: { appId: string; platform: PushPlatform; work: Work[] }[] = []
+    const byApp = new Map<string, Partial<Record<PushPlatform, Work[]>>>()
     const now = clock.now()
     for (const w of work) {
-      const platform = pushPlatform(w.target[2])
+      const platform = platformOf(w.target[2])
       if (!platform) {
         results.set(w, failedNow(now, `unsupported platform ${JSON.stringify(w.target[2])}`))
         continue
       }
-      const groupKey = `${w.batch.appId}\n${platform}`
-      const group = groups.get(groupKey) ?? { appId: w.batch.appId, platform, work: [] }
-      group.work.push(w)
-      groups.set(groupKey, group)
+      let app = byApp.get(w.batch.appId)
+      if (!app) byApp.set(w.batch.appId, (app = {}))
+      let items = app[platform]
+      if (!items) {
+        items = app[platform] = []
+        groups.push({ appId: w.batch.appId, platform, work: items })
+      }
+      items.push(w)
     }
-    for (const { appId, platform, work: items } of groups.values()) {
+    for (const { appId, platform, work: items } of groups) {
       const transport = await deps.transports.transportFor(appId, platform)
       if (!transport) {
         for (const w of items)
@@ -255,18 +262,15 @@ export function pushSender(deps: SenderDeps) {
     if (results.size === 0) return
     let rows = ''
     const invalid: object[] = []
-    const counts = new Map<
-      string,
-      { appId: string; platform: string; transport: string; sent: number; failed: number }
-    >()
+    const counts = new Map<string, Count>()
     // A row is the JSON array of DELIVERY_COLUMNS. Only the install and the customer differ
     // between most rows of a run, so the columns before them are serialised once per batch and
     // those after once per (batch, result, platform, message): the same bytes, a few
     // concatenations per row.
     const heads = new Map<DeliveryBatch, string>()
-    const tails = new Map<DeliveryBatch, Map<Result, Map<string, string>>>()
+    const tails = new Map<DeliveryBatch, Map<Result, Map<string, Tail>>>()
     for (const [{ batch, target }, r] of results) {
-      const platform = pushPlatform(target[2]) ?? target[2]
+      const platform = platformOf(target[2]) ?? target[2]
       let head = heads.get(batch)
       if (head === undefined) {
         head = JSON.stringify([
@@ -280,13 +284,20 @@ export function pushSender(deps: SenderDeps) {
         heads.set(batch, head)
       }
       let byResult = tails.get(batch)
-      if (!byResult) tails.set(batch, (byResult = new Map<Result, Map<string, string>>()))
+      if (!byResult) tails.set(batch, (byResult = new Map<Result, Map<string, Tail>>()))
       let byKey = byResult.get(r)
-      if (!byKey) byResult.set(r, (byKey = new Map<string, string>()))
+      if (!byKey) byResult.set(r, (byKey = new Map<string, Tail>()))
       const tailKey = `${platform}\n${target[4]}`
       let tail = byKey.get(tailKey)
       if (tail === undefined) {
-        tail = JSON.stringify([
+        const countKey = `${batch.appId}\n${platform}\n${r.transport}`
+        let count = counts.get(countKey)
+        if (!count)
+          counts.set(
+            countKey,
+            (count = { appId: batch.appId, platform, transport: r.transport, sent: 0, failed: 0 }),
+          )
+        const text = JSON.stringify([
           platform,
           r.transport,
           r.status,
@@ -299,9 +310,10 @@ export function pushSender(deps: SenderDeps) {
           r.finishedAt,
           r.finishedAt,
         ]).slice(1)
-        byKey.set(tailKey, tail)
+        byKey.set(tailKey, (tail = { text, count }))
       }
-      rows += `${head},${JSON.stringify(target[0])},${JSON.stringify(target[1])},${tail}\n`
+      rows += `${head},${JSON.stringify(target[0])},${JSON.stringify(target[1])},${tail.text}\n`
+      tail.count[r.status]++
       if (r.invalidToken)
         invalid.push({
           app_id: batch.appId,
@@ -311,16 +323,6 @@ export function pushSender(deps: SenderDeps) {
           reason: wellFormed(r.error).slice(0, 2000),
           invalidated_at: r.finishedAt,
         })
-      const key = `${batch.appId}\n${platform}\n${r.transport}`
-      const c = counts.get(key) ?? {
-        appId: batch.appId,
-        platform,
-        transport: r.transport,
-        sent: 0,
-        failed: 0,
-      }
-      c[r.status]++
-      counts.set(key, c)
     }
     // Tokens first: a crash between the two inserts leaves the token dead and the delivery
     // unrecorded, which the redelivery resends (to a dead token, answered failed again).
@@ -330,8 +332,33 @@ export function pushSender(deps: SenderDeps) {
   }
 }
 
-const installKey = (requestId: string, generation: number, install: string) =>
-  `${requestId}\n${generation}\n${install}`
+// Request ids are an app's own: two apps of one partition may use the same one.
+const requestKey = (appId: string, requestId: string, generation: number) =>
+  `${appId}\n${requestId}\n${generation}`
+
+interface Count {
+  appId: string
+  platform: string
+  transport: string
+  sent: number
+  failed: number
+}
+
+/** The columns of a row after the customer, and the count its rows go to. */
+interface Tail {
+  text: string
+  count: Count
+}
+
+/** pushPlatform, remembered: a batch names the same few platform strings thousands of times. */
+const platforms = new Map<string, PushPlatform | undefined>()
+function platformOf(platform: string): PushPlatform | undefined {
+  if (platforms.has(platform)) return platforms.get(platform)
+  const p = pushPlatform(platform)
+  // Bounded: SDKs log a handful of platform names; anything else is looked up each time.
+  if (platforms.size < 256) platforms.set(platform, p)
+  return p
+}
 
 const failedNow = (at: number, error: string): Result => ({
   status: 'failed',
@@ -346,10 +373,13 @@ const undecodable = (record: BusRecord, reason: string) =>
   deadLetter(new PermanentError(`undecodable delivery batch at offset ${record.offset}: ${reason}`))
 
 /**
- * Which installs of these batches' requests are recorded already, as installKey strings: one
+ * Which installs of these batches' requests are recorded already, by requestKey: one
  * range read per (app, request, generation) over the table's key (pages are in install order).
  */
-async function recordedInstalls(store: Store, batches: readonly DeliveryBatch[]): Promise<Set<string>> {
+async function recordedInstalls(
+  store: Store,
+  batches: readonly DeliveryBatch[],
+): Promise<Map<string, Set<string>>> {
   const ranges = new Map<
     string,
     { app: string; request: string; generation: number; lo: string; hi: string }
@@ -370,7 +400,7 @@ async function recordedInstalls(store: Store, batches: readonly DeliveryBatch[])
     }
     ranges.set(key, range)
   }
-  const found = new Set<string>()
+  const found = new Map<string, Set<string>>()
   if (ranges.size === 0) return found
   const clauses: string[] = []
   const params: Record<string, unknown> = {}
@@ -386,10 +416,20 @@ async function recordedInstalls(store: Store, batches: readonly DeliveryBatch[])
       [`hi${i}`]: r.hi,
     })
   })
-  const rows = await store.query<{ request_id: string; generation: number | string; install_uuid: string }>(
-    `SELECT request_id, generation, install_uuid FROM push_deliveries WHERE ${clauses.join(' OR ')}`,
+  const rows = await store.query<{
+    app_id: string
+    request_id: string
+    generation: number | string
+    install_uuid: string
+  }>(
+    `SELECT app_id, request_id, generation, install_uuid FROM push_deliveries WHERE ${clauses.join(' OR ')}`,
     params,
   )
-  for (const r of rows) found.add(installKey(r.request_id, Number(r.generation), r.install_uuid))
+  for (const r of rows) {
+    const request = requestKey(r.app_id, r.request_id, Number(r.generation))
+    let installs = found.get(request)
+    if (!installs) found.set(request, (installs = new Set<string>()))
+    installs.add(r.install_uuid)
+  }
   return found
 }

@@ -354,6 +354,55 @@ describe('push planner and sender on the embedded engine', () => {
     expect(await deliveries('s1')).toHaveLength(5)
   })
 
+  it('tells apart two apps of one partition that use the same request id and install ids', async () => {
+    const file = new ScriptedTransport('file', () => ({ status: 'sent' }))
+    const clock = { ...manualClock(T), random: () => 0.5 }
+    const sender = pushSender({
+      store,
+      transports: resolver({ ios: file }),
+      rate: new SendRate(0, clock),
+      retry: { attempts: 1, deadlineMs: 0, baseDelayMs: 1, maxDelayMs: 1 },
+      clock,
+    })
+    const batchOf = (appId: string) =>
+      encodeBatch(
+        buildBatch(
+          request({ requestId: 'shared-id', appId }),
+          0,
+          0,
+          ['x1', 'x2'].map((install) => ({
+            device: {
+              install_uuid: install,
+              customer_id: '',
+              platform: 'iOS',
+              push_token: `${appId}-${install}`,
+            },
+            message: 0,
+          })),
+          T,
+        ),
+      ).value
+    // App A's batch was recorded before (a redelivery); app B's, in the same bus batch, is new.
+    await sender(busBatch('push-deliveries', [batchOf('app-a')]))
+    await sender(busBatch('push-deliveries', [batchOf('app-a'), batchOf('app-b')]))
+    expect(file.calls.flat().map((d) => [d.appId, d.installUuid])).toEqual([
+      ['app-a', 'x1'],
+      ['app-a', 'x2'],
+      ['app-b', 'x1'],
+      ['app-b', 'x2'],
+    ])
+    const rows = await store.query<{ app_id: string; install_uuid: string; n: string }>(
+      `SELECT app_id, install_uuid, count() AS n FROM push_deliveries WHERE request_id = 'shared-id'
+       GROUP BY app_id, install_uuid ORDER BY app_id, install_uuid`,
+    )
+    expect(rows.map((r) => [r.app_id, r.install_uuid, Number(r.n)])).toEqual([
+      ['app-a', 'x1', 1],
+      ['app-a', 'x2', 1],
+      ['app-b', 'x1', 1],
+      ['app-b', 'x2', 1],
+    ])
+  })
+
   it('a crash between sending and recording resends at most recordEvery deliveries, and records each install once', async () => {
     const file = new ScriptedTransport('file', () => ({ status: 'sent' }))
     let failNextInsert = false
