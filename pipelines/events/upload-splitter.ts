@@ -228,15 +228,23 @@ async function attributionDevices(
   uploads: ParsedUpload[],
   appOrg: Map<string, number>,
 ): Promise<Map<string, DeviceDims>> {
-  const pairs = new Map<string, { app: string; customer: string }>()
+  // The customers of each app, then one pair per customer: a batch names each of its ~2,000
+  // customers dozens of times, and a key string and an object per event cost more than a Set.
+  const customersOf = new Map<string, Set<string>>()
   for (const upload of uploads) {
     const { app, customer } = upload.events
     const org = Number(upload.headers.org)
     for (let i = 0; i < app.length; i++) {
-      if (appOrg.get(app[i]!) === org)
-        pairs.set(customerKey(app[i]!, customer[i]!), { app: app[i]!, customer: customer[i]! })
+      const appId = app[i]!
+      if (appOrg.get(appId) !== org) continue
+      let customers = customersOf.get(appId)
+      if (!customers) customersOf.set(appId, (customers = new Set()))
+      customers.add(customer[i]!)
     }
   }
+  const pairs = new Map<string, { app: string; customer: string }>()
+  for (const [app, customers] of customersOf)
+    for (const customer of customers) pairs.set(customerKey(app, customer), { app, customer })
   const devices = await lookupDevices(deps.store, pairs)
   const missing = new Map([...pairs].filter(([key]) => !devices.has(key)))
   if (missing.size > 0) {
