@@ -99,8 +99,9 @@ export function validateEventBody(body: Buffer, ctx: ValidateContext): EventBody
   const { items, rejects, rejected, lines } = validateLines(
     body,
     (text, lineNumber) => checkEventText(text, lineNumber, ctx),
-    (event) => `${event.app_uuid}\n${event.uuid}`,
+    (event) => event.uuid,
     ctx,
+    (event) => event.app_uuid,
   )
   return { events: items, rejects, rejected, lines }
 }

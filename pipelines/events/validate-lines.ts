@@ -12,6 +12,11 @@ export function validateLines<T extends { uuid: string }, R extends string>(
   check: (text: string, line: number) => T | RejectedLine<R>,
   identity: (item: T) => string,
   limits: { maxLineBytes?: number | undefined; maxRejects?: number | undefined },
+  /**
+   * Where an identity is unique (an event's app): identities are kept per scope, so no key string
+   * is built per line (a concatenated key must be flattened to be hashed). One scope if absent.
+   */
+  scope: (item: T) => string = () => '',
 ): {
   items: T[]
   rejects: RejectedLine<R | 'duplicate_in_body' | 'line_too_long' | 'invalid_json'>[]
@@ -25,7 +30,7 @@ export function validateLines<T extends { uuid: string }, R extends string>(
   const reject = (r: RejectedLine<R | 'duplicate_in_body' | 'line_too_long' | 'invalid_json'>) => {
     if (rejectedCount++ < maxRejects) rejects.push(r)
   }
-  const seen = new Map<string, number>()
+  const seen = new Map<string, Map<string, number>>()
   const lines = forEachLine(
     body,
     {
@@ -43,12 +48,15 @@ export function validateLines<T extends { uuid: string }, R extends string>(
           return
         }
         const key = identity(result)
-        const first = seen.get(key)
+        const where = scope(result)
+        let lines = seen.get(where)
+        if (!lines) seen.set(where, (lines = new Map<string, number>()))
+        const first = lines.get(key)
         if (first !== undefined) {
           reject(rejected(lineNumber, result.uuid, 'duplicate_in_body', `uuid already used on line ${first}`))
           return
         }
-        seen.set(key, lineNumber)
+        lines.set(key, lineNumber)
         items.push(result)
       },
       refused(lineNumber, why, bytes) {
