@@ -30,6 +30,14 @@ export type SegmentationResult =
       dataDir: string
       compiledMs: LatencySummary
       handWrittenMs: LatencySummary
+      /**
+       * CPU time of the engine's process per query (all its threads), which contention inflates less
+       * than wall time (absent from results of before session 6).
+       */
+      compiledCpuMs?: LatencySummary
+      handWrittenCpuMs?: LatencySummary
+      /** The 1-minute load average when the runs ended: above the cores, wall times wait for CPU. */
+      loadAverage?: number
       /** Hand-written p50 ÷ compiled p50: 1 means the compiler's query is as fast as a person's. */
       ratio: number
       counts: { compiled: unknown; hand: unknown }
@@ -99,6 +107,9 @@ export async function segmentation(options: {
       rows: Record<string, number>
       compiledMs: number[]
       handMs: number[]
+      compiledCpuMs: number[]
+      handCpuMs: number[]
+      loadAverage: number
       counts: { compiled: unknown; hand: unknown }
     }
     const compiledMs = summarize(r.compiledMs)
@@ -115,6 +126,9 @@ export async function segmentation(options: {
       dataDir,
       compiledMs,
       handWrittenMs,
+      compiledCpuMs: summarize(r.compiledCpuMs),
+      handWrittenCpuMs: summarize(r.handCpuMs),
+      loadAverage: r.loadAverage,
       ratio: (handWrittenMs.p50 ?? NaN) / (compiledMs.p50 ?? NaN),
       counts: r.counts,
       countsMatch: JSON.stringify(r.counts.compiled) === JSON.stringify(r.counts.hand),
@@ -150,7 +164,12 @@ export function segmentationFigures(
       { name: name('ratio'), unit: '', skipped: why },
     ]
   }
-  const sizes = `${r.installs.toLocaleString('en-US')} installs, ${r.events.toLocaleString('en-US')} events, ${r.compiledMs.count} runs`
+  const cpu =
+    r.compiledCpuMs?.p50 === undefined
+      ? ''
+      : `; engine CPU per query p50 ${Math.round(r.compiledCpuMs.p50)} ms (hand-written ${Math.round(r.handWrittenCpuMs?.p50 ?? NaN)} ms)` +
+        (r.loadAverage === undefined ? '' : `, load average ${r.loadAverage.toFixed(1)}`)
+  const sizes = `${r.installs.toLocaleString('en-US')} installs, ${r.events.toLocaleString('en-US')} events, ${r.compiledMs.count} runs${cpu}`
   const counts = r.countsMatch
     ? `both count ${JSON.stringify(r.counts.compiled)}`
     : `COUNTS DIFFER: compiled ${JSON.stringify(r.counts.compiled)}, hand-written ${JSON.stringify(r.counts.hand)}`
@@ -206,7 +225,8 @@ export async function runSegmentation(run: BenchRun): Promise<void> {
   if (r.skipped === undefined)
     run.log(
       `    ${r.set}: compiled p50 ${Math.round(r.compiledMs.p50 ?? NaN)} ms, p99 ${Math.round(r.compiledMs.p99 ?? NaN)} ms; ` +
-        `hand-written p50 ${Math.round(r.handWrittenMs.p50 ?? NaN)} ms; data ${r.reused ? 'reused from' : `generated in ${(r.generationMs / 1000).toFixed(0)} s into`} ${r.dataDir}` +
+        `hand-written p50 ${Math.round(r.handWrittenMs.p50 ?? NaN)} ms; CPU p50 compiled ${Math.round(r.compiledCpuMs?.p50 ?? NaN)} ms, ` +
+        `hand-written ${Math.round(r.handWrittenCpuMs?.p50 ?? NaN)} ms (load average ${r.loadAverage?.toFixed(1)}); data ${r.reused ? 'reused from' : `generated in ${(r.generationMs / 1000).toFixed(0)} s into`} ${r.dataDir}` +
         (r.countsMatch ? '' : '; COUNTS DIFFER'),
     )
 }
@@ -218,7 +238,9 @@ export function segmentationLine(r: SegmentationResult): string {
     `p50 ${Math.round(s.p50 ?? NaN)} / p90 ${Math.round(s.p90 ?? NaN)} / p99 ${Math.round(s.p99 ?? NaN)} ms`
   return (
     `- **segmentation** (${r.set}: ${JSON.stringify(r.rows)}): compiled count query ${ms(r.compiledMs)}; ` +
-    `hand-written ${ms(r.handWrittenMs)}; ratio ${round(r.ratio, 2)}; counts ${r.countsMatch ? 'equal' : 'DIFFER'} ` +
+    `hand-written ${ms(r.handWrittenMs)}; ratio ${round(r.ratio, 2)}; engine CPU per query p50 compiled ` +
+    `${Math.round(r.compiledCpuMs?.p50 ?? NaN)} ms, hand-written ${Math.round(r.handWrittenCpuMs?.p50 ?? NaN)} ms ` +
+    `(load average ${r.loadAverage?.toFixed(1)}); counts ${r.countsMatch ? 'equal' : 'DIFFER'} ` +
     `(${JSON.stringify(r.counts.compiled)}); data ${r.reused ? 'reused' : `generated in ${Math.round(r.generationMs / 1000)} s`} (${r.dataDir}).`
   )
 }

@@ -314,6 +314,19 @@ describe('bench report', () => {
       'segmentation_1m_p99_ms skipped: measured on the embedded engine (chdb) only',
       'segmentation_1m_ratio skipped: measured on the embedded engine (chdb) only',
     ])
+    // The engine's CPU per query, where measured, goes with the p50.
+    const [p50] = segmentationFigures(
+      segmentationResult({
+        compiledCpuMs: { ...latency, p50: 912.4 },
+        handWrittenCpuMs: { ...latency, p50: 1306 },
+        loadAverage: 13.04,
+      }),
+      'unused',
+      true,
+    ).map(formatFigure)
+    expect(p50).toBe(
+      "segmentation_100k_p50_ms 420 (no target; 100,000 installs, 2,000,000 events, 10 runs; engine CPU per query p50 912 ms (hand-written 1306 ms), load average 13.0; the 1,000 ms target is the 1M-install set's)",
+    )
   })
 
   it('counts an overload with lost events as not met whatever the RSS', () => {
