@@ -11,6 +11,7 @@ import {
   type BatchTarget,
   type DeliveryBatch,
 } from './delivery-batch.ts'
+import { DeliveryRows, DELIVERY_ROW_BINARY } from './delivery-rows.ts'
 import { compareInstall } from './plan.ts'
 import type { SendRate } from './send-rate.ts'
 import type { DeliveryOutcome, PushDelivery, PushPlatform, TransportResolver } from './transport.ts'
@@ -37,29 +38,6 @@ export interface SenderDeps {
     failed: number
   }) => void
 }
-
-/** The columns of a push_deliveries row, in the order the sender writes them. */
-export const DELIVERY_COLUMNS = [
-  'app_id',
-  'request_id',
-  'generation',
-  'campaign_key',
-  'campaign_id',
-  'creative',
-  'install_uuid',
-  'customer_id',
-  'platform',
-  'transport',
-  'status',
-  'error',
-  'attempts',
-  'message_index',
-  'batch_id',
-  'planned_at',
-  'first_attempt_at',
-  'finished_at',
-  'version',
-] as const
 
 interface Work {
   batch: DeliveryBatch
@@ -260,27 +238,25 @@ export function pushSender(deps: SenderDeps) {
 
   async function record(results: Map<Work, Result>): Promise<void> {
     if (results.size === 0) return
-    let rows = ''
+    const rows = new DeliveryRows(results.size * 160)
     const invalid: object[] = []
     const counts = new Map<string, Count>()
-    // A row is the JSON array of DELIVERY_COLUMNS. Only the install and the customer differ
-    // between most rows of a run, so the columns before them are serialised once per batch and
-    // those after once per (batch, result, platform, message): the same bytes, a few
-    // concatenations per row.
-    const heads = new Map<DeliveryBatch, string>()
+    // Only the install and the customer differ between most rows of a run, so the columns before
+    // them are encoded once per batch and those after once per (batch, result, platform, message).
+    const heads = new Map<DeliveryBatch, Buffer>()
     const tails = new Map<DeliveryBatch, Map<Result, Map<string, Tail>>>()
     for (const [{ batch, target }, r] of results) {
       const platform = platformOf(target[2]) ?? target[2]
       let head = heads.get(batch)
       if (head === undefined) {
-        head = JSON.stringify([
-          batch.appId,
-          batch.requestId,
-          batch.generation,
-          batch.campaignKey ?? '',
-          batch.campaignId,
-          batch.creative,
-        ]).slice(0, -1)
+        head = DeliveryRows.head({
+          appId: batch.appId,
+          requestId: batch.requestId,
+          generation: batch.generation,
+          campaignKey: batch.campaignKey ?? '',
+          campaignId: batch.campaignId,
+          creative: batch.creative,
+        })
         heads.set(batch, head)
       }
       let byResult = tails.get(batch)
@@ -297,22 +273,22 @@ export function pushSender(deps: SenderDeps) {
             countKey,
             (count = { appId: batch.appId, platform, transport: r.transport, sent: 0, failed: 0 }),
           )
-        const text = JSON.stringify([
+        const bytes = DeliveryRows.tail({
           platform,
-          r.transport,
-          r.status,
-          wellFormed(r.error).slice(0, 2000),
-          r.attempts,
-          batch.messageIndexes[target[4]] ?? 0,
-          batch.batchId,
-          batch.plannedAt,
-          r.firstAttemptAt,
-          r.finishedAt,
-          r.finishedAt,
-        ]).slice(1)
-        byKey.set(tailKey, (tail = { text, count }))
+          transport: r.transport,
+          status: r.status,
+          error: wellFormed(r.error).slice(0, 2000),
+          attempts: r.attempts,
+          messageIndex: batch.messageIndexes[target[4]] ?? 0,
+          batchId: batch.batchId,
+          plannedAt: batch.plannedAt,
+          firstAttemptAt: r.firstAttemptAt,
+          finishedAt: r.finishedAt,
+          version: r.finishedAt,
+        })
+        byKey.set(tailKey, (tail = { bytes, count }))
       }
-      rows += `${head},${JSON.stringify(target[0])},${JSON.stringify(target[1])},${tail.text}\n`
+      rows.row(head, target[0], target[1], tail.bytes)
       tail.count[r.status]++
       if (r.invalidToken)
         invalid.push({
@@ -327,7 +303,7 @@ export function pushSender(deps: SenderDeps) {
     // Tokens first: a crash between the two inserts leaves the token dead and the delivery
     // unrecorded, which the redelivery resends (to a dead token, answered failed again).
     if (invalid.length > 0) await deps.store.insert('invalid_push_tokens', invalid)
-    await deps.store.insert('push_deliveries', Buffer.from(rows), { compactColumns: DELIVERY_COLUMNS })
+    await deps.store.insert('push_deliveries', rows.bytes(), { rowBinary: DELIVERY_ROW_BINARY })
     for (const c of counts.values()) deps.onDelivered?.(c)
   }
 }
@@ -346,7 +322,7 @@ interface Count {
 
 /** The columns of a row after the customer, and the count its rows go to. */
 interface Tail {
-  text: string
+  bytes: Buffer
   count: Count
 }
 

@@ -3,6 +3,7 @@ import type { BusRecord, ProduceMessage, RecordBatch } from '../../pipelines/con
 import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
 import { migrate } from '../../pipelines/connectors/store/migrations.ts'
 import { decodeBatch, encodeBatch, type DeliveryBatch } from '../../pipelines/push/delivery-batch.ts'
+import { DELIVERY_ROW_BINARY, DeliveryRows } from '../../pipelines/push/delivery-rows.ts'
 import { buildBatch } from '../../pipelines/push/plan.ts'
 import { pushPlanner } from '../../pipelines/push/planner.ts'
 import { SendRate } from '../../pipelines/push/send-rate.ts'
@@ -352,6 +353,104 @@ describe('push planner and sender on the embedded engine', () => {
     await sender(busBatch('push-deliveries', [value, value]))
     expect(ios.calls).toHaveLength(2)
     expect(await deliveries('s1')).toHaveLength(5)
+  })
+
+  it('writes push_deliveries rows as RowBinary that the engine reads as the same values as JSON rows', async () => {
+    const head = (requestId: string) => ({
+      appId: 'rows-app',
+      requestId,
+      generation: 70_000,
+      campaignKey: 'spring "sale" ünï',
+      campaignId: 2 ** 40 + 5,
+      creative: 'B',
+    })
+    const tails = [
+      {
+        platform: 'ios',
+        transport: 'file',
+        status: 'sent',
+        error: '',
+        attempts: 1,
+        messageIndex: 0,
+        batchId: 'r:0:0',
+        plannedAt: T,
+        firstAttemptAt: T + 1,
+        finishedAt: T + 2,
+        version: T + 2,
+      },
+      {
+        platform: 'android',
+        transport: 'fcm',
+        status: 'failed',
+        error: `FCM 404 UNREGISTERED: ${'é'.repeat(90)} \n\t"quoted"`,
+        attempts: 65_535,
+        messageIndex: 9_999,
+        batchId: 'r:0:0.1',
+        plannedAt: T,
+        firstAttemptAt: T + 10,
+        finishedAt: T + 20_000,
+        version: T + 20_000,
+      },
+    ]
+    const ids: [string, string][] = [
+      ['i-1', 'c-1'],
+      ['i-2-' + 'x'.repeat(200), ''],
+      ['i-3-ü', 'cüst-ø-😀'],
+      ['i-4', 'c'.repeat(127)],
+    ]
+    const binary = new DeliveryRows(16)
+    const headBytes = DeliveryRows.head(head('rows-binary'))
+    const tailBytes = tails.map((t) => DeliveryRows.tail(t))
+    let json = ''
+    ids.forEach(([install, customer], i) => {
+      const t = tails[i % 2]!
+      binary.row(headBytes, install, customer, tailBytes[i % 2]!)
+      const h = head('rows-json')
+      json +=
+        JSON.stringify([
+          h.appId,
+          h.requestId,
+          h.generation,
+          h.campaignKey,
+          h.campaignId,
+          h.creative,
+          install,
+          customer,
+          t.platform,
+          t.transport,
+          t.status,
+          t.error,
+          t.attempts,
+          t.messageIndex,
+          t.batchId,
+          t.plannedAt,
+          t.firstAttemptAt,
+          t.finishedAt,
+          t.version,
+        ]) + '\n'
+    })
+    await store.insert('push_deliveries', binary.bytes(), { rowBinary: DELIVERY_ROW_BINARY })
+    await store.insert('push_deliveries', Buffer.from(json), {
+      compactColumns: DELIVERY_ROW_BINARY.map(([name]) => name),
+    })
+    const read = (requestId: string) =>
+      store.query<Record<string, unknown>>(
+        `SELECT * EXCEPT (request_id) FROM push_deliveries
+         WHERE app_id = 'rows-app' AND request_id = {r:String} ORDER BY install_uuid`,
+        { r: requestId },
+      )
+    const fromBinary = await read('rows-binary')
+    expect(fromBinary).toHaveLength(4)
+    expect(fromBinary).toEqual(await read('rows-json'))
+    expect(fromBinary[2]).toMatchObject({ install_uuid: 'i-3-ü', customer_id: 'cüst-ø-😀', attempts: 1 })
+    expect(fromBinary[1]).toMatchObject({
+      generation: 70_000,
+      campaign_id: 2 ** 40 + 5,
+      attempts: 65_535,
+      message_index: 9_999,
+      status: 'failed',
+      error: tails[1]!.error,
+    })
   })
 
   it('tells apart two apps of one partition that use the same request id and install ids', async () => {
