@@ -1,15 +1,23 @@
+import { readdir } from 'node:fs/promises'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { compileMembers } from '../../pipelines/audiences/compile-rules.ts'
+import { LocalFiles } from '../../pipelines/connectors/files/local-files.ts'
 import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
 import { migrate } from '../../pipelines/connectors/store/migrations.ts'
-import { HOUR_MS } from '../../pipelines/exports/export-kinds.ts'
+import type { Store } from '../../pipelines/connectors/store/store.ts'
+import { DAY_MS, HOUR_MS } from '../../pipelines/exports/export-kinds.ts'
 import {
   audienceIdentifierQuery,
+  EXPORT_MAX_MEMORY_BYTES,
   EXPORT_SETTINGS,
   LINE_FORMAT,
   logHourQuery,
   type ExportQuery,
 } from '../../pipelines/exports/export-queries.ts'
+import { latestFile } from '../../pipelines/exports/export-records.ts'
+import { exportWriter } from '../../pipelines/exports/export-writer.ts'
+import { encodeExportRequest } from '../../pipelines/exports/generation-requests.ts'
 import { parseTargetRules } from '../../schemas/audiences.ts'
 import { tempDir } from '../helpers/temp.ts'
 
@@ -25,10 +33,12 @@ const LOG_ROWS = 5000
 
 let store: ChdbStore
 let cleanup: () => Promise<void>
+let root: string
 
 beforeAll(async () => {
   const dir = await tempDir('export-memory')
   cleanup = dir.cleanup
+  root = dir.path
   store = await ChdbStore.open(dir.path)
   await migrate(store)
   // One insert, one part: all 5,000 rows fit one 8,192-row granule. Wide, as the part of a large
@@ -133,5 +143,69 @@ describe('export queries on the embedded engine', () => {
     expect(await lines('customer_id')).toEqual(
       Array.from({ length: 7 }, (_, i) => `{"CUSTOMER_ID":"cust-${i}"}`).sort(),
     )
+  })
+
+  it("fail a file past the memory guard with the engine's message, and leave no file", async () => {
+    const now = Date.now()
+    await store.insert('export_jobs', [
+      {
+        id: 41,
+        org_id: 1,
+        source_type: 'logs',
+        source_id: APP,
+        job_type: 'logs',
+        name: 'guard',
+        app_id: APP,
+        enabled: 1,
+        enabled_at: now,
+        disabled_at: null,
+        created_at: now,
+        version: 1,
+      },
+    ])
+    // The export's own settings, with the guard lowered to 256 KB for this query stream (and
+    // memory tracked to the KB: by default a thread's first 4 MB go unchecked).
+    const guarded: Store = Object.create(store) as Store
+    guarded.queryStream = (sql, params, format) =>
+      store.queryStream(
+        sql.replace(
+          `max_memory_usage = ${EXPORT_MAX_MEMORY_BYTES}`,
+          'max_memory_usage = 262144, max_untracked_memory = 1024',
+        ),
+        params,
+        format,
+      )
+    const filesDir = join(root, 'files')
+    const writer = exportWriter({
+      store: guarded,
+      files: new LocalFiles(filesDir),
+      settleMs: 0,
+      resultTtlMs: DAY_MS,
+      logRetentionMs: 30 * DAY_MS,
+      linkTtlMs: HOUR_MS,
+    })
+    const message = encodeExportRequest({
+      v: 1,
+      kind: 'generate',
+      export_id: 41,
+      hour: HOUR,
+      reason: 'admin',
+      requested_at: now,
+    })
+    const record = {
+      topic: 'exports',
+      partition: 0,
+      offset: '0',
+      key: message.key ?? null,
+      value: message.value,
+      headers: {},
+      timestamp: now,
+    }
+    await expect(writer({ topic: 'exports', partition: 0, records: [record] })).rejects.toThrow(
+      /MEMORY_LIMIT_EXCEEDED|memory limit/i,
+    )
+    expect(await latestFile(store, 41)).toBeUndefined()
+    const left = await readdir(filesDir, { recursive: true }).catch(() => [])
+    expect(left.filter((name) => /\.(gz|tmp)$/.test(String(name)))).toEqual([])
   })
 })
