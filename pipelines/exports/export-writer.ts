@@ -120,7 +120,10 @@ export function exportWriter(deps: ExportWriterDeps) {
         done: false,
       }),
     )
-    const gzip = new ParallelGzip({ level: deps.gzipLevel ?? EXPORT_GZIP_LEVEL, parallel: EXPORT_GZIP_THREADS })
+    const gzip = new ParallelGzip({
+      level: deps.gzipLevel ?? EXPORT_GZIP_LEVEL,
+      parallel: EXPORT_GZIP_THREADS,
+    })
     const sized = new ByteCounter()
     const source = deps.store.queryStream(query.sql, query.params, LINE_FORMAT)
     // put() writes a temporary file and renames it once whole: a half-written file is never seen.
