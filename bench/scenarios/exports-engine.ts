@@ -62,7 +62,7 @@ interface Measured {
   engineGrowthMb: number
 }
 /** Bumped when the generator changes: data of an older generator is made again. */
-const GENERATOR_VERSION = 1
+const GENERATOR_VERSION = 2
 const marker = join(dataDir, 'generated.json')
 const now = Date.now()
 /** Data generated less than a week ago is reused (sessions must stay within the audience's 30 days). */
@@ -100,10 +100,10 @@ async function generate(): Promise<void> {
   let t = performance.now()
   // Rows as the SDK builder stores them: the log fields as columns, and every field as JSON in `row`.
   await store.command(
-    `INSERT INTO raw_log (app_id, type, uuid, at, install_uuid, device_uuid, session_uuid, customer_id, name,
+    `INSERT INTO raw_log (app_id, type, uuid, at, install_uuid, device_uuid, session_uuid, customer_id, sent_customer_id, name,
                           attributes, app_ver, os_ver, platform, model, country, language, device_timezone,
                           push_status, row, transaction_id, received_at)
-     SELECT {app:String}, t, u, fromUnixTimestamp64Milli(at_ms, 'UTC'), inst, concat('dev-', inst), sess, cust,
+     SELECT {app:String}, t, u, fromUnixTimestamp64Milli(at_ms, 'UTC'), inst, concat('dev-', inst), sess, cust, cust,
             if(t = 'e', 'Viewed Screen', ''), if(t = 'e', map('screen', 'home', 'n', toString(n % 17)), map()),
             '3.2.1', '17.4', 'iOS', 'iPhone15,2', 'fr', 'fr', 'Europe/Paris', 'Enabled (Prominent)',
             concat('{"type":', toJSONString(t), ',"uuid":', toJSONString(u), ',"install_uuid":', toJSONString(inst),
@@ -248,8 +248,8 @@ try {
 
   const log = logHourQuery(APP, hour)
   const logBaseline = {
-    // The stored columns of the same rows (the JSON copy in `row` left out), in the same order.
-    sql: `SELECT * EXCEPT (row, inserted_at) FROM raw_log FINAL
+    // The stored columns of the same rows (the copies in `row` and `sent_customer_id` left out), in the same order.
+    sql: `SELECT * EXCEPT (row, inserted_at, sent_customer_id) FROM raw_log FINAL
           WHERE app_id = {app:String} AND at >= fromUnixTimestamp64Milli({from:Int64}, 'UTC')
             AND at < fromUnixTimestamp64Milli({to:Int64}, 'UTC')
 `,

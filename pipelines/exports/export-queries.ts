@@ -71,7 +71,8 @@ const WITHOUT_CUSTOMER_ID = String.raw`replaceRegexpOne(row, ',"customer_id":"(?
  * (measured), and a log file needs no order.
  */
 export function logHourQuery(appId: string, hourStart: number): ExportQuery {
-  const customer = `JSONExtractString(row, 'customer_id')`
+  // As sent (migration 017; computed from `row` for rows stored before it).
+  const customer = 'sent_customer_id'
   return {
     sql: `SELECT concat(
         '{"app":', toJSONString(app_id),

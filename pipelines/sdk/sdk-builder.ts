@@ -211,6 +211,7 @@ function rawLogRow(headers: UploadHeaders, app: string, row: SdkRow, customer: s
     device_uuid: row.device_uuid,
     session_uuid: row.session_uuid,
     customer_id: customer,
+    sent_customer_id: row.customer_id,
     name: row.name,
     attributes: row.attributes,
     app_ver: row.app_ver,
