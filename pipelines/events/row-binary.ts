@@ -30,28 +30,54 @@ export class RowBinaryWriter {
 
   string(s: string): void {
     const n = s.length
-    // Up to 42 UTF-16 units take at most 126 bytes: a one-byte length, known after writing.
-    if (n <= 42) {
+    // Up to 127 UTF-16 units of ASCII (by far the usual case: ids, names, push tokens) take a
+    // one-byte length and are copied unit by unit, cheaper than a call into C++ for strings this
+    // short; up to 42 units take at most 126 bytes whatever they hold, so the length still fits
+    // one byte, known after writing.
+    if (n <= 127) {
       this.reserve(1 + 3 * n)
       const buffer = this.buffer
       const start = this.at + 1
       let i = 0
-      // ASCII, by far the usual case, is copied unit by unit: cheaper than a call into C++ for
-      // strings this short.
       for (; i < n; i++) {
         const c = s.charCodeAt(i)
         if (c > 0x7f) break
         buffer[start + i] = c
       }
-      const written = i === n ? n : buffer.write(s, start, 'utf8')
-      buffer[this.at] = written
-      this.at = start + written
-      return
+      if (i === n || n <= 42) {
+        const written = i === n ? n : buffer.write(s, start, 'utf8')
+        buffer[this.at] = written
+        this.at = start + written
+        return
+      }
     }
     const bytes = Buffer.byteLength(s, 'utf8')
     this.varUInt(bytes)
     this.reserve(bytes)
     this.at += this.buffer.write(s, this.at, 'utf8')
+  }
+
+  /** Bytes already in RowBinary (a row's fixed columns, built once), copied as they are. */
+  raw(bytes: Buffer): void {
+    this.reserve(bytes.length)
+    bytes.copy(this.buffer, this.at)
+    this.at += bytes.length
+  }
+
+  /** A non-negative safe integer as UInt16, UInt32 or UInt64 (`bytes`), little endian. */
+  uint(value: number, bytes: 2 | 4 | 8): void {
+    if (bytes === 8) return this.int64(value)
+    this.reserve(bytes)
+    const buffer = this.buffer
+    const at = this.at
+    const low = value >>> 0
+    buffer[at] = low
+    buffer[at + 1] = low >>> 8
+    if (bytes === 4) {
+      buffer[at + 2] = low >>> 16
+      buffer[at + 3] = low >>> 24
+    }
+    this.at = at + bytes
   }
 
   /** A safe integer as Int64 (also DateTime64(3) from milliseconds). */

@@ -341,7 +341,7 @@ export async function runExecutionScenario(sluice: InProcessSluice, store: Store
   expect(after.captured.filter((r) => r.startsWith(`campaign:${throttled.body.id}:`))).toEqual([])
 }
 
-function tickBatch(): RecordBatch {
+export function tickBatch(): RecordBatch {
   const tick = encodeTick(Date.now())
   return {
     topic: 'campaign-ticks',

@@ -1,14 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { RecordBatch } from '../../pipelines/connectors/bus/bus.ts'
 import type { Store } from '../../pipelines/connectors/store/store.ts'
 import { variantOf } from '../../pipelines/campaigns/assign-variant.ts'
 import { parseSlotTarget } from '../../pipelines/campaigns/campaign-push.ts'
-import { campaignExecutor, encodeTick } from '../../pipelines/campaigns/executor.ts'
+import { campaignExecutor } from '../../pipelines/campaigns/executor.ts'
 import { encodePushRequest, type PushRequestRecord } from '../../schemas/push.ts'
 import { postSdk, sdkReceiptDone, sessionRow } from '../helpers/ingestion-scenario.ts'
 import { startInProcess, type InProcessSluice } from '../helpers/sluice-inprocess.ts'
 import { waitFor } from '../helpers/wait-for.ts'
 import { campaignClient } from './campaigns-scenario.ts'
+import { tickBatch } from './campaigns-execution-scenario.ts'
 
 /**
  * A plan cut short (the worker dies between two pages of the audience) is redone under a new plan
@@ -21,25 +21,6 @@ import { campaignClient } from './campaigns-scenario.ts'
 const HOUR = 3_600_000
 const INSTALLS = 25
 const PAGE = 10
-
-function tickBatch(): RecordBatch {
-  const tick = encodeTick(Date.now())
-  return {
-    topic: 'campaign-ticks',
-    partition: 0,
-    records: [
-      {
-        topic: 'campaign-ticks',
-        partition: 0,
-        offset: '0',
-        key: 'tick',
-        value: tick.value,
-        headers: {},
-        timestamp: Date.now(),
-      },
-    ],
-  }
-}
 
 /** The store of a worker that dies at its second write of campaign_sends: that write never lands. */
 function dyingStore(store: Store): Store {

@@ -26,6 +26,40 @@ describe('RowBinary', () => {
     expect(r.done).toBe(true)
   })
 
+  it('writes every length around the one-byte fast paths alike, ASCII or not', () => {
+    // The writer copies ASCII of up to 127 units itself and writes up to 42 units of anything in
+    // place: each length across those borders, with the first non-ASCII unit early or late.
+    const expected = (s: string) => {
+      const utf8 = Buffer.from(s, 'utf8')
+      const length: number[] = []
+      for (let v = utf8.length; ; v = Math.floor(v / 128)) {
+        if (v < 0x80) {
+          length.push(v)
+          break
+        }
+        length.push((v & 0x7f) | 0x80)
+      }
+      return Buffer.concat([Buffer.from(length), utf8])
+    }
+    for (const n of [41, 42, 43, 63, 64, 126, 127, 128, 129]) {
+      for (const s of ['a'.repeat(n), 'é' + 'a'.repeat(n - 1), 'a'.repeat(n - 1) + '€']) {
+        const w = new RowBinaryWriter(8)
+        w.string(s)
+        expect(w.bytes().equals(expected(s)), `${n} units: ${JSON.stringify(s.slice(0, 3))}…`).toBe(true)
+        expect(new RowBinaryReader(w.bytes()).string()).toBe(s)
+      }
+    }
+  })
+
+  it('writes unsigned integers in 2, 4 or 8 bytes and copies raw bytes as they are', () => {
+    const w = new RowBinaryWriter(2)
+    w.uint(0xbeef, 2)
+    w.uint(0xdeadbeef, 4)
+    w.uint(2 ** 40 + 5, 8)
+    w.raw(Buffer.from([1, 2, 3]))
+    expect([...w.bytes()]).toEqual([0xef, 0xbe, 0xef, 0xbe, 0xad, 0xde, 5, 0, 0, 0, 0, 1, 0, 0, 1, 2, 3])
+  })
+
   it('writes a lone surrogate as U+FFFD, so every string is valid UTF-8', () => {
     const w = new RowBinaryWriter()
     w.string('a\ud800b')
