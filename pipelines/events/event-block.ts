@@ -100,18 +100,20 @@ export function encodeBlock(events: readonly BlockEvent[]): Buffer {
   // One allocation and one copy of every row: a gzip body's block is megabytes.
   const out = Buffer.allocUnsafe(head.length + rowBytes)
   let at = head.copy(out, 0)
-  for (const { row } of events) {
-    if (Buffer.isBuffer(row)) at += row.copy(out, at)
-    else {
-      at += row.head.copy(out, at)
-      at += row.source.copy(out, at, row.start, row.end)
-      at += row.tail.copy(out, at)
-    }
-  }
+  for (const { row } of events) at = copyRow(row, out, at)
   return out
 }
 
-function rowLength(row: Buffer | RowParts): number {
+/** Copies a row, whole or in parts, into `out` at `at`; returns the position after it. */
+export function copyRow(row: Buffer | RowParts, out: Buffer, at: number): number {
+  if (Buffer.isBuffer(row)) return at + row.copy(out, at)
+  at += row.head.copy(out, at)
+  at += row.source.copy(out, at, row.start, row.end)
+  return at + row.tail.copy(out, at)
+}
+
+/** A row's length in bytes, whole or in parts. */
+export function rowLength(row: Buffer | RowParts): number {
   return Buffer.isBuffer(row) ? row.length : row.head.length + (row.end - row.start) + row.tail.length
 }
 

@@ -1,6 +1,6 @@
 import type { Store } from '../connectors/store/store.ts'
 import { stringSet } from '../connectors/store/string-set.ts'
-import type { RowParts } from './event-block.ts'
+import { copyRow, rowLength, type RowParts } from './event-block.ts'
 import { classifyBatch, type WriterItem } from './classify-stored.ts'
 import { decideScreened, Screened, screenBatch } from './screen-batch.ts'
 import { EVENT_ROW_BINARY, eventKey } from './event-row.ts'
@@ -170,18 +170,10 @@ export function eventStore(deps: EventStoreDeps): EventStore {
 /** The rows, whole or in parts, copied into one buffer. */
 function concatRows(rows: readonly (Buffer | RowParts)[]): Buffer {
   let bytes = 0
-  for (const row of rows)
-    bytes += Buffer.isBuffer(row) ? row.length : row.head.length + (row.end - row.start) + row.tail.length
+  for (const row of rows) bytes += rowLength(row)
   const out = Buffer.allocUnsafe(bytes)
   let at = 0
-  for (const row of rows) {
-    if (Buffer.isBuffer(row)) at += row.copy(out, at)
-    else {
-      at += row.head.copy(out, at)
-      at += row.source.copy(out, at, row.start, row.end)
-      at += row.tail.copy(out, at)
-    }
-  }
+  for (const row of rows) at = copyRow(row, out, at)
   return out
 }
 
