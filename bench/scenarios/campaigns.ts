@@ -1,5 +1,4 @@
-import { spawn } from 'node:child_process'
-import { fileURLToPath } from 'node:url'
+import { runEngineChild } from '../engine-child.ts'
 import type { BenchRun } from '../bench-run.ts'
 import type { Progress } from '../progress.ts'
 import type { Figure } from '../report.ts'
@@ -47,34 +46,14 @@ export async function campaignScenario(options: {
   progress: Progress
 }): Promise<CampaignResult> {
   const set = options.quick ? CAMPAIGN_SETS.quick : CAMPAIGN_SETS.full
-  const here = fileURLToPath(new URL('./campaign-engine.ts', import.meta.url))
-  const child = spawn(
-    process.execPath,
-    ['--import', import.meta.resolve('tsx'), here, String(set.installs)],
-    {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  )
-  let out = ''
-  let err = ''
-  let phase = 'starting'
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()))
-  child.stderr.on('data', (d: Buffer) => {
-    err += d.toString()
-    phase = err.trim().split('\n').pop() ?? phase
+  const r = await runEngineChild<Omit<Extract<CampaignResult, { set: string }>, 'name' | 'set'>>({
+    script: './campaign-engine.ts',
+    args: [set.installs],
+    label: `campaigns (${set.label})`,
+    what: 'campaign engine',
+    progress: options.progress,
   })
-  options.progress.start(`campaigns (${set.label})`, () => phase)
-  try {
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
-    const line = out.trim().split('\n').pop() ?? ''
-    if (code !== 0 || !line.startsWith('{'))
-      throw new Error(`campaign engine failed (${code}): ${(err || out).slice(-2000)}`)
-    const r = JSON.parse(line) as Omit<Extract<CampaignResult, { set: string }>, 'name' | 'set'>
-    return { name: 'campaigns', set: set.label, ...r }
-  } finally {
-    options.progress.stop()
-    if (child.exitCode === null) child.kill('SIGKILL')
-  }
+  return { name: 'campaigns', set: set.label, ...r }
 }
 
 export function campaignFigures(r: CampaignResult | undefined, skipped: string, quick: boolean): Figure[] {

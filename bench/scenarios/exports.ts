@@ -1,7 +1,6 @@
-import { spawn } from 'node:child_process'
+import { runEngineChild } from '../engine-child.ts'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import type { BenchRun } from '../bench-run.ts'
 import type { Figure } from '../report.ts'
 import { round } from '../stats.ts'
@@ -49,36 +48,16 @@ async function exportBench(run: BenchRun, set: (typeof EXPORT_SETS)[keyof typeof
     process.env.SLUICE_BENCH_CACHE_DIR ??
     join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'sluice-bench')
   const dataDir = join(root, `exports-${set.label}`)
-  const here = fileURLToPath(new URL('./exports-engine.ts', import.meta.url))
-  const child = spawn(
-    process.execPath,
-    ['--import', import.meta.resolve('tsx'), here, dataDir, String(set.rows), String(set.runs)],
-    {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      // As `sluice start` runs the engine (bin/sluice.js): freed pages go back within a second.
-      env: { ...process.env, JE_MALLOC_CONF: process.env.JE_MALLOC_CONF ?? 'dirty_decay_ms:1000' },
-    },
-  )
-  let out = ''
-  let err = ''
-  let phase = 'opening the data set'
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()))
-  child.stderr.on('data', (d: Buffer) => {
-    err += d.toString()
-    phase = err.trim().split('\n').pop() ?? phase
+  const r = await runEngineChild<Omit<Extract<ExportBenchResult, { set: string }>, 'name' | 'set'>>({
+    script: './exports-engine.ts',
+    args: [dataDir, set.rows, set.runs],
+    label: `exports (${set.label})`,
+    what: 'export engine',
+    progress: run.progress,
+    // As `sluice start` runs the engine (bin/sluice.js): freed pages go back within a second.
+    env: { ...process.env, JE_MALLOC_CONF: process.env.JE_MALLOC_CONF ?? 'dirty_decay_ms:1000' },
   })
-  run.progress.start(`exports (${set.label})`, () => phase)
-  try {
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
-    const line = out.trim().split('\n').pop() ?? ''
-    if (code !== 0 || !line.startsWith('{'))
-      throw new Error(`export engine failed (${code}): ${(err || out).slice(-2000)}`)
-    const r = JSON.parse(line) as Omit<Extract<ExportBenchResult, { set: string }>, 'name' | 'set'>
-    return { name: 'exports' as const, set: set.label, ...r }
-  } finally {
-    run.progress.stop()
-    if (child.exitCode === null) child.kill('SIGKILL')
-  }
+  return { name: 'exports' as const, set: set.label, ...r }
 }
 
 /** The bench step (embedded engine only: the baseline is the same engine's own output). */

@@ -1,7 +1,6 @@
-import { spawn } from 'node:child_process'
+import { runEngineChild } from '../engine-child.ts'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import type { BenchRun } from '../bench-run.ts'
 import type { Progress } from '../progress.ts'
 import type { Figure } from '../report.ts'
@@ -53,34 +52,18 @@ export async function pushFanOut(options: {
   dataDir: string
   progress: Progress
 }): Promise<PushResult> {
-  const here = fileURLToPath(new URL('./push-engine.ts', import.meta.url))
-  const child = spawn(
-    process.execPath,
-    ['--import', import.meta.resolve('tsx'), here, options.dataDir, String(options.installs)],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  )
-  let out = ''
-  let err = ''
-  let phase = 'starting'
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()))
-  child.stderr.on('data', (d: Buffer) => {
-    err += d.toString()
-    if (err.length > 1_000_000) err = err.slice(-100_000)
-    phase = err.trim().split('\n').pop() ?? phase
-  })
-  options.progress.start(`push (${options.installs.toLocaleString('en-US')} installs)`, () => phase)
   try {
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
-    const line = out.trim().split('\n').pop() ?? ''
-    if (code !== 0 || !line.startsWith('{'))
-      throw new Error(`push engine failed (${code}): ${(err || out).slice(-2000)}`)
-    const r = JSON.parse(line) as Omit<Extract<PushResult, { installs: number }>, 'name' | 'edgeMs'> & {
-      edgeMs: number[]
-    }
+    const r = await runEngineChild<
+      Omit<Extract<PushResult, { installs: number }>, 'name' | 'edgeMs'> & { edgeMs: number[] }
+    >({
+      script: './push-engine.ts',
+      args: [options.dataDir, options.installs],
+      label: `push (${options.installs.toLocaleString('en-US')} installs)`,
+      what: 'push engine',
+      progress: options.progress,
+    })
     return { ...r, name: 'push', edgeMs: summarize(r.edgeMs) }
   } finally {
-    options.progress.stop()
-    if (child.exitCode === null) child.kill('SIGKILL')
     rmSync(options.dataDir, { recursive: true, force: true })
   }
 }

@@ -1,7 +1,6 @@
-import { spawn } from 'node:child_process'
+import { runEngineChild } from '../engine-child.ts'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import type { BenchRun } from '../bench-run.ts'
 import type { Progress } from '../progress.ts'
 import type { Figure } from '../report.ts'
@@ -71,71 +70,43 @@ export async function segmentation(options: {
 }): Promise<SegmentationResult> {
   const set = options.quick ? SEGMENTATION_SETS.quick : SEGMENTATION_SETS.full
   const dataDir = segmentationCacheDir(options.seed, set)
-  const here = fileURLToPath(new URL('./segmentation-engine.ts', import.meta.url))
-  const child = spawn(
-    process.execPath,
-    [
-      '--import',
-      import.meta.resolve('tsx'),
-      here,
-      dataDir,
-      String(options.seed),
-      String(set.installs),
-      String(set.events),
-      String(set.sessions),
-      String(set.runs),
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  )
-  let out = ''
-  let err = ''
-  let phase = 'opening the data set'
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()))
-  child.stderr.on('data', (d: Buffer) => {
-    err += d.toString()
-    phase = err.trim().split('\n').pop() ?? phase
+  const r = await runEngineChild<{
+    reused: boolean
+    generationMs: number
+    rows: Record<string, number>
+    compiledMs: number[]
+    handMs: number[]
+    compiledCpuMs: number[]
+    handCpuMs: number[]
+    loadAverage: number
+    counts: { compiled: unknown; hand: unknown }
+  }>({
+    script: './segmentation-engine.ts',
+    args: [dataDir, options.seed, set.installs, set.events, set.sessions, set.runs],
+    label: `segmentation (${set.label})`,
+    what: 'segmentation engine',
+    progress: options.progress,
   })
-  options.progress.start(`segmentation (${set.label})`, () => phase)
-  try {
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
-    const line = out.trim().split('\n').pop() ?? ''
-    if (code !== 0 || !line.startsWith('{'))
-      throw new Error(`segmentation engine failed (${code}): ${(err || out).slice(-2000)}`)
-    const r = JSON.parse(line) as {
-      reused: boolean
-      generationMs: number
-      rows: Record<string, number>
-      compiledMs: number[]
-      handMs: number[]
-      compiledCpuMs: number[]
-      handCpuMs: number[]
-      loadAverage: number
-      counts: { compiled: unknown; hand: unknown }
-    }
-    const compiledMs = summarize(r.compiledMs)
-    const handWrittenMs = summarize(r.handMs)
-    return {
-      name: 'segmentation',
-      set: set.label,
-      installs: set.installs,
-      events: set.events,
-      sessions: set.sessions,
-      rows: r.rows,
-      reused: r.reused,
-      generationMs: r.generationMs,
-      dataDir,
-      compiledMs,
-      handWrittenMs,
-      compiledCpuMs: summarize(r.compiledCpuMs),
-      handWrittenCpuMs: summarize(r.handCpuMs),
-      loadAverage: r.loadAverage,
-      ratio: (handWrittenMs.p50 ?? NaN) / (compiledMs.p50 ?? NaN),
-      counts: r.counts,
-      countsMatch: JSON.stringify(r.counts.compiled) === JSON.stringify(r.counts.hand),
-    }
-  } finally {
-    options.progress.stop()
-    if (child.exitCode === null) child.kill('SIGKILL')
+  const compiledMs = summarize(r.compiledMs)
+  const handWrittenMs = summarize(r.handMs)
+  return {
+    name: 'segmentation',
+    set: set.label,
+    installs: set.installs,
+    events: set.events,
+    sessions: set.sessions,
+    rows: r.rows,
+    reused: r.reused,
+    generationMs: r.generationMs,
+    dataDir,
+    compiledMs,
+    handWrittenMs,
+    compiledCpuMs: summarize(r.compiledCpuMs),
+    handWrittenCpuMs: summarize(r.handCpuMs),
+    loadAverage: r.loadAverage,
+    ratio: (handWrittenMs.p50 ?? NaN) / (compiledMs.p50 ?? NaN),
+    counts: r.counts,
+    countsMatch: JSON.stringify(r.counts.compiled) === JSON.stringify(r.counts.hand),
   }
 }
 
