@@ -72,11 +72,14 @@ export async function noteNodeThreads(): Promise<void> {
 
 /** CPU seconds used since the process started, by kind of thread. */
 export function threadCpuSeconds(): Record<ThreadKind, number> {
-  const total = ticksOf('/proc/self/stat')
+  const total = ticksOf('/proc/self/stat') ?? 0
   const ticks: Record<ThreadKind, number> = { main: 0, cpu_pool: 0, engine: 0, node: 0 }
-  for (const tid of listThreadIds()) {
-    const kind = kindOf(tid)
-    if (kind !== 'engine') lastTicks.set(tid, ticksOf(`/proc/self/task/${tid}/stat`))
+  // A thread that cannot be read (it has exited, perhaps between two reads) keeps the ticks last
+  // seen, so the sums only grow, as a Prometheus counter must; the CPU it used after that last
+  // read is counted as the engine's (the total less the rest).
+  for (const tid of [process.pid, ...poolThreads, ...nodeThreads]) {
+    const seen = ticksOf(`/proc/self/task/${tid}/stat`)
+    if (seen !== undefined) lastTicks.set(tid, Math.max(seen, lastTicks.get(tid) ?? 0))
   }
   for (const [tid, t] of lastTicks) ticks[kindOf(tid)] += t
   ticks.engine = Math.max(0, total - ticks.main - ticks.cpu_pool - ticks.node)
@@ -104,13 +107,14 @@ function runNanoseconds(tid: number): number {
   }
 }
 
-/** utime + stime of a /proc stat file, in clock ticks (0 when unreadable). */
-function ticksOf(path: string): number {
+/** utime + stime of a /proc stat file, in clock ticks (undefined when unreadable). */
+function ticksOf(path: string): number | undefined {
   try {
     const stat = readFileSync(path, 'utf8')
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-    return Number(fields[11] ?? 0) + Number(fields[12] ?? 0)
+    const ticks = Number(fields[11]) + Number(fields[12])
+    return Number.isFinite(ticks) ? ticks : undefined
   } catch {
-    return 0
+    return undefined
   }
 }
