@@ -1,6 +1,7 @@
 import type { PushRequestRecord } from '../../schemas/push.ts'
 import type { Store } from '../connectors/store/store.ts'
 import { stringSet } from '../connectors/store/string-set.ts'
+import { deviceColumns } from '../push/plan.ts'
 import { TargetGone, type MemberSource, type TargetPage } from '../push/planner.ts'
 import { parseSlotTarget } from './campaign-push.ts'
 
@@ -35,7 +36,7 @@ export function campaignSlotMembers(store: Store): MemberSource {
             limit,
           },
         )
-        if (page.length === 0) return { devices: [], last: undefined, full: false }
+        if (page.length === 0) return { devices: deviceColumns([]), last: undefined, full: false }
         const installs = stringSet(
           'installs',
           page.map((p) => p.install_uuid),
@@ -50,7 +51,7 @@ export function campaignSlotMembers(store: Store): MemberSource {
           const d = byInstall.get(p.install_uuid)
           return d ? [{ ...p, platform: d.platform, push_token: d.push_token }] : []
         })
-        return { devices: rows, last: page.at(-1)?.install_uuid, full: page.length >= limit }
+        return { devices: deviceColumns(rows), last: page.at(-1)?.install_uuid, full: page.length >= limit }
       }
     },
   }

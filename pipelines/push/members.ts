@@ -8,6 +8,7 @@ import type { PushRequestRecord } from '../../schemas/push.ts'
 import { compileMembers, type AudienceContext } from '../audiences/compile-rules.ts'
 import { readLiveAudience } from '../audiences/audience-reader.ts'
 import type { Store } from '../connectors/store/store.ts'
+import { deviceColumns } from './plan.ts'
 import { TargetGone, type MemberSource, type TargetPage } from './planner.ts'
 
 /** The profile databases of an app and of its org (the control plane's records). */
@@ -49,14 +50,7 @@ export function audienceMembers(store: Store, dbs: ProfileDbs): MemberSource {
           has_push: number | string
         }>(query.sql, query.params)
         return {
-          devices: rows
-            .filter((r) => Number(r.has_push) === 1)
-            .map(({ install_uuid, customer_id, platform, push_token }) => ({
-              install_uuid,
-              customer_id,
-              platform,
-              push_token,
-            })),
+          devices: deviceColumns(rows.filter((r) => Number(r.has_push) === 1)),
           last: rows.at(-1)?.install_uuid,
           full: rows.length >= limit,
         }

@@ -1,5 +1,11 @@
 import { PUSH_LIMITS, type PushRequestRecord } from '../../schemas/push.ts'
-import { batchId, type BatchTarget, type DeliveryBatch } from './delivery-batch.ts'
+import {
+  batchId,
+  emptyTargets,
+  type DeliveryBatch,
+  type DeviceColumns,
+  type TargetColumns,
+} from './delivery-batch.ts'
 import type { PushMessage } from './transport.ts'
 
 /** The latest recorded use of a request id by an app (its push_requests row, FINAL). */
@@ -116,7 +122,8 @@ export function buildBatch(
   const local = new Map<number, number>()
   const messages: PushMessage[] = []
   const messageIndexes: number[] = []
-  const rows: BatchTarget[] = targets.map(({ device, message }) => {
+  const columns = emptyTargets()
+  for (const { device, message } of targets) {
     let at = local.get(message)
     if (at === undefined) {
       at = messages.length
@@ -124,10 +131,59 @@ export function buildBatch(
       messages.push(deliveredMessage(record.messages[message]!))
       messageIndexes.push(message)
     }
-    return [device.install_uuid, device.customer_id, device.platform, device.push_token, at]
-  })
+    columns.installs.push(device.install_uuid)
+    columns.customers.push(device.customer_id)
+    columns.platforms.push(device.platform)
+    columns.tokens.push(device.push_token)
+    columns.message.push(at)
+  }
+  return batchOf(record, generation, page, plannedAt, messages, messageIndexes, columns)
+}
+
+/**
+ * One delivery batch of a paged request (broadcast, audience, profile, campaign slot: every
+ * target gets the request's one message), devices [from, to) of a page read as columns.
+ */
+export function pageBatch(
+  record: PushRequestRecord,
+  generation: number,
+  page: number,
+  devices: DeviceColumns,
+  from: number,
+  to: number,
+  plannedAt: number,
+): DeliveryBatch {
+  const columns: TargetColumns = {
+    installs: devices.installs.slice(from, to),
+    customers: devices.customers.slice(from, to),
+    platforms: devices.platforms.slice(from, to),
+    tokens: devices.tokens.slice(from, to),
+    message: new Array<number>(to - from).fill(0),
+  }
+  return batchOf(record, generation, page, plannedAt, [deliveredMessage(record.messages[0]!)], [0], columns)
+}
+
+/** Page devices as columns (the member sources read rows). */
+export function deviceColumns(devices: readonly TargetDevice[]): DeviceColumns {
   return {
-    v: 1,
+    installs: devices.map((d) => d.install_uuid),
+    customers: devices.map((d) => d.customer_id),
+    platforms: devices.map((d) => d.platform),
+    tokens: devices.map((d) => d.push_token),
+  }
+}
+
+function batchOf(
+  record: PushRequestRecord,
+  generation: number,
+  page: number,
+  plannedAt: number,
+  messages: PushMessage[],
+  messageIndexes: number[],
+  targets: TargetColumns,
+): DeliveryBatch {
+  return {
+    v: 2,
     batchId: batchId(record.requestId, generation, page),
     requestId: record.requestId,
     generation,
@@ -139,7 +195,7 @@ export function buildBatch(
     plannedAt,
     messages,
     messageIndexes,
-    targets: rows,
+    targets,
   }
 }
 

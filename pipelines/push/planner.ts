@@ -2,15 +2,15 @@ import { decodePushRequest, type PushRequestRecord } from '../../schemas/push.ts
 import type { BusRecord, ProduceMessage, RecordBatch } from '../connectors/bus/bus.ts'
 import type { Store } from '../connectors/store/store.ts'
 import { deadLetter, PermanentError, type StageReport } from '../failures/outcome.ts'
-import { encodeBatches } from './delivery-batch.ts'
+import { encodeBatches, type DeviceColumns } from './delivery-batch.ts'
 import {
   buildBatch,
+  pageBatch,
   customerOf,
   customerTargets,
   decidePlanning,
   pages,
   type RequestState,
-  type TargetDevice,
 } from './plan.ts'
 import { latestStates, requestRow, stateKey, writeRequestRows, type RequestRow } from './request-log.ts'
 import { broadcastPage, customerDevices } from './targets.ts'
@@ -21,7 +21,7 @@ import { broadcastPage, customerDevices } from './targets.ts'
  * whether the page was full (another may follow).
  */
 export interface TargetPage {
-  devices: TargetDevice[]
+  devices: DeviceColumns
   last: string | undefined
   full: boolean
 }
@@ -115,15 +115,18 @@ export function pushPlanner(deps: PlannerDeps) {
         error = err.message
         break
       }
-      if (read.devices.length > 0) {
+      const found = read.devices.installs.length
+      if (found > 0) {
         const messages: ProduceMessage[] = []
-        for (const chunk of pages(read.devices, deps.pageSize)) {
-          const targets = chunk.map((device) => ({ device, message: 0 }))
-          messages.push(...encodeBatches(buildBatch(record, generation, state.pages, targets, now())))
+        for (let from = 0; from < found; from += deps.pageSize) {
+          const to = Math.min(found, from + deps.pageSize)
+          messages.push(
+            ...encodeBatches(pageBatch(record, generation, state.pages, read.devices, from, to, now())),
+          )
           state.pages++
         }
         await deps.emit(messages)
-        state.targeted += read.devices.length
+        state.targeted += found
       }
       if (read.last !== undefined) state.cursor = read.last
       if (!read.full) break
@@ -230,7 +233,7 @@ function pageSource(deps: PlannerDeps, record: PushRequestRecord): PageReader {
   if (record.targetType === 'broadcast')
     return async (after, limit) => {
       const devices = await broadcastPage(deps.store, record.appId, after, limit)
-      return { devices, last: devices.at(-1)?.install_uuid, full: devices.length >= limit }
+      return { devices, last: devices.installs.at(-1), full: devices.installs.length >= limit }
     }
   if (!deps.members)
     return async () => {

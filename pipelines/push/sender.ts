@@ -4,13 +4,7 @@ import { describeFailure } from '../failures/classify-error.ts'
 import { deadLetter, PermanentError, type StageReport } from '../failures/outcome.ts'
 import { backoffDelay, realClock, type RetryClock, type RetryPolicy } from '../failures/retry.ts'
 import { wellFormed } from '../text/unicode.ts'
-import {
-  decodeBatch,
-  deliveryId,
-  pushPlatform,
-  type BatchTarget,
-  type DeliveryBatch,
-} from './delivery-batch.ts'
+import { decodeBatch, deliveryId, pushPlatform, type DeliveryBatch } from './delivery-batch.ts'
 import { DeliveryRows, DELIVERY_ROW_BINARY } from './delivery-rows.ts'
 import { compareInstall } from './plan.ts'
 import type { SendRate } from './send-rate.ts'
@@ -39,9 +33,22 @@ export interface SenderDeps {
   }) => void
 }
 
-interface Work {
+/** Deliveries of one batch: the positions `at` of its targets. */
+interface Part {
   batch: DeliveryBatch
-  target: BatchTarget
+  at: number[]
+}
+
+/**
+ * What became of deliveries of one batch to one platform (the push platform, or the SDK's string
+ * when push has none): one Result shared by all (a group the file transport wrote together, a
+ * platform without transport) or one per position.
+ */
+interface Outcome {
+  batch: DeliveryBatch
+  platform: string
+  at: number[]
+  result: Result | Result[]
 }
 
 interface Result {
@@ -54,6 +61,8 @@ interface Result {
   invalidToken?: boolean
 }
 
+type Transport = NonNullable<Awaited<ReturnType<TransportResolver['transportFor']>>>
+
 /**
  * The push sender: sends each delivery batch through the app's transport for each platform, at
  * the app's rate, and records every (request, install) once in push_deliveries.
@@ -64,6 +73,10 @@ interface Result {
  * records everything before the bus commits. A crash resends on redelivery what was sent and not
  * yet recorded, at most `recordEvery` deliveries (they carry an idempotency key, `deliveryId`,
  * for receivers that drop repeats).
+ *
+ * Deliveries are positions in their batch's target columns all the way through: a transport with
+ * `sendGroups` (the file transport) gets each (batch, platform)'s positions as they are, the
+ * others a PushDelivery per delivery.
  *
  * Retries: deliveries the transport answered `retry` (and all of a send that threw) are tried
  * again with exponential backoff and full jitter, never sooner than the transport's retryAfterMs,
@@ -91,27 +104,31 @@ export function pushSender(deps: SenderDeps) {
     if (batches.length === 0) return report
 
     const recorded = await recordedInstalls(deps.store, batches)
-    const work: Work[] = []
+    const parts: Part[] = []
     for (const batch of batches) {
       const request = requestKey(batch.appId, batch.requestId, batch.generation)
       let installs = recorded.get(request)
       if (!installs) recorded.set(request, (installs = new Set<string>()))
-      for (const target of batch.targets) {
+      const at: number[] = []
+      const targets = batch.targets.installs
+      for (let i = 0; i < targets.length; i++) {
+        const install = targets[i]!
         // Recorded before (a redelivery), or twice in this bus batch (a re-emitted page).
-        if (installs.has(target[0])) continue
-        installs.add(target[0])
-        work.push({ batch, target })
+        if (installs.has(install)) continue
+        installs.add(install)
+        at.push(i)
       }
+      if (at.length > 0) parts.push({ batch, at })
     }
     // Runs of half a batch: a run is recorded while the next one is sent (the transport's work on
     // this thread, the insert on the engine's), and no run is sent before the one two back is
     // recorded. So a crash finds at most two runs sent and unrecorded: one batch's worth.
     let recording: Promise<void> | undefined
     try {
-      for (let i = 0; i < work.length; i += runSize) {
-        const results = await sendRun(work.slice(i, i + runSize))
+      for (const run of runs(parts, runSize)) {
+        const outcomes = await sendRun(run)
         await recording
-        recording = record(results)
+        recording = record(outcomes)
         // Awaited before the next record or on the way out; never left unobserved meanwhile.
         recording.catch(() => undefined)
       }
@@ -122,65 +139,189 @@ export function pushSender(deps: SenderDeps) {
     return report
   }
 
-  /** Send one run through the apps' transports, by platform; the outcome of each delivery. */
-  async function sendRun(work: readonly Work[]): Promise<Map<Work, Result>> {
-    const results = new Map<Work, Result>()
-    const groups: { appId: string; platform: PushPlatform; work: Work[] }[] = []
-    const byApp = new Map<string, Partial<Record<PushPlatform, Work[]>>>()
+  /** Send one run through the apps' transports, by platform; what became of each delivery. */
+  async function sendRun(run: readonly Part[]): Promise<Outcome[]> {
+    const outcomes: Outcome[] = []
+    // Per (batch, platform): the positions going there, in order.
+    const groups: { batch: DeliveryBatch; platform: PushPlatform; at: number[] }[] = []
     const now = clock.now()
-    for (const w of work) {
-      const platform = platformOf(w.target[2])
-      if (!platform) {
-        results.set(w, failedNow(now, `unsupported platform ${JSON.stringify(w.target[2])}`))
-        continue
+    for (const { batch, at } of run) {
+      const byPlatform = new Map<string, number[]>()
+      const platforms = batch.targets.platforms
+      for (const p of at) {
+        const sdk = platforms[p]!
+        const key = platformOf(sdk) ?? sdk
+        let list = byPlatform.get(key)
+        if (!list) byPlatform.set(key, (list = []))
+        list.push(p)
       }
-      let app = byApp.get(w.batch.appId)
-      if (!app) byApp.set(w.batch.appId, (app = {}))
-      let items = app[platform]
-      if (!items) {
-        items = app[platform] = []
-        groups.push({ appId: w.batch.appId, platform, work: items })
+      for (const [key, list] of byPlatform) {
+        const platform = platformOf(key)
+        if (platform) groups.push({ batch, platform, at: list })
+        else
+          outcomes.push({
+            batch,
+            platform: key,
+            at: list,
+            result: failedNow(now, `unsupported platform ${JSON.stringify(key)}`),
+          })
       }
-      items.push(w)
     }
-    for (const { appId, platform, work: items } of groups) {
-      const transport = await deps.transports.transportFor(appId, platform)
+    // The transports, per (app, platform), in the order the groups came.
+    const byTransport = new Map<Transport, { batch: DeliveryBatch; platform: PushPlatform; at: number[] }[]>()
+    const perDelivery: { transport: Transport; groups: typeof groups }[] = []
+    for (const g of groups) {
+      const transport = await deps.transports.transportFor(g.batch.appId, g.platform)
       if (!transport) {
-        for (const w of items)
-          results.set(w, failedNow(clock.now(), `no transport configured for ${platform}`))
+        outcomes.push({
+          ...g,
+          result: failedNow(clock.now(), `no transport configured for ${g.platform}`),
+        })
         continue
       }
-      for (let i = 0; i < items.length; i += chunkSize) {
-        const chunk = items.slice(i, i + chunkSize)
-        const outcomes = await sendWithRetries(chunk, platform, transport)
-        chunk.forEach((w, j) => results.set(w, outcomes[j]!))
+      let list = byTransport.get(transport)
+      if (!list) {
+        byTransport.set(transport, (list = []))
+        perDelivery.push({ transport, groups: list })
+      }
+      list.push(g)
+    }
+    for (const { transport, groups: list } of perDelivery) {
+      if (transport.sendGroups) outcomes.push(...(await sendGroups(transport, list)))
+      else {
+        // A PushDelivery per delivery, in chunks of chunkSize per (app, platform).
+        const byAppPlatform = new Map<string, typeof list>()
+        for (const g of list) {
+          const key = `${g.batch.appId}\n${g.platform}`
+          const same = byAppPlatform.get(key)
+          if (same) same.push(g)
+          else byAppPlatform.set(key, [g])
+        }
+        for (const same of byAppPlatform.values()) {
+          const flat = same.flatMap((g) => g.at.map((p) => ({ g, p })))
+          for (let i = 0; i < flat.length; i += chunkSize) {
+            const chunk = flat.slice(i, i + chunkSize)
+            const results = await sendWithRetries(
+              chunk.map(({ g, p }) => deliveryAt(g.batch, p, g.platform)),
+              transport,
+            )
+            chunk.forEach(({ g, p }, j) =>
+              outcomes.push({ batch: g.batch, platform: g.platform, at: [p], result: results[j]! }),
+            )
+          }
+        }
       }
     }
-    return results
+    return outcomes
   }
 
-  async function sendWithRetries(
-    work: readonly Work[],
-    platform: PushPlatform,
-    transport: NonNullable<Awaited<ReturnType<TransportResolver['transportFor']>>>,
-  ): Promise<Result[]> {
-    const appId = work[0]!.batch.appId
-    const deliveries = work.map(({ batch, target }): PushDelivery => ({
-      deliveryId: deliveryId(batch.requestId, batch.generation, target[0]),
-      requestId: batch.requestId,
-      campaignKey: batch.campaignKey,
-      appId: batch.appId,
-      installUuid: target[0],
-      customerId: target[1],
-      platform,
-      pushToken: target[3],
-      message: batch.messages[target[4]]!,
-      attempt: 1,
-    }))
-    const results = new Array<Result | undefined>(work.length)
+  /**
+   * The first try of a transport with sendGroups: each group's outcome shared by its deliveries;
+   * a group answered `retry` (or all, when the call threw) goes on through sendWithRetries.
+   */
+  async function sendGroups(
+    transport: Transport,
+    groups: readonly { batch: DeliveryBatch; platform: PushPlatform; at: number[] }[],
+  ): Promise<Outcome[]> {
+    const byApp = new Map<string, number>()
+    for (const g of groups) byApp.set(g.batch.appId, (byApp.get(g.batch.appId) ?? 0) + g.at.length)
+    for (const [appId, n] of byApp) await deps.rate.acquire(appId, n)
     const firstAttemptAt = clock.now()
+    let answers: DeliveryOutcome[]
+    try {
+      answers = await transport.sendGroups!(
+        groups.map(({ batch, platform, at }) => ({
+          requestId: batch.requestId,
+          deliveryIdPrefix: deliveryId(batch.requestId, batch.generation, ''),
+          campaignKey: batch.campaignKey,
+          appId: batch.appId,
+          platform,
+          attempt: 1,
+          messages: batch.messages,
+          installs: batch.targets.installs,
+          customers: batch.targets.customers,
+          tokens: batch.targets.tokens,
+          message: batch.targets.message,
+          at,
+        })),
+      )
+      if (answers.length !== groups.length)
+        throw new Error(
+          `the ${transport.kind} transport answered ${answers.length} outcomes for ${groups.length} groups`,
+        )
+    } catch (err) {
+      const error = describeFailure(err, 1000)
+      answers = groups.map(() => ({ status: 'retry', error }))
+    }
+    const finishedAt = clock.now()
+    const base = { attempts: 1, transport: transport.kind, firstAttemptAt, finishedAt }
+    const sent: Result = { ...base, status: 'sent', error: '' }
+    const out: Outcome[] = []
+    for (let k = 0; k < groups.length; k++) {
+      const g = groups[k]!
+      const answer = answers[k]!
+      if (answer.status === 'sent') out.push({ ...g, result: sent })
+      else if (answer.status === 'failed')
+        out.push({
+          ...g,
+          result: {
+            ...base,
+            status: 'failed',
+            error: answer.error,
+            ...(answer.invalidToken && { invalidToken: true }),
+          },
+        })
+      else {
+        const results = await sendWithRetries(
+          g.at.map((p) => deliveryAt(g.batch, p, g.platform)),
+          transport,
+          { attempt: 1, firstAttemptAt, outcome: answer },
+        )
+        out.push({ ...g, result: results })
+      }
+    }
+    return out
+  }
+
+  /**
+   * Deliveries through `send`, tried again while answered `retry`, within the retry policy. `after`:
+   * a first try already made (by sendGroups) and answered `retry` for all of them.
+   */
+  async function sendWithRetries(
+    deliveries: readonly PushDelivery[],
+    transport: Transport,
+    after?: {
+      attempt: number
+      firstAttemptAt: number
+      outcome: Extract<DeliveryOutcome, { status: 'retry' }>
+    },
+  ): Promise<Result[]> {
+    const appId = deliveries[0]!.appId
+    const results = new Array<Result | undefined>(deliveries.length)
+    const firstAttemptAt = after?.firstAttemptAt ?? clock.now()
     let pending = deliveries.map((_, i) => i)
-    for (let attempt = 1; ; attempt++) {
+    let attempt = 1
+    if (after) {
+      const finishedAt = clock.now()
+      for (const i of pending)
+        results[i] = {
+          attempts: after.attempt,
+          transport: transport.kind,
+          firstAttemptAt,
+          finishedAt,
+          status: 'failed',
+          error: `${after.outcome.error} (gave up after ${after.attempt} attempts)`,
+        }
+      const wait = Math.max(
+        after.outcome.retryAfterMs ?? 0,
+        backoffDelay(after.attempt, deps.retry, () => clock.random()),
+      )
+      if (after.attempt >= deps.retry.attempts || clock.now() + wait - firstAttemptAt > deps.retry.deadlineMs)
+        return results.map((r) => r!)
+      await clock.sleep(wait)
+      attempt = after.attempt + 1
+    }
+    for (; ; attempt++) {
       await deps.rate.acquire(appId, pending.length)
       let outcomes: DeliveryOutcome[]
       try {
@@ -236,17 +377,18 @@ export function pushSender(deps: SenderDeps) {
     return results.map((r) => r!)
   }
 
-  async function record(results: Map<Work, Result>): Promise<void> {
-    if (results.size === 0) return
-    const rows = new DeliveryRows(results.size * 160)
+  async function record(outcomes: readonly Outcome[]): Promise<void> {
+    if (outcomes.length === 0) return
+    let total = 0
+    for (const o of outcomes) total += o.at.length
+    const rows = new DeliveryRows(total * 160)
     const invalid: object[] = []
     const counts = new Map<string, Count>()
     // Only the install and the customer differ between most rows of a run, so the columns before
     // them are encoded once per batch and those after once per (batch, result, platform, message).
     const heads = new Map<DeliveryBatch, Buffer>()
     const tails = new Map<DeliveryBatch, Map<Result, Map<string, Tail>>>()
-    for (const [{ batch, target }, r] of results) {
-      const platform = platformOf(target[2]) ?? target[2]
+    for (const { batch, platform, at, result } of outcomes) {
       let head = heads.get(batch)
       if (head === undefined) {
         head = DeliveryRows.head({
@@ -261,50 +403,92 @@ export function pushSender(deps: SenderDeps) {
       }
       let byResult = tails.get(batch)
       if (!byResult) tails.set(batch, (byResult = new Map<Result, Map<string, Tail>>()))
-      let byKey = byResult.get(r)
-      if (!byKey) byResult.set(r, (byKey = new Map<string, Tail>()))
-      const tailKey = `${platform}\n${target[4]}`
-      let tail = byKey.get(tailKey)
-      if (tail === undefined) {
-        const countKey = `${batch.appId}\n${platform}\n${r.transport}`
-        let count = counts.get(countKey)
-        if (!count)
-          counts.set(
-            countKey,
-            (count = { appId: batch.appId, platform, transport: r.transport, sent: 0, failed: 0 }),
-          )
-        const bytes = DeliveryRows.tail({
-          platform,
-          transport: r.transport,
-          status: r.status,
-          error: wellFormed(r.error).slice(0, 2000),
-          attempts: r.attempts,
-          messageIndex: batch.messageIndexes[target[4]] ?? 0,
-          batchId: batch.batchId,
-          plannedAt: batch.plannedAt,
-          firstAttemptAt: r.firstAttemptAt,
-          finishedAt: r.finishedAt,
-          version: r.finishedAt,
-        })
-        byKey.set(tailKey, (tail = { bytes, count }))
+      const { installs, customers, tokens, message } = batch.targets
+      for (let k = 0; k < at.length; k++) {
+        const p = at[k]!
+        const r = Array.isArray(result) ? result[k]! : result
+        let byKey = byResult.get(r)
+        if (!byKey) byResult.set(r, (byKey = new Map<string, Tail>()))
+        const tailKey = `${platform}\n${message[p]!}`
+        let tail = byKey.get(tailKey)
+        if (tail === undefined) {
+          const countKey = `${batch.appId}\n${platform}\n${r.transport}`
+          let count = counts.get(countKey)
+          if (!count)
+            counts.set(
+              countKey,
+              (count = { appId: batch.appId, platform, transport: r.transport, sent: 0, failed: 0 }),
+            )
+          const bytes = DeliveryRows.tail({
+            platform,
+            transport: r.transport,
+            status: r.status,
+            error: wellFormed(r.error).slice(0, 2000),
+            attempts: r.attempts,
+            messageIndex: batch.messageIndexes[message[p]!] ?? 0,
+            batchId: batch.batchId,
+            plannedAt: batch.plannedAt,
+            firstAttemptAt: r.firstAttemptAt,
+            finishedAt: r.finishedAt,
+            version: r.finishedAt,
+          })
+          byKey.set(tailKey, (tail = { bytes, count }))
+        }
+        rows.row(head, installs[p]!, customers[p]!, tail.bytes)
+        tail.count[r.status]++
+        if (r.invalidToken)
+          invalid.push({
+            app_id: batch.appId,
+            push_token: tokens[p]!,
+            install_uuid: installs[p]!,
+            transport: r.transport,
+            reason: wellFormed(r.error).slice(0, 2000),
+            invalidated_at: r.finishedAt,
+          })
       }
-      rows.row(head, target[0], target[1], tail.bytes)
-      tail.count[r.status]++
-      if (r.invalidToken)
-        invalid.push({
-          app_id: batch.appId,
-          push_token: target[3],
-          install_uuid: target[0],
-          transport: r.transport,
-          reason: wellFormed(r.error).slice(0, 2000),
-          invalidated_at: r.finishedAt,
-        })
     }
     // Tokens first: a crash between the two inserts leaves the token dead and the delivery
     // unrecorded, which the redelivery resends (to a dead token, answered failed again).
     if (invalid.length > 0) await deps.store.insert('invalid_push_tokens', invalid)
     await deps.store.insert('push_deliveries', rows.bytes(), { rowBinary: DELIVERY_ROW_BINARY })
     for (const c of counts.values()) deps.onDelivered?.(c)
+  }
+}
+
+/** The parts in runs of at most `size` deliveries, in order. */
+function* runs(parts: readonly Part[], size: number): Generator<Part[]> {
+  let run: Part[] = []
+  let n = 0
+  for (const { batch, at } of parts) {
+    for (let from = 0; from < at.length;) {
+      const take = Math.min(size - n, at.length - from)
+      run.push({ batch, at: from === 0 && take === at.length ? at : at.slice(from, from + take) })
+      n += take
+      from += take
+      if (n === size) {
+        yield run
+        run = []
+        n = 0
+      }
+    }
+  }
+  if (run.length > 0) yield run
+}
+
+/** The delivery at position `p` of a batch, as a transport's `send` gets it. */
+function deliveryAt(batch: DeliveryBatch, p: number, platform: PushPlatform): PushDelivery {
+  const t = batch.targets
+  return {
+    deliveryId: deliveryId(batch.requestId, batch.generation, t.installs[p]!),
+    requestId: batch.requestId,
+    campaignKey: batch.campaignKey,
+    appId: batch.appId,
+    installUuid: t.installs[p]!,
+    customerId: t.customers[p]!,
+    platform,
+    pushToken: t.tokens[p]!,
+    message: batch.messages[t.message[p]!]!,
+    attempt: 1,
   }
 }
 
@@ -361,7 +545,7 @@ async function recordedInstalls(
     { app: string; request: string; generation: number; lo: string; hi: string }
   >()
   for (const b of batches) {
-    if (b.targets.length === 0) continue
+    if (b.targets.installs.length === 0) continue
     const key = `${b.appId}\n${b.requestId}\n${b.generation}`
     const range = ranges.get(key) ?? {
       app: b.appId,
@@ -370,7 +554,7 @@ async function recordedInstalls(
       lo: '',
       hi: '',
     }
-    for (const [install] of b.targets) {
+    for (const install of b.targets.installs) {
       if (range.lo === '' || compareInstall(install, range.lo) < 0) range.lo = install
       if (compareInstall(install, range.hi) > 0) range.hi = install
     }

@@ -1,6 +1,7 @@
 import { DISABLED_PUSH_STATUS_PREFIXES } from '../../schemas/audiences.ts'
 import type { Store } from '../connectors/store/store.ts'
-import type { CustomerDevice, TargetDevice } from './plan.ts'
+import type { DeviceColumns } from './delivery-batch.ts'
+import type { CustomerDevice } from './plan.ts'
 
 /**
  * "An enabled push token" (migration 011): a token, a status that is not a disabled one (the
@@ -14,18 +15,18 @@ const ENABLED_PUSH = `push_token != ''
 /**
  * One page of a broadcast: the app's installs with an enabled push token, after `after` in
  * install order (the order of the table's key, so each page is a range read). The page comes back
- * as one row holding an array of string arrays (arrays, not tuples, which a server may name and
- * write as objects): one JSON.parse of arrays instead of one object per install (a third less
- * CPU per install at 10,000 a page).
+ * as one row of four arrays, one per column: one JSON.parse of four flat string arrays, the shape
+ * the delivery batches carry, instead of an array (or an object) per install.
  */
 export async function broadcastPage(
   store: Store,
   appId: string,
   after: string,
   limit: number,
-): Promise<TargetDevice[]> {
-  const [row] = await store.query<{ d: [string, string, string, string][] }>(
-    `SELECT groupArray([install_uuid, customer_id, toString(platform), push_token]) AS d FROM (
+): Promise<DeviceColumns> {
+  const [row] = await store.query<{ i: string[]; c: string[]; p: string[]; t: string[] }>(
+    `SELECT groupArray(install_uuid) AS i, groupArray(customer_id) AS c, groupArray(toString(platform)) AS p,
+            groupArray(push_token) AS t FROM (
        SELECT install_uuid, customer_id, platform, push_token
        FROM devices FINAL
        WHERE app_id = {app:String} AND install_uuid > {after:String} AND ${ENABLED_PUSH}
@@ -33,12 +34,7 @@ export async function broadcastPage(
        LIMIT {limit:UInt32})`,
     { app: appId, after, limit, disabled: [...DISABLED_PUSH_STATUS_PREFIXES] },
   )
-  return (row?.d ?? []).map(([install_uuid, customer_id, platform, push_token]) => ({
-    install_uuid,
-    customer_id,
-    platform,
-    push_token,
-  }))
+  return { installs: row?.i ?? [], customers: row?.c ?? [], platforms: row?.p ?? [], tokens: row?.t ?? [] }
 }
 
 /** Every device with an enabled push token of these customers in the app, with when it was last active. */

@@ -47,10 +47,37 @@ export type DeliveryOutcome =
   | { status: 'failed'; error: string; invalidToken?: boolean }
   /** Transient (429, 5xx, timeout): retried with backoff, no sooner than retryAfterMs. */
   | { status: 'retry'; error: string; retryAfterMs?: number }
+/**
+ * Deliveries of one batch of one request to one platform, as the batch's columns: the targets at
+ * positions `at`. Delivery i is `{deliveryId: deliveryIdPrefix + installs[at[i]], installUuid:
+ * installs[at[i]], customerId: customers[at[i]], pushToken: tokens[at[i]], message:
+ * messages[message[at[i]]], …}`; no object per delivery is made.
+ */
+export interface DeliveryGroup {
+  requestId: string
+  /** The delivery id without the install: `${requestId}:` (`${requestId}~${generation}:` after 24 h). */
+  deliveryIdPrefix: string
+  campaignKey: string | null
+  appId: string
+  platform: PushPlatform
+  attempt: number
+  messages: readonly PushMessage[]
+  installs: readonly string[]
+  customers: readonly string[]
+  tokens: readonly string[]
+  message: readonly number[]
+  at: readonly number[]
+}
 export interface PushTransport {
   readonly kind: 'file' | 'webhook' | 'apns' | 'fcm'
   /** One outcome per delivery, same order. Throws only when nothing could be attempted (then the whole batch is retried). */
   send(deliveries: readonly PushDelivery[]): Promise<DeliveryOutcome[]>
+  /**
+   * Optional, for a transport whose outcome is the same for every delivery it writes together
+   * (the file transport): the first try of these groups, one outcome per group, shared by all its
+   * deliveries. Throws only when nothing could be attempted. Retries go through `send`.
+   */
+  sendGroups?(groups: readonly DeliveryGroup[]): Promise<DeliveryOutcome[]>
   close(): Promise<void>
 }
 /** Which transport delivers an app's pushes to a platform; undefined: none configured (the edge answers 403 naming the platform). */

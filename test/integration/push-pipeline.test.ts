@@ -153,7 +153,7 @@ describe('push planner and sender on the embedded engine', () => {
     const rec = encodePushRequest(request({ requestId: 'bc', appId: 'plan' })).value
     await planner(busBatch('push-requests', [rec]))
     const batches = emitted.map((m) => (decodeBatch(m.value) as { batch: DeliveryBatch }).batch)
-    expect(batches.map((b) => [b.batchId, b.targets.map((t) => t[0])])).toEqual([
+    expect(batches.map((b) => [b.batchId, b.targets.installs])).toEqual([
       ['bc:0:0', ['i1', 'i2', 'i3']],
       ['bc:0:1', ['i4', 'i5', 'i6']],
       ['bc:0:2', ['i7']],

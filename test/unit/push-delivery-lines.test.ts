@@ -5,11 +5,13 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import {
   DELIVERY_LINE_MARKERS,
+  DeliveryLineBytes,
   deliveryLineTemplate,
+  LineBuffer,
 } from '../../pipelines/connectors/push/delivery-lines.ts'
 import { FileTransport } from '../../pipelines/connectors/push/file-transport.ts'
 import { deliveryRecord } from '../../pipelines/connectors/push/delivery-record.ts'
-import type { PushDelivery, PushMessage } from '../../pipelines/push/transport.ts'
+import type { DeliveryGroup, PushDelivery, PushMessage } from '../../pipelines/push/transport.ts'
 
 // Any text, lone surrogates, control characters and quotes included: JSON escapes them all.
 const text = fc.string({ unit: 'binary', maxLength: 24 })
@@ -174,6 +176,97 @@ describe('delivery line templates', () => {
           .map((d) => `${perDelivery(d, '2026-11-23T12:00:00.000Z')}\n`)
           .join('')
         expect(await readFile(transport.pathFor(app, at), 'utf8')).toBe(expected)
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('written as bytes from the columns, give the UTF-8 of the per-delivery record and a newline', () => {
+    // Ids of every kind: printable ASCII (the fast path), quotes, backslashes, controls, non-ASCII,
+    // lone surrogates (JSON.stringify escapes them), in one buffer that has to grow.
+    const id = fc.oneof(fc.string({ unit: 'binary', maxLength: 40 }), fc.stringMatching(/^[ -~]{0,64}$/))
+    const idsOf = fc.record({ installUuid: id, customerId: id, pushToken: id })
+    fc.assert(
+      fc.property(shared, fc.array(idsOf, { minLength: 1, maxLength: 6 }), (s, devices) => {
+        const writtenAt = '2026-11-23T12:00:00.000Z'
+        const prefix = `${s.requestId}:`
+        const withIds = devices.map((d) => ({ ...s, ...d, deliveryId: prefix + d.installUuid }))
+        const bytes = DeliveryLineBytes.of(withIds[0]!, { written_at: writtenAt })
+        expect(bytes).toBeDefined()
+        const out = new LineBuffer(16)
+        for (const d of withIds) bytes!.write(out, d.deliveryId, d.installUuid, d.customerId, d.pushToken)
+        const expected = withIds.map((d) => `${perDelivery(d, writtenAt)}\n`).join('')
+        expect(out.view().equals(Buffer.from(expected))).toBe(true)
+      }),
+      { numRuns: 400 },
+    )
+  })
+
+  it('make sendGroups write the bytes send writes for the same deliveries, a message with a marker included', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'push-lines-'))
+    try {
+      const at = Date.parse('2026-11-23T12:00:00.000Z')
+      const byGroups = new FileTransport({ dataDir: join(dir, 'groups'), clock: { now: () => at } })
+      const bySend = new FileTransport({ dataDir: join(dir, 'send'), clock: { now: () => at } })
+      const messages: PushMessage[] = [
+        { alert: { title: 'T', body: 'B\u00e9' }, ios: { badge: 2 }, android: { priority: 'high' } },
+        { alert: '' },
+        { alert: DELIVERY_LINE_MARKERS.customerId },
+      ]
+      const n = 30
+      const columns = {
+        installs: Array.from({ length: n }, (_, i) => (i === 7 ? 'inst-"7\u00fc' : `inst-${i}`)),
+        customers: Array.from({ length: n }, (_, i) => (i === 9 ? 'c\n9' : `cust-${i}`)),
+        tokens: Array.from({ length: n }, (_, i) => `tok-${i}`),
+        message: Array.from({ length: n }, (_, i) => i % 3),
+      }
+      const group = (appId: string, platform: 'ios' | 'android', positions: number[]): DeliveryGroup => ({
+        requestId: 'r',
+        deliveryIdPrefix: 'r~1:',
+        campaignKey: 'k',
+        appId,
+        platform,
+        attempt: 1,
+        messages,
+        ...columns,
+        at: positions,
+      })
+      const groups = [
+        group('app-a', 'ios', [0, 2, 4, 6, 8, 10, 12]),
+        group('app-a', 'android', [1, 3, 5, 7, 9, 11]),
+        group('app-b', 'ios', [14, 16, 18]),
+        group('../x', 'ios', [20]),
+      ]
+      expect(await byGroups.sendGroups(groups)).toEqual([
+        { status: 'sent' },
+        { status: 'sent' },
+        { status: 'sent' },
+        { status: 'failed', error: 'invalid app id for a file name: "../x"' },
+      ])
+      const deliveries: PushDelivery[] = groups.slice(0, 3).flatMap((g) =>
+        g.at.map((p) => ({
+          deliveryId: `r~1:${columns.installs[p]!}`,
+          requestId: 'r',
+          campaignKey: 'k',
+          appId: g.appId,
+          installUuid: columns.installs[p]!,
+          customerId: columns.customers[p]!,
+          platform: g.platform,
+          pushToken: columns.tokens[p]!,
+          message: messages[columns.message[p]!]!,
+          attempt: 1,
+        })),
+      )
+      await bySend.send(deliveries)
+      for (const app of ['app-a', 'app-b']) {
+        const written = await readFile(byGroups.pathFor(app, at))
+        expect(written.equals(await readFile(bySend.pathFor(app, at)))).toBe(true)
+        const expected = deliveries
+          .filter((d) => d.appId === app)
+          .map((d) => `${perDelivery(d, '2026-11-23T12:00:00.000Z')}\n`)
+          .join('')
+        expect(written.toString('utf8')).toBe(expected)
       }
     } finally {
       await rm(dir, { recursive: true, force: true })

@@ -5,6 +5,7 @@ import {
   encodeBatch,
   encodeBatches,
   pushPlatform,
+  targetRows,
 } from '../../pipelines/push/delivery-batch.ts'
 import {
   buildBatch,
@@ -157,7 +158,7 @@ describe('delivery batches', () => {
     expect(batch.batchId).toBe('req:2:5')
     expect(batch.messages).toEqual([{ alert: 'C' }, { alert: 'B', ios: { badge: 2 } }])
     expect(batch.messageIndexes).toEqual([2, 1])
-    expect(batch.targets).toEqual([
+    expect(targetRows(batch.targets)).toEqual([
       ['i1', 'x', 'iOS', 't', 0],
       ['i2', 'x', 'iOS', 't', 1],
       ['i3', 'x', 'iOS', 't', 0],
@@ -195,23 +196,69 @@ describe('delivery batches', () => {
     )
     expect(parts.map((p) => p.batchId)).toEqual(['big:0:3.0.0', 'big:0:3.0.1', 'big:0:3.1.0', 'big:0:3.1.1'])
     expect(
-      parts.flatMap((p) => p.targets.map((t) => [t[0], p.messageIndexes[t[4]], p.messages[t[4]]!.alert])),
-    ).toEqual(batch.targets.map((t) => [t[0], batch.messageIndexes[t[4]], batch.messages[t[4]]!.alert]))
+      parts.flatMap((p) =>
+        targetRows(p.targets).map((t) => [t[0], p.messageIndexes[t[4]], p.messages[t[4]]!.alert]),
+      ),
+    ).toEqual(
+      targetRows(batch.targets).map((t) => [t[0], batch.messageIndexes[t[4]], batch.messages[t[4]]!.alert]),
+    )
     expect(encodeBatches(batch, 1200).every((m) => m.value.length <= 1200)).toBe(true)
     expect(encodeBatches(batch, 1200)).toEqual(encodeBatches(batch, 1200))
   })
 
-  it('refuse to decode what is not a version-1 batch', () => {
+  it('refuse to decode what is not a version-1 or version-2 batch, or whose columns do not line up', () => {
     expect(decodeBatch(Buffer.from('{'))).toEqual({ ok: false, reason: 'delivery batch is not JSON' })
-    expect(decodeBatch(Buffer.from('{"v":2}'))).toEqual({
+    expect(decodeBatch(Buffer.from('{"v":3}'))).toEqual({
       ok: false,
-      reason: 'not a version-1 delivery batch',
+      reason: 'not a version-1 or version-2 delivery batch',
     })
-    const bad = { ...buildBatch(record(), 0, 0, [], T), targets: [['i', 'c', 'iOS', 't', 3]] }
-    expect(decodeBatch(Buffer.from(JSON.stringify(bad)))).toEqual({
+    const good = buildBatch(
+      record(),
+      0,
+      0,
+      [{ device: { install_uuid: 'i', customer_id: 'c', platform: 'iOS', push_token: 't' }, message: 0 }],
+      T,
+    )
+    const malformed = (targets: unknown) => decodeBatch(Buffer.from(JSON.stringify({ ...good, targets })))
+    const reason = { ok: false, reason: 'delivery batch holds a malformed target' }
+    // A message index the batch does not hold, a column one short, a token that is not a string.
+    expect(malformed({ ...good.targets, message: [3] })).toEqual(reason)
+    expect(malformed({ ...good.targets, customers: [] })).toEqual(reason)
+    expect(malformed({ ...good.targets, tokens: [7] })).toEqual(reason)
+    expect(malformed([['i', 'c', 'iOS', 't', 0]])).toEqual({
       ok: false,
-      reason: 'delivery batch holds a malformed target',
+      reason: 'delivery batch lacks its request, app, messages or targets',
     })
+  })
+
+  it('read a version-1 batch (one array per target, as workers before version 2 wrote it) as columns', () => {
+    const v2 = buildBatch(
+      record(),
+      0,
+      0,
+      ['i1', 'i2'].map((i, n) => ({
+        device: {
+          install_uuid: i,
+          customer_id: `c${n}`,
+          platform: n ? 'Android' : 'iOS',
+          push_token: `t${n}`,
+        },
+        message: 0,
+      })),
+      T,
+    )
+    const v1 = { ...v2, v: 1, targets: targetRows(v2.targets) }
+    expect(v1.targets).toEqual([
+      ['i1', 'c0', 'iOS', 't0', 0],
+      ['i2', 'c1', 'Android', 't1', 0],
+    ])
+    expect(decodeBatch(Buffer.from(JSON.stringify(v1)))).toEqual({ ok: true, batch: v2 })
+    expect(decodeBatch(Buffer.from(JSON.stringify({ ...v1, targets: [['i', 'c', 'iOS', 't', 3]] })))).toEqual(
+      {
+        ok: false,
+        reason: 'delivery batch holds a malformed target',
+      },
+    )
   })
 
   it('delivery ids: the port form for generation 0, the generation added later', () => {

@@ -43,6 +43,17 @@ export function deliveryLineTemplate(
   sample: PushDelivery,
   extra: Readonly<Record<string, unknown>> = {},
 ): DeliveryLine | undefined {
+  const split = splitLine(sample, extra)
+  if (!split) return undefined
+  const { pieces, slots } = split
+  return (d: Pick<PushDelivery, Varying>) => fill(pieces, slots, d)
+}
+
+/** The record's text cut at the markers: pieces[i], value of slots[i], …, the last piece. */
+function splitLine(
+  sample: PushDelivery,
+  extra: Readonly<Record<string, unknown>>,
+): { pieces: string[]; slots: Varying[] } | undefined {
   const marked: PushDelivery = { ...sample }
   for (const f of VARYING) marked[f] = DELIVERY_LINE_MARKERS[f]
   const text = JSON.stringify({ ...deliveryRecord(marked), ...extra })
@@ -58,9 +69,117 @@ export function deliveryLineTemplate(
   // Each field where the record puts it, and nowhere else: the token appears twice on Android
   // (the line's push_token and the FCM payload's token), the others once.
   const expected = JSON.stringify({ ...deliveryRecord(sample), ...extra })
-  const check = (d: Pick<PushDelivery, Varying>) => fill(pieces, slots, d)
-  if (check(sample) !== expected) return undefined
-  return check
+  if (fill(pieces, slots, sample) !== expected) return undefined
+  return { pieces, slots }
+}
+
+/**
+ * The bytes of a delivery's line (the record's JSON text and a newline) for every delivery that
+ * shares `sample`'s request, campaign key, app, platform, message and attempt, written straight
+ * into a LineBuffer: the fixed pieces as UTF-8 bytes encoded once, each varying value written as
+ * its JSON string. Byte for byte the UTF-8 of deliveryLineTemplate's line (and so of
+ * JSON.stringify per delivery; test/unit/push-delivery-lines.test.ts), without a string per line
+ * or the encoding of a whole batch's text afterwards. Undefined when deliveryLineTemplate is.
+ */
+export class DeliveryLineBytes {
+  private constructor(
+    private readonly pieces: readonly Buffer[],
+    /** Per slot, which argument of `write` fills it: 0 delivery id, 1 install, 2 customer, 3 token. */
+    private readonly args: readonly number[],
+    private readonly fixedBytes: number,
+  ) {}
+
+  static of(
+    sample: PushDelivery,
+    extra: Readonly<Record<string, unknown>> = {},
+  ): DeliveryLineBytes | undefined {
+    const split = splitLine(sample, extra)
+    if (!split) return undefined
+    const pieces = split.pieces.map((p, i) => Buffer.from(i === split.pieces.length - 1 ? `${p}\n` : p))
+    return new DeliveryLineBytes(
+      pieces,
+      split.slots.map((f) => VARYING.indexOf(f)),
+      pieces.reduce((n, p) => n + p.length, 0),
+    )
+  }
+
+  /** One line: the fixed pieces around the JSON strings of these values, and a newline. */
+  write(out: LineBuffer, deliveryId: string, install: string, customer: string, token: string): void {
+    const { pieces, args } = this
+    out.reserve(this.fixedBytes + 2 * args.length)
+    out.bytes(pieces[0]!)
+    for (let i = 0; i < args.length; i++) {
+      const a = args[i]
+      out.jsonString(a === 0 ? deliveryId : a === 1 ? install : a === 2 ? customer : token)
+      out.bytes(pieces[i + 1]!)
+    }
+  }
+}
+
+/** A growing buffer of lines' bytes. */
+export class LineBuffer {
+  private buffer: Buffer
+  private at = 0
+
+  constructor(initialBytes = 64 * 1024) {
+    this.buffer = Buffer.allocUnsafe(initialBytes)
+  }
+
+  get length(): number {
+    return this.at
+  }
+
+  /** The bytes written (a view, valid until the next write). */
+  view(): Buffer {
+    return this.buffer.subarray(0, this.at)
+  }
+
+  reserve(n: number): void {
+    if (this.at + n <= this.buffer.length) return
+    const grown = Buffer.allocUnsafe(Math.max(this.buffer.length * 2, this.at + n))
+    this.buffer.copy(grown, 0, 0, this.at)
+    this.buffer = grown
+  }
+
+  bytes(b: Buffer): void {
+    this.reserve(b.length)
+    const n = b.length
+    // Short pieces (`","install_uuid":` …) unit by unit: cheaper than a call into C++.
+    if (n <= 32) {
+      const buffer = this.buffer
+      const at = this.at
+      for (let i = 0; i < n; i++) buffer[at + i] = b[i]!
+    } else b.copy(this.buffer, this.at)
+    this.at += n
+  }
+
+  /**
+   * `s` as JSON.stringify writes it, in UTF-8. Ids and tokens are printable ASCII with nothing to
+   * escape (the usual case): copied unit by unit between the quotes; anything else goes through
+   * JSON.stringify.
+   */
+  jsonString(s: string): void {
+    const n = s.length
+    this.reserve(n + 2)
+    const buffer = this.buffer
+    const start = this.at + 1
+    let i = 0
+    for (; i < n; i++) {
+      const c = s.charCodeAt(i)
+      if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) break
+      buffer[start + i] = c
+    }
+    if (i === n) {
+      buffer[this.at] = 0x22
+      buffer[start + n] = 0x22
+      this.at = start + n + 1
+      return
+    }
+    const json = JSON.stringify(s)
+    const bytes = Buffer.byteLength(json, 'utf8')
+    this.reserve(bytes)
+    this.at += this.buffer.write(json, this.at, 'utf8')
+  }
 }
 
 function fill(pieces: readonly string[], slots: readonly Varying[], d: Pick<PushDelivery, Varying>): string {
