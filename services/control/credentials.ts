@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto'
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto'
 
 /** API keys are public identifiers; secrets are 256-bit random strings shown once. */
 export function generateApiKey(): string {
@@ -18,14 +18,15 @@ export function generateAppKey(): string {
  * needed); binding the key into the hash stops a stored hash being reused under another key.
  */
 export function hashSecret(apiKey: string, secret: string): string {
-  return createHash('sha256').update(`sluice:v1:${apiKey}:${secret}`).digest('hex')
+  return hash('sha256', `sluice:v1:${apiKey}:${secret}`, 'hex')
 }
 
-/** Constant-time comparison of two strings of any length (compares fixed-size digests). */
+/**
+ * Constant-time comparison of two strings of any length (compares fixed-size digests). One-shot
+ * hashes: a Hash object per call cost the edge ~5 % of its time per upload (three per request).
+ */
 export function safeEqual(a: string, b: string): boolean {
-  const da = createHash('sha256').update(a).digest()
-  const db = createHash('sha256').update(b).digest()
-  return timingSafeEqual(da, db)
+  return timingSafeEqual(hash('sha256', a, 'buffer'), hash('sha256', b, 'buffer'))
 }
 
 export function verifySecret(apiKey: string, secret: string, storedHash: string): boolean {

@@ -229,6 +229,28 @@ describe('LocalLog', () => {
     }
   })
 
+  it('stores every byte of large records produced in one turn (each encoded into a reused buffer)', async () => {
+    const log = openLog(await tempDir(), { partitions: 2 })
+    // Bodies from 70 KB to 400 KB (past the encoder's first 256 KB buffer), each of its own bytes.
+    const sizes = [70_000, 300_000, 75_000, 410_000, 1, 120_000, 90_000, 260_000]
+    const messages = sizes.map((size, call) => ({
+      key: `k\u00e9-${call}`,
+      value: Buffer.alloc(size, call + 1).fill(String(call), 0, Math.min(size, 8)),
+      headers: { tx: `tx-${call}`, enc: call % 2 === 0 ? 'gzip' : 'identity' },
+    }))
+    await Promise.all(messages.map((message) => log.produce('large', [message])))
+    const { records } = await collect(log, 'reader', ['large'])
+    await waitFor('every record delivered', () => records.length === messages.length)
+    const byTx = new Map(records.map((r) => [r.headers.tx, r]))
+    messages.forEach((message, call) => {
+      const record = byTx.get(`tx-${call}`)
+      expect(record?.key).toBe(message.key)
+      expect(record?.headers).toEqual(message.headers)
+      expect(record?.value.length).toBe(message.value.length)
+      expect(record?.value.equals(message.value)).toBe(true)
+    })
+  })
+
   it('redelivers a failed batch, resumes after the commit on restart, and isolates groups', async () => {
     const dir = await tempDir()
     const first = openLog(dir, { retryBackoff: { initialMs: 20 } })

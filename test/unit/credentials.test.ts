@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import {
   generateApiKey,
@@ -23,6 +24,12 @@ describe('credentials', () => {
     expect(verifySecret('key-a', secret, hash)).toBe(true)
     expect(verifySecret('key-a', secret + 'x', hash)).toBe(false)
     expect(verifySecret('key-b', secret, hash)).toBe(false)
+  })
+
+  it('hashes as stored hashes were made (SHA-256 of sluice:v1:key:secret), so they still verify', () => {
+    const stored = createHash('sha256').update('sluice:v1:key-a:s3cret-é').digest('hex')
+    expect(hashSecret('key-a', 's3cret-é')).toBe(stored)
+    expect(verifySecret('key-a', 's3cret-é', stored)).toBe(true)
   })
 
   it('compares strings of different lengths safely', () => {

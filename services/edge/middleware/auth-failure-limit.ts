@@ -29,6 +29,8 @@ export function authFailureLimit(options: AuthFailureLimitOptions): MiddlewareHa
       (key ??= addressLimitKey(clientAddress(peerAddress(c), c.req.header('X-Forwarded-For'), trusted)))
     c.set('authAttempts', {
       check() {
+        // No failure on record anywhere: nothing to look up (the address is parsed only when needed).
+        if (failures.empty) return
         const wait = failures.wait(keyOf())
         if (wait > 0) throw tooManyRequests(wait, 'too many failed authentication attempts; retry later')
       },

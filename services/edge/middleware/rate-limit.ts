@@ -36,6 +36,11 @@ export class TokenBuckets {
     return this.secondsUntilToken(bucket.tokens)
   }
 
+  /** No key has taken a token since its bucket was last full: every wait() answers 0. */
+  get empty(): boolean {
+    return this.buckets.size === 0
+  }
+
   /** Like take, without taking: 0 when a token is there, else the seconds until one is. */
   wait(key: string, now = this.clock.now()): number {
     const bucket = this.buckets.get(key)

@@ -172,5 +172,15 @@ async function produce(
       cause: err,
     })
   }
-  deps.metrics.busProduced.inc({ topic })
+  producedCounter(deps.metrics, topic).inc()
+}
+
+// The counter's child per topic (two topics): inc({ topic }) hashes the label object per upload.
+const producedCounters = new WeakMap<Metrics, Map<string, { inc(): void }>>()
+function producedCounter(metrics: Metrics, topic: string): { inc(): void } {
+  let byTopic = producedCounters.get(metrics)
+  if (!byTopic) producedCounters.set(metrics, (byTopic = new Map<string, { inc(): void }>()))
+  let counter = byTopic.get(topic)
+  if (!counter) byTopic.set(topic, (counter = metrics.busProduced.labels({ topic })))
+  return counter
 }

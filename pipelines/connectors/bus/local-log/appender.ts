@@ -7,7 +7,6 @@
  */
 import { partitionForKey, type ProduceMessage } from '../bus.ts'
 import type { LogStore } from './log-store.ts'
-import { encodeRecord } from './record-codec.ts'
 import { partitionSignal, type Wakeups } from './wakeups.ts'
 
 export class Appender {
@@ -24,7 +23,7 @@ export class Appender {
    */
   async append(topic: string, partitions: number, messages: ProduceMessage[]): Promise<boolean> {
     const timestamp = Date.now()
-    const byPartition = new Map<number, Buffer[]>()
+    const byPartition = new Map<number, ProduceMessage[]>()
     for (const message of messages) {
       const partition =
         message.partition ?? partitionForKey(message.key, partitions, this.nextRoundRobin(topic, message.key))
@@ -32,10 +31,11 @@ export class Appender {
         throw new RangeError(`partition ${partition} out of range for ${topic} (${partitions} partitions)`)
       }
       const values = byPartition.get(partition) ?? []
-      values.push(encodeRecord(message, timestamp))
+      values.push(message)
       byPartition.set(partition, values)
     }
-    const created = await this.store.append(topic, partitions, byPartition)
+    // Encoded inside the write transaction (LogStore.append), straight into a reused buffer.
+    const created = await this.store.append(topic, partitions, byPartition, timestamp)
     for (const partition of byPartition.keys()) this.wakeups.notify(partitionSignal(topic, partition))
     return created
   }

@@ -16,8 +16,8 @@
  * hold time.
  */
 import { open, type Database, type RootDatabase } from 'lmdb'
-import type { BusRecord, TopicSpec } from '../bus.ts'
-import { decodeRecord, recordTimestamp } from './record-codec.ts'
+import type { BusRecord, ProduceMessage, TopicSpec } from '../bus.ts'
+import { decodeRecord, RecordEncoder, recordTimestamp } from './record-codec.ts'
 
 type RecordKey = [topic: string, partition: number, offset: number]
 type MetaKey = (string | number)[]
@@ -40,6 +40,7 @@ export function openDurableEnv(path: string, mapSizeBytes = DEFAULT_MAP_SIZE): R
 export class LogStore {
   private readonly records: Database<Buffer, RecordKey>
   private readonly meta: Database<number, MetaKey>
+  private readonly encoder = new RecordEncoder()
 
   private constructor(private readonly env: RootDatabase) {
     this.records = env.openDB<Buffer, RecordKey>({ name: 'records', encoding: 'binary' })
@@ -76,18 +77,26 @@ export class LogStore {
   }
 
   /**
-   * Appends each partition's values at its next offsets. Offsets are read and advanced inside
-   * the write transaction, so concurrent producers (even in other processes) get distinct,
-   * gap-free offsets, and a failed commit takes its offsets back with it.
+   * Appends each partition's messages, as records produced at `timestamp`, at its next offsets.
+   * Offsets are read and advanced inside the write transaction, so concurrent producers (even in
+   * other processes) get distinct, gap-free offsets, and a failed commit takes its offsets back
+   * with it. Each record is encoded in the transaction into the encoder's reused buffer, which
+   * putSync copies into the database before the next one is encoded.
    * Resolves to whether this call created the topic.
    */
-  append(topic: string, partitions: number, byPartition: Map<number, Buffer[]>): Promise<boolean> {
+  append(
+    topic: string,
+    partitions: number,
+    byPartition: Map<number, ProduceMessage[]>,
+    timestamp: number,
+  ): Promise<boolean> {
     return this.records.childTransaction(() => {
       const created = this.meta.get(['topic', topic]) === undefined
       if (created) this.meta.putSync(['topic', topic], partitions)
-      for (const [partition, values] of byPartition) {
+      for (const [partition, messages] of byPartition) {
         let next = this.nextOffset(topic, partition)
-        for (const value of values) this.records.putSync([topic, partition, next++], value)
+        for (const message of messages)
+          this.records.putSync([topic, partition, next++], this.encoder.encode(message, timestamp))
         this.meta.putSync(['next', topic, partition], next)
       }
       return created
