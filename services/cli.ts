@@ -128,8 +128,8 @@ async function runMigrate(config: Config): Promise<number> {
   }
 }
 
-async function runAdmin(config: Config, args: string[]): Promise<number> {
-  const { positionals, values } = parseArgs({
+function parseAdminArgs(args: string[]) {
+  return parseArgs({
     args,
     allowPositionals: true,
     options: {
@@ -147,6 +147,25 @@ async function runAdmin(config: Config, args: string[]): Promise<number> {
       ...EXPORT_CLI_OPTIONS,
     },
   })
+}
+
+async function runAdmin(config: Config, args: string[]): Promise<number> {
+  if (args.includes('--help') || args.includes('-h')) {
+    process.stdout.write(USAGE)
+    return 0
+  }
+  let parsed: ReturnType<typeof parseAdminArgs>
+  try {
+    parsed = parseAdminArgs(args)
+  } catch (err) {
+    // An unknown flag or a flag without its value: say which, as for any other usage error.
+    if (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS')) {
+      process.stderr.write(`sluice admin: ${err.message}\n\n${USAGE}`)
+      return 2
+    }
+    throw err
+  }
+  const { positionals, values } = parsed
   const [resource, action] = positionals
   const base = values.url ?? process.env.SLUICE_URL ?? `http://127.0.0.1:${config.PORT}`
   const token =
