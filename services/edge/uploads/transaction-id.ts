@@ -1,4 +1,4 @@
-import { createHmac, hash, randomFillSync, timingSafeEqual } from 'node:crypto'
+import { createHmac, randomFillSync, timingSafeEqual } from 'node:crypto'
 
 /**
  * Upload transaction ids carry their org and receipt time, signed, so that any edge can answer
@@ -51,36 +51,10 @@ export function transactionKey(secret: string): Buffer {
   return createHmac('sha256', secret).update('sluice transaction ids v1').digest()
 }
 
-/**
- * HMAC-SHA256 (RFC 2104) of a short message, from two one-shot hashes over the key's padded
- * blocks, prepared once per key: createHmac builds a native Hmac object (and its key) per call,
- * which was ~10 % of the edge's main-thread time per plain upload. Same output as createHmac.
- */
 function macOf(key: Buffer, message: Buffer): Buffer {
-  const pads = padsOf(key)
-  const inner = Buffer.allocUnsafe(BLOCK + message.length)
-  pads.inner.copy(inner, 0)
-  message.copy(inner, BLOCK)
-  pads.outer.set(hash('sha256', inner, 'buffer'), BLOCK)
-  return hash('sha256', pads.outer, 'buffer')
-}
-
-const BLOCK = 64
-let padded: { key: Buffer; inner: Buffer; outer: Buffer } | undefined
-
-function padsOf(key: Buffer): { inner: Buffer; outer: Buffer } {
-  if (padded?.key.equals(key)) return padded
-  const block = Buffer.alloc(BLOCK)
-  ;(key.length > BLOCK ? hash('sha256', key, 'buffer') : key).copy(block)
-  const inner = Buffer.alloc(BLOCK)
-  // The outer block is followed by room for the inner digest, written in place per call.
-  const outer = Buffer.alloc(BLOCK + 32)
-  for (let i = 0; i < BLOCK; i++) {
-    inner[i] = block[i]! ^ 0x36
-    outer[i] = block[i]! ^ 0x5c
-  }
-  padded = { key: Buffer.from(key), inner, outer }
-  return padded
+  // createHmac, not a hand-made HMAC over cached pads: timed alone, the two one-shot hashes saved
+  // under 1 µs of a ~5 µs call (4.1 against 4.8), too little for crypto of our own.
+  return createHmac('sha256', key).update(message).digest()
 }
 
 // Random bytes drawn 4 KB at a time: one randomBytes call per id cost a native call each.
