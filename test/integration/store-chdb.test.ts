@@ -39,6 +39,8 @@ describe('ChdbStore (embedded engine)', () => {
       "SELECT engine_full FROM system.tables WHERE database = currentDatabase() AND name = 'events'",
     )
     expect(events?.engine_full).toMatch(/non_replicated_deduplication_window = 1000/)
+    // Migration 019: wider merges of `events` (fewer rewrites of each row).
+    expect(events?.engine_full).toMatch(/merge_selector_base = 20/)
   })
 
   it.each([
