@@ -272,4 +272,32 @@ describe('delivery line templates', () => {
       await rm(dir, { recursive: true, force: true })
     }
   })
+
+  it('write a file again after its directory was removed between writes', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'push-lines-'))
+    try {
+      const at = Date.parse('2026-11-23T12:00:00.000Z')
+      const transport = new FileTransport({ dataDir: dir, clock: { now: () => at } })
+      const d = (i: number): PushDelivery => ({
+        deliveryId: `r:${i}`,
+        requestId: 'r',
+        campaignKey: null,
+        appId: 'acme',
+        installUuid: `${i}`,
+        customerId: 'c',
+        platform: 'ios',
+        pushToken: 't',
+        message: { alert: 'hi' },
+        attempt: 1,
+      })
+      expect(await transport.send([d(1)])).toEqual([{ status: 'sent' }])
+      await rm(join(dir, 'push'), { recursive: true })
+      expect(await transport.send([d(2)])).toEqual([{ status: 'sent' }])
+      expect(await readFile(transport.pathFor('acme', at), 'utf8')).toBe(
+        `${perDelivery(d(2), '2026-11-23T12:00:00.000Z')}\n`,
+      )
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
+  })
 })

@@ -165,8 +165,20 @@ export class FileTransport implements PushTransport {
   private append(path: string, text: string | Buffer): Promise<void> {
     const previous = this.queues.get(path) ?? Promise.resolve()
     const run = previous.then(async () => {
-      await mkdir(resolve(path, '..'), { recursive: true })
-      const file = await open(path, 'a')
+      // A file written before has its directory: no mkdir (a call into the thread pool per
+      // write) unless the open finds it gone (moved away meanwhile), which makes the file new.
+      let file
+      if (this.durableEntries.has(path)) {
+        file = await open(path, 'a').catch((err: NodeJS.ErrnoException) => {
+          if (err.code !== 'ENOENT') throw err
+          this.durableEntries.delete(path)
+          return undefined
+        })
+      }
+      if (!file) {
+        await mkdir(resolve(path, '..'), { recursive: true })
+        file = await open(path, 'a')
+      }
       try {
         await file.writeFile(text)
         await file.sync()
