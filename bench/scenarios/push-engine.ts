@@ -133,7 +133,7 @@ try {
   // a figure that survives a busy machine, unlike the wall clock.
   const cpu = process.cpuUsage(cpuAtAccept)
   const threadsAtDone = threadCpu()
-  // Where the CPU went, by thread name (the JS main thread is "node"; chdb's are named by their pools).
+  // Where the CPU went, by thread name (the JS main thread is "node-main"; chdb's are named by their pools).
   const byThread = [...threadsAtDone]
     .map(([name, ms]) => [name, ms - (threadsAtAccept.get(name) ?? 0)] as const)
     .filter(([, ms]) => ms > 0)
@@ -193,7 +193,10 @@ function threadCpu(): Map<string, number> {
     try {
       const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8')
       const close = stat.lastIndexOf(')')
-      const name = stat.slice(stat.indexOf('(') + 1, close).replace(/[0-9]+$/, '')
+      let name = stat.slice(stat.indexOf('(') + 1, close).replace(/[0-9]+$/, '')
+      // The JS main thread apart from libuv's pool (file writes, fsyncs, chdb's query calls) and
+      // V8's helpers, which share its name.
+      if (name === 'node') name = tid === String(process.pid) ? 'node-main' : 'node-other'
       const fields = stat.slice(close + 2).split(' ')
       // utime and stime, fields 14 and 15 of stat (11 and 12 after the name), in 10 ms ticks.
       const ms = (Number(fields[11]) + Number(fields[12])) * 10

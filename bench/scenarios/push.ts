@@ -32,6 +32,8 @@ export type PushResult =
       ratio: number
       /** CPU time of the engine process (every thread) from the 202 to the last record, per delivery. */
       cpuUsPerDelivery: number
+      /** That CPU by thread name (node-main: the JS main thread; node-other: libuv's pool and V8's helpers; ThreadPool: chdb's queries; MergeMutate: its merges). */
+      cpuByThreadMs?: Record<string, number>
       fileBytes: number
       rssMaxMb: number
       rssMb: number[]
@@ -122,7 +124,7 @@ export function pushFigures(r: PushResult | undefined, skipped: string): Figure[
       name: 'push_cpu_us_per_delivery',
       unit: 'us',
       value: r.cpuUsPerDelivery,
-      detail: 'CPU time of the engine process (every thread) from the 202 to the last record, per delivery',
+      detail: `CPU time of the engine process (every thread) from the 202 to the last record, per delivery${cpuSplit(r)}`,
     },
     {
       name: 'push_first_delivery_ms',
@@ -153,5 +155,20 @@ export function pushLine(r: PushResult): string {
     `${r.deliveriesPerSecond} deliveries/s against ${r.bareLinesPerSecond} lines/s of a bare write stream (ratio ${round(r.ratio, 3)}, ${r.cpuUsPerDelivery} us CPU per delivery); ` +
     `first delivery ${r.timeToFirstDeliveryMs} ms after the 202; ${(r.fileBytes / 1048576).toFixed(0)} MB written; RSS max ${r.rssMaxMb} MB; ` +
     `edge answers p50 ${Math.round(r.edgeMs.p50 ?? NaN)} / p99 ${Math.round(r.edgeMs.p99 ?? NaN)} ms meanwhile.`
+  )
+}
+
+/** `: main JS 5.6, …` — the CPU per delivery by kind of thread, in µs. */
+function cpuSplit(r: Extract<PushResult, { installs: number }>): string {
+  const t = r.cpuByThreadMs
+  if (!t || r.recorded === 0) return ''
+  const us = (ms: number) => round((ms * 1000) / r.recorded, 1)
+  const known = ['node-main', 'node-other', 'ThreadPool', 'MergeMutate']
+  const rest = Object.entries(t)
+    .filter(([name]) => !known.includes(name))
+    .reduce((n, [, ms]) => n + ms, 0)
+  return (
+    `: JS main thread ${us(t['node-main'] ?? 0)}, libuv pool and V8 helpers ${us(t['node-other'] ?? 0)}, ` +
+    `chdb queries ${us(t.ThreadPool ?? 0)}, merges ${us(t.MergeMutate ?? 0)}, other ${us(rest)} (threads sampled at 10 ms)`
   )
 }

@@ -20,7 +20,7 @@ export interface SenderDeps {
   chunkSize?: number
   /**
    * The most deliveries sent and not yet recorded at any time (default 2000;
-   * SLUICE_PUSH_BATCH_SIZE): what a crash can send twice.
+   * SLUICE_PUSH_BATCH_SIZE): what a crash can send twice, and the size of each insert.
    */
   recordEvery?: number
   clock?: RetryClock
@@ -69,10 +69,10 @@ type Transport = NonNullable<Awaited<ReturnType<TransportResolver['transportFor'
  *
  * Exactly once in the record, at most once more on the wire: before sending, it reads which
  * installs of the bus batch's requests are recorded already and skips them; it sends in runs of
- * half of `recordEvery` deliveries, records each run (one insert) while the next is sent, and
- * records everything before the bus commits. A crash resends on redelivery what was sent and not
- * yet recorded, at most `recordEvery` deliveries (they carry an idempotency key, `deliveryId`,
- * for receivers that drop repeats).
+ * `recordEvery` deliveries and records each run (one insert) before it sends the next, so
+ * everything is recorded before the bus commits. A crash resends on redelivery what was sent and
+ * not yet recorded, at most `recordEvery` deliveries (they carry an idempotency key,
+ * `deliveryId`, for receivers that drop repeats).
  *
  * Deliveries are positions in their batch's target columns all the way through: a transport with
  * `sendGroups` (the file transport) gets each (batch, platform)'s positions as they are, the
@@ -88,9 +88,11 @@ type Transport = NonNullable<Awaited<ReturnType<TransportResolver['transportFor'
 export function pushSender(deps: SenderDeps) {
   const clock = deps.clock ?? realClock
   const recordEvery = deps.recordEvery ?? 2000
-  const runSize = Math.max(1, Math.ceil(recordEvery / 2))
+  // A run is a whole batch's worth: each insert into push_deliveries has a fixed cost (a part:
+  // ~7 ms of engine CPU, then merges) that halving the runs doubled.
+  const runSize = Math.max(1, recordEvery)
   // One transport call per run: the file transport syncs once per call, APNs and FCM spread a
-  // call over their own connections.
+  // call over their own connections (the webhook transport posts its own batches).
   const chunkSize = deps.chunkSize ?? runSize
 
   return async (bus: RecordBatch): Promise<StageReport> => {
@@ -120,22 +122,11 @@ export function pushSender(deps: SenderDeps) {
       }
       if (at.length > 0) parts.push({ batch, at })
     }
-    // Runs of half a batch: a run is recorded while the next one is sent (the transport's work on
-    // this thread, the insert on the engine's), and no run is sent before the one two back is
-    // recorded. So a crash finds at most two runs sent and unrecorded: one batch's worth.
-    let recording: Promise<void> | undefined
-    try {
-      for (const run of runs(parts, runSize)) {
-        const outcomes = await sendRun(run)
-        await recording
-        recording = record(outcomes)
-        // Awaited before the next record or on the way out; never left unobserved meanwhile.
-        recording.catch(() => undefined)
-      }
-    } finally {
-      await recording?.catch(() => undefined)
-    }
-    await recording
+    // Each run is recorded before the next is sent: a crash finds at most one run, a batch's
+    // worth, sent and unrecorded. (Recording a run while sending the next, in runs of half a
+    // batch, kept the same bound but doubled the inserts: more engine CPU than the overlap saved;
+    // bench/README.md, "Session 7 — push".)
+    for (const run of runs(parts, runSize)) await record(await sendRun(run))
     return report
   }
 

@@ -9,6 +9,7 @@ import { pushPlanner } from '../../pipelines/push/planner.ts'
 import { SendRate } from '../../pipelines/push/send-rate.ts'
 import { pushSender } from '../../pipelines/push/sender.ts'
 import type {
+  DeliveryGroup,
   DeliveryOutcome,
   PushDelivery,
   PushPlatform,
@@ -69,6 +70,30 @@ class ScriptedTransport implements PushTransport {
     return outcomes as DeliveryOutcome[]
   }
   async close() {}
+}
+
+/** A transport with sendGroups (as the file transport): one scripted answer per group, by its first install. */
+class ScriptedGroupsTransport extends ScriptedTransport {
+  readonly groupCalls: { platform: string; installs: string[]; deliveryIds: string[] }[][] = []
+  constructor(
+    kind: PushTransport['kind'],
+    answer: (d: PushDelivery) => DeliveryOutcome | 'throw',
+    private readonly groupAnswer: (firstInstall: string) => DeliveryOutcome | 'throw',
+  ) {
+    super(kind, answer)
+  }
+  async sendGroups(groups: readonly DeliveryGroup[]): Promise<DeliveryOutcome[]> {
+    this.groupCalls.push(
+      groups.map((g) => ({
+        platform: g.platform,
+        installs: g.at.map((p) => g.installs[p]!),
+        deliveryIds: g.at.map((p) => g.deliveryIdPrefix + g.installs[p]!),
+      })),
+    )
+    const answers = groups.map((g) => this.groupAnswer(g.installs[g.at[0]!]!))
+    if (answers.includes('throw')) throw new Error('disk gone')
+    return answers as DeliveryOutcome[]
+  }
 }
 
 const resolver = (transports: Partial<Record<PushPlatform, PushTransport>>): TransportResolver => ({
@@ -539,18 +564,18 @@ describe('push planner and sender on the embedded engine', () => {
       ).value
     const bus = busBatch('push-deliveries', [page(0), page(1), page(2)])
     await expect(sender(bus)).rejects.toThrow('the process died here')
-    // Runs of 2 (half of recordEvery): the second run's record failed while the third was sent.
+    // Runs of recordEvery, each recorded before the next is sent: the second run's record failed
+    // after it was sent, and nothing more was sent.
     expect(file.calls.map((c) => c.map((d) => d.installUuid))).toEqual([
-      ['p0-0', 'p0-1'],
-      ['p0-2', 'p0-3'],
-      ['p1-0', 'p1-1'],
+      ['p0-0', 'p0-1', 'p0-2', 'p0-3'],
+      ['p1-0', 'p1-1', 'p1-2', 'p1-3'],
     ])
     await sender(bus)
-    // The first run was recorded: not sent again. The two sent and not recorded are sent again
+    // The first run was recorded: not sent again. The run sent and not recorded is sent again
     // (recordEvery deliveries, no more); the rest once.
     const sent = new Map<string, number>()
     for (const d of file.calls.flat()) sent.set(d.installUuid, (sent.get(d.installUuid) ?? 0) + 1)
-    expect([...sent].filter(([, n]) => n > 1).map(([i]) => i)).toEqual(['p0-2', 'p0-3', 'p1-0', 'p1-1'])
+    expect([...sent].filter(([, n]) => n > 1).map(([i]) => i)).toEqual(['p1-0', 'p1-1', 'p1-2', 'p1-3'])
     expect(sent.size).toBe(12)
     const rows = await store.query<{ install_uuid: string; n: number }>(
       `SELECT install_uuid, count() AS n FROM push_deliveries WHERE app_id = 'send' AND request_id = 'crash'
@@ -559,6 +584,97 @@ describe('push planner and sender on the embedded engine', () => {
     expect(rows.map((r) => [r.install_uuid, Number(r.n)])).toEqual(
       [0, 1, 2].flatMap((n) => [0, 1, 2, 3].map((i) => [`p${n}-${i}`, 1])),
     )
+  })
+
+  it('sends through sendGroups by (batch, platform), shares each group outcome, retries a retry group through send', async () => {
+    // Android's group (first install g2) is answered retry: its deliveries go on through send()
+    // from attempt 2; iOS's is sent; a second request's iOS group (first install h1) failed.
+    const file = new ScriptedGroupsTransport(
+      'file',
+      () => ({ status: 'sent' }),
+      (first) =>
+        first === 'g2'
+          ? { status: 'retry', error: 'push file: ENOSPC', retryAfterMs: 3000 }
+          : first === 'h1'
+            ? { status: 'failed', error: 'invalid app id' }
+            : { status: 'sent' },
+    )
+    const clock = { ...manualClock(T), random: () => 0.5 }
+    const sender = pushSender({
+      store,
+      transports: resolver({ ios: file, android: file }),
+      rate: new SendRate(0, clock),
+      retry: { attempts: 3, deadlineMs: 60_000, baseDelayMs: 100, maxDelayMs: 1000 },
+      clock,
+    })
+    await sender(
+      busBatch('push-deliveries', [
+        sendBatch('grp', [
+          ['g1', 'iOS'],
+          ['g2', 'Android'],
+          ['g3', 'iOS'],
+          ['g4', 'android'],
+          ['g5', 'Windows'],
+        ]),
+        sendBatch('grp2', [['h1', 'iOS']]),
+      ]),
+    )
+    expect(file.groupCalls).toEqual([
+      [
+        { platform: 'ios', installs: ['g1', 'g3'], deliveryIds: ['grp:g1', 'grp:g3'] },
+        { platform: 'android', installs: ['g2', 'g4'], deliveryIds: ['grp:g2', 'grp:g4'] },
+        { platform: 'ios', installs: ['h1'], deliveryIds: ['grp2:h1'] },
+      ],
+    ])
+    // The retry waited for Retry-After, then sent the two as attempt 2, with their ids and tokens.
+    expect(clock.slept).toEqual([3000])
+    expect(file.calls.map((c) => c.map((d) => [d.deliveryId, d.pushToken, d.attempt, d.platform]))).toEqual([
+      [
+        ['grp:g2', 'tok-g2', 2, 'android'],
+        ['grp:g4', 'tok-g4', 2, 'android'],
+      ],
+    ])
+    expect(
+      (await deliveries('grp')).map((r) => [
+        r.install_uuid,
+        r.status,
+        Number(r.attempts),
+        r.platform,
+        r.error,
+      ]),
+    ).toEqual([
+      ['g1', 'sent', 1, 'ios', ''],
+      ['g2', 'sent', 2, 'android', ''],
+      ['g3', 'sent', 1, 'ios', ''],
+      ['g4', 'sent', 2, 'android', ''],
+      ['g5', 'failed', 0, 'Windows', 'unsupported platform "Windows"'],
+    ])
+    expect(
+      (await deliveries('grp2')).map((r) => [r.install_uuid, r.status, Number(r.attempts), r.error]),
+    ).toEqual([['h1', 'failed', 1, 'invalid app id']])
+  })
+
+  it('a sendGroups call that throws is retried through send, and gives up within the attempts', async () => {
+    const file = new ScriptedGroupsTransport(
+      'file',
+      () => 'throw',
+      () => 'throw',
+    )
+    const clock = { ...manualClock(T), random: () => 0.5 }
+    const sender = pushSender({
+      store,
+      transports: resolver({ ios: file }),
+      rate: new SendRate(0, clock),
+      retry: { attempts: 2, deadlineMs: 60_000, baseDelayMs: 100, maxDelayMs: 1000 },
+      clock,
+    })
+    await sender(busBatch('push-deliveries', [sendBatch('grp3', [['k1', 'iOS']])]))
+    expect(file.groupCalls).toHaveLength(1)
+    expect(file.calls).toHaveLength(1)
+    expect(clock.slept).toEqual([50])
+    expect((await deliveries('grp3')).map((r) => [r.status, Number(r.attempts), r.error])).toEqual([
+      ['failed', 2, 'Error: connect ECONNREFUSED (gave up after 2 attempts)'],
+    ])
   })
 
   it('gives up after the attempts allowed, recording the last error; a send that throws is retried', async () => {
