@@ -8,6 +8,7 @@ import { buildBatch } from '../../pipelines/push/plan.ts'
 import { pushPlanner } from '../../pipelines/push/planner.ts'
 import { SendRate } from '../../pipelines/push/send-rate.ts'
 import { pushSender } from '../../pipelines/push/sender.ts'
+import { broadcastPage } from '../../pipelines/push/targets.ts'
 import type {
   DeliveryGroup,
   DeliveryOutcome,
@@ -166,6 +167,42 @@ describe('push planner and sender on the embedded engine', () => {
        WHERE app_id = {app:String} ORDER BY request_id, generation`,
       { app },
     )
+
+  it('reads a broadcast page as columns, a customer id holding a newline included', async () => {
+    const at = (install: string, customer: string, platform: string) => ({
+      app_id: 'nl',
+      install_uuid: install,
+      device_uuid: '',
+      customer_id: customer,
+      last_active_at: T,
+      platform,
+      push_token: `tok-${install}`,
+      push_status: 'Enabled',
+      version: 1,
+    })
+    await store.insert('devices', [at('n1', 'plain', 'iOS'), at('n2', '', 'Android'), at('n3', 'c3', 'iOS')])
+    expect(await broadcastPage(store, 'nl', '', 10)).toEqual({
+      installs: ['n1', 'n2', 'n3'],
+      customers: ['plain', '', 'c3'],
+      platforms: ['iOS', 'Android', 'iOS'],
+      tokens: ['tok-n1', 'tok-n2', 'tok-n3'],
+    })
+    // A newline inside a value: the joined column splits into more values than rows, and the page
+    // is read again as arrays.
+    await store.insert('devices', [at('n4', 'two\nlines', 'iOS'), at('n5', 'c5\n', 'Android')])
+    expect(await broadcastPage(store, 'nl', 'n2', 10)).toEqual({
+      installs: ['n3', 'n4', 'n5'],
+      customers: ['c3', 'two\nlines', 'c5\n'],
+      platforms: ['iOS', 'iOS', 'Android'],
+      tokens: ['tok-n3', 'tok-n4', 'tok-n5'],
+    })
+    expect(await broadcastPage(store, 'nl', 'n5', 10)).toEqual({
+      installs: [],
+      customers: [],
+      platforms: [],
+      tokens: [],
+    })
+  })
 
   it('pages a broadcast in install order, skipping disabled, tokenless and dead tokens; replays emit nothing', async () => {
     const emitted: ProduceMessage[] = []
