@@ -16,6 +16,9 @@ function spawnTs(file: string, args: string[] = []) {
   })
 }
 
+/** Sending before a timed HTTP run, not counted: the baselines' and the edge scenarios' alike. */
+export const WARM_UP_MS = 300
+
 export interface BareResult {
   kind: string
   /** bare (reads and discards) or floor (keeps a 202's promises). */
@@ -76,10 +79,10 @@ export async function bareServerBaseline(options: {
       const last = rates[rates.length - 2]?.[1] ?? 0
       return `${(last / 1048576).toFixed(1)} MB/s, ${requests} requests`
     })
-    // Warm-up (excluded): open the sockets, JIT the paths.
+    // Warm-up (excluded): open the sockets, JIT the paths. The edge scenarios warm up as long.
     await closedLoop({
       concurrency: options.concurrency,
-      durationMs: 300,
+      durationMs: WARM_UP_MS,
       next: () => options.bodies[i++ % options.bodies.length],
       send: async (b) => void (await client.request('POST', '/v0/uploads', options.headers, b.body)),
     })

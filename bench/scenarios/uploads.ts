@@ -5,6 +5,7 @@ import {
   type PlainTemplate,
   type UuidSpace,
 } from '../generate.ts'
+import { WARM_UP_MS } from '../baselines/run.ts'
 import { closedLoop, sleep, type HttpResult } from '../http.ts'
 import type { CpuUse } from '../machine.ts'
 import type { ThreadCpu } from '../sluice.ts'
@@ -134,6 +135,21 @@ export async function edgeBurst(
     const r = tally.timeline.rates('bytes')
     const last = r[r.length - 2]?.[1] ?? r[r.length - 1]?.[1] ?? 0
     return `accepting ${(last / 1048576).toFixed(1)} MB/s, ${tally.acceptedBodies} bodies, 429/503: ${tally.shed}`
+  })
+  // The same untimed warm-up as the baselines' servers get (sockets opened, hot paths compiled):
+  // without it the edge's first requests on a fresh process were timed and the floor's were not.
+  await closedLoop({
+    concurrency: options.concurrency,
+    durationMs: WARM_UP_MS,
+    next: () => options.source.next(),
+    send: async (body) => {
+      await ctx.sut.http.request(
+        'POST',
+        '/v0/uploads',
+        { Authorization: ctx.tenant.auth, ...options.source.headers },
+        body.body,
+      )
+    },
   })
   const {
     value: elapsedMs,
