@@ -41,6 +41,8 @@ export class LogStore {
   private readonly records: Database<Buffer, RecordKey>
   private readonly meta: Database<number, MetaKey>
   private readonly encoder = new RecordEncoder()
+  /** Topics seen committed: topics are never deleted, so an append to one need not look it up. */
+  private readonly knownTopics = new Set<string>()
 
   private constructor(private readonly env: RootDatabase) {
     this.records = env.openDB<Buffer, RecordKey>({ name: 'records', encoding: 'binary' })
@@ -55,7 +57,10 @@ export class LogStore {
     const topics = new Map<string, number>()
     for (const { key, value } of this.meta.getRange({ start: ['topic'], end: ['topic', MAX_STRING] })) {
       const topic = key[1]
-      if (typeof topic === 'string') topics.set(topic, value)
+      if (typeof topic === 'string') {
+        topics.set(topic, value)
+        this.knownTopics.add(topic)
+      }
     }
     return topics
   }
@@ -90,8 +95,8 @@ export class LogStore {
     byPartition: Map<number, ProduceMessage[]>,
     timestamp: number,
   ): Promise<boolean> {
-    return this.records.childTransaction(() => {
-      const created = this.meta.get(['topic', topic]) === undefined
+    const appended = this.records.childTransaction(() => {
+      const created = !this.knownTopics.has(topic) && this.meta.get(['topic', topic]) === undefined
       if (created) this.meta.putSync(['topic', topic], partitions)
       for (const [partition, messages] of byPartition) {
         let next = this.nextOffset(topic, partition)
@@ -99,6 +104,10 @@ export class LogStore {
           this.records.putSync([topic, partition, next++], this.encoder.encode(message, timestamp))
         this.meta.putSync(['next', topic, partition], next)
       }
+      return created
+    })
+    return appended.then((created) => {
+      this.knownTopics.add(topic)
       return created
     })
   }
