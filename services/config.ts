@@ -97,6 +97,8 @@ export const configSchema = z.object({
   /** Uncommitted bus records per topic above which the edge answers 503 (bodies on upload topics, event blocks on the events topic). */
   SLUICE_MAX_BUS_LAG: int(2_000, 1),
   SLUICE_MAX_BACKLOG_SECONDS: int(10, 0),
+  /** Bytes of upload bodies the edge holds at once (being received, checked or stored); past it, 503. */
+  SLUICE_UPLOAD_MAX_IN_FLIGHT_BYTES: int(64 * 1024 * 1024, 1),
   /** Worker pipelines not to run (comma-separated names, e.g. `ingestion`): the bench's edge-only Sluice. */
   SLUICE_WORKER_SKIP_PIPELINES: z
     .string()

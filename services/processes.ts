@@ -204,7 +204,7 @@ export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | unde
     watched: topology.couplings.edgeShedsOnLagOf,
     maxLag: config.SLUICE_MAX_BUS_LAG,
     maxBacklogMs: config.SLUICE_MAX_BACKLOG_SECONDS * 1000,
-    maxInFlightBytes: 256 * 1024 * 1024,
+    maxInFlightBytes: config.SLUICE_UPLOAD_MAX_IN_FLIGHT_BYTES,
     onSample: (topic, lag) => metrics.busLag.set({ topic }, lag),
   })
   const uploads = uploadRoutes({

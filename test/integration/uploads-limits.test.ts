@@ -1,3 +1,4 @@
+import { connect } from 'node:net'
 import { gzipSync } from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { loadConfig } from '../../services/config.ts'
@@ -35,6 +36,7 @@ describe('upload limits and load shedding at the edge', () => {
       SLUICE_UPLOAD_RATE_PER_KEY: '3',
       SLUICE_UPLOAD_MAX_DECOMPRESSED_BYTES: '4096',
       SLUICE_MAX_BUS_LAG: '5',
+      SLUICE_UPLOAD_MAX_IN_FLIGHT_BYTES: '200000',
     })
     running = await startProcess(config, createLogger('silent'), ['edge'])
     // Admin writes are control commands: the control applier runs beside the edge (no ingestion).
@@ -105,6 +107,52 @@ describe('upload limits and load shedding at the edge', () => {
     expect(statuses.slice(3)).toEqual([429, 429])
     expect(limited?.headers.get('Retry-After')).toBe('1')
     expect(await limited?.json()).toEqual({ error: 'rate limit exceeded', errors: ['rate limit exceeded'] })
+  })
+
+  it('counts a body as in flight while it arrives: past SLUICE_UPLOAD_MAX_IN_FLIGHT_BYTES, 503', async () => {
+    const control = running.runtime.control
+    const keyAuth = async (name: string) => {
+      const key = await control.createKey((await control.createOrg(name)).id)
+      return `Basic ${Buffer.from(`${key.api_key}:${key.api_secret}`).toString('base64')}`
+    }
+    // An upload of 150,000 bytes whose body arrives slowly: its head and 1,000 bytes now, the rest later.
+    const line = Buffer.from(body())
+    const slow = Buffer.concat([line, Buffer.alloc(150_000 - line.length, 0x20)])
+    const url = new URL(running.url)
+    const socket = connect(Number(url.port), url.hostname)
+    let answer = ''
+    socket.on('data', (d: Buffer) => (answer += d.toString()))
+    const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()))
+    socket.write(
+      `POST /v0/uploads HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: ${await keyAuth('slow')}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${slow.length}\r\nConnection: close\r\n\r\n`,
+    )
+    socket.write(slow.subarray(0, 1000))
+    // A probe of 60,000 blank bytes: admitted, it is read and refused as empty (400), so it adds
+    // nothing to the backlog; once the slow body is held, 150,000 + 60,000 passes the limit.
+    const probeAuth = await keyAuth('probe')
+    const probe = () =>
+      post(Buffer.alloc(60_000, 0x20), { 'Content-Type': 'application/json', Authorization: probeAuth })
+    const refused = await waitFor(probe, (res) => res.status === 503, {
+      what: 'a 503 while the slow body arrives',
+      timeoutMs: 20_000,
+      intervalMs: 400,
+    })
+    expect(refused.headers.get('Retry-After')).toBe('2')
+    expect(await refused.json()).toEqual({
+      error: 'too many uploads in flight; retry later',
+      errors: ['too many uploads in flight; retry later'],
+    })
+    // The rest of the slow body: it is accepted, and its bytes are no longer held.
+    socket.write(slow.subarray(1000))
+    await closed
+    expect(answer).toMatch(/^HTTP\/1\.1 202 /)
+    expect(answer).toMatch(/\{"transaction_id":"[A-Za-z0-9_-]{43}"\}$/)
+    const after = await waitFor(probe, (res) => res.status !== 429, { what: 'a probe past the rate limit' })
+    expect(after.status).toBe(400)
+    expect(((await after.json()) as { error: string }).error).toBe(
+      'empty body: send one JSON object per line',
+    )
   })
 
   it('sheds load with 503 and Retry-After once the backlog passes the limit, and keeps serving', async () => {

@@ -135,22 +135,31 @@ async function accept(
   sender: { orgId: number; apiKey: string; source: 'server' | 'sdk'; app?: string },
 ): Promise<string> {
   const encoding = uploadEncoding(c)
-  const refusal = deps.shedder.refusal(Number(c.req.header('content-length') ?? 0))
+  const declared = c.req.header('content-length')
+  const refusal = deps.shedder.refusal(Number(declared ?? 0))
   if (refusal) throw unavailable(2, refusal)
-  const body = await readUploadBody(c, encoding, deps.limits)
-  const receivedAt = Date.now()
-  const tx = mintTransactionId(deps.transactionKey, sender.orgId, receivedAt)
-  const headers: UploadHeaders = {
-    tx,
-    org: String(sender.orgId),
-    key: sender.apiKey,
-    recv: String(receivedAt),
-    enc: encoding,
-    src: sender.source,
-    ...(sender.app === undefined ? {} : { app: sender.app }),
-  }
-  await produce(deps, topic, sender.app ?? tx, body, headers)
-  return tx
+  // The body counts as in flight from before it is read until it is durable (or refused): what
+  // the edge holds in memory at once is bounded while bodies arrive and are inflated, not only
+  // while they wait for the log. A body of unknown length counts as the largest allowed.
+  const length = declared === undefined ? NaN : Number(declared)
+  const holding =
+    Number.isFinite(length) && length >= 0 ? Math.min(length, deps.limits.maxBytes) : deps.limits.maxBytes
+  return deps.shedder.track(holding, async () => {
+    const body = await readUploadBody(c, encoding, deps.limits)
+    const receivedAt = Date.now()
+    const tx = mintTransactionId(deps.transactionKey, sender.orgId, receivedAt)
+    const headers: UploadHeaders = {
+      tx,
+      org: String(sender.orgId),
+      key: sender.apiKey,
+      recv: String(receivedAt),
+      enc: encoding,
+      src: sender.source,
+      ...(sender.app === undefined ? {} : { app: sender.app }),
+    }
+    await produce(deps, topic, sender.app ?? tx, body, headers)
+    return tx
+  })
 }
 
 async function produce(
@@ -161,9 +170,9 @@ async function produce(
   headers: UploadHeaders,
 ) {
   try {
-    await deps.shedder.track(body.length, () =>
-      deps.bus.produce(topic, [{ key, value: body, headers: headers as unknown as Record<string, string> }]),
-    )
+    await deps.bus.produce(topic, [
+      { key, value: body, headers: headers as unknown as Record<string, string> },
+    ])
   } catch (err) {
     // Nothing was promised yet: the client retries, and the worker dedupes if a copy did land.
     throw new SluiceError('bus_unavailable', 503, 'could not store the upload durably; retry', {

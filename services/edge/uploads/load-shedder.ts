@@ -11,6 +11,7 @@ export interface ShedderOptions {
    * times the events of a plain one). 0: records only.
    */
   maxBacklogMs?: number
+  /** Upload bytes held at once (SLUICE_UPLOAD_MAX_IN_FLIGHT_BYTES): past it, new uploads are refused. */
   maxInFlightBytes: number
   sampleEveryMs?: number
   onSample?: (topic: string, lag: number) => void
@@ -19,7 +20,7 @@ export interface ShedderOptions {
 /**
  * Decides when the edge must shed load (503 + Retry-After) instead of buffering: when the bus
  * backlog of a watched pipeline passes `maxLag` records or its oldest record has waited longer
- * than `maxBacklogMs`, or when bodies waiting for a durable produce pass `maxInFlightBytes`. Lag
+ * than `maxBacklogMs`, or when upload bodies held (being read, checked or stored) pass `maxInFlightBytes`. Lag
  * is sampled in the background, never on the request path.
  */
 export class LoadShedder {
@@ -54,7 +55,7 @@ export class LoadShedder {
     return undefined
   }
 
-  /** Count bytes waiting for a durable produce while `work` runs. */
+  /** Count `bytes` as in flight while `work` runs (an upload: from before its body is read until it is durable). */
   async track<T>(bytes: number, work: () => Promise<T>): Promise<T> {
     this.inFlightBytes += bytes
     try {
