@@ -118,7 +118,7 @@ describe('upload limits and load shedding at the edge', () => {
     // An upload of 150,000 bytes whose body arrives slowly: its head and 1,000 bytes now, the rest later.
     const line = Buffer.from(body())
     const slow = Buffer.concat([line, Buffer.alloc(150_000 - line.length, 0x20)])
-    const url = new URL(running.url)
+    const url = new URL(running.url ?? 'http://missing')
     const socket = connect(Number(url.port), url.hostname)
     let answer = ''
     socket.on('data', (d: Buffer) => (answer += d.toString()))
