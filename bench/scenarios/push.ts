@@ -35,6 +35,8 @@ export type PushResult =
       /** That CPU by thread name (node-main: the JS main thread; node-other: libuv's pool and V8's helpers; ThreadPool: chdb's queries; MergeMutate: its merges). */
       cpuByThreadMs?: Record<string, number>
       fileBytes: number
+      /** The process just before the broadcast (devices generated, the engine's allocator purged). */
+      rssBeforeMb?: number
       rssMaxMb: number
       rssMb: number[]
       /** The edge's answer time (GET /v1/auth/check) during the fan-out. */
@@ -136,7 +138,7 @@ export function pushFigures(r: PushResult | undefined, skipped: string): Figure[
       name: 'push_rss_max_mb',
       unit: 'MB',
       value: r.rssMaxMb,
-      detail: 'the embedded process during the fan-out',
+      detail: `the embedded process during the fan-out${r.rssBeforeMb === undefined ? '' : ` (${r.rssBeforeMb} MB just before the broadcast)`}`,
     },
     {
       name: 'push_edge_p99_ms',
