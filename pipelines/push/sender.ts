@@ -378,7 +378,8 @@ export function pushSender(deps: SenderDeps) {
     // Only the install and the customer differ between most rows of a run, so the columns before
     // them are encoded once per batch and those after once per (batch, result, platform, message).
     const heads = new Map<DeliveryBatch, Buffer>()
-    const tails = new Map<DeliveryBatch, Map<Result, Map<string, Tail>>>()
+    // Per batch, result and platform (an outcome's platform is one), the tails by message.
+    const tails = new Map<DeliveryBatch, Map<Result, Map<string, (Tail | undefined)[]>>>()
     for (const { batch, platform, at, result } of outcomes) {
       let head = heads.get(batch)
       if (head === undefined) {
@@ -393,15 +394,22 @@ export function pushSender(deps: SenderDeps) {
         heads.set(batch, head)
       }
       let byResult = tails.get(batch)
-      if (!byResult) tails.set(batch, (byResult = new Map<Result, Map<string, Tail>>()))
+      if (!byResult) tails.set(batch, (byResult = new Map<Result, Map<string, (Tail | undefined)[]>>()))
+      const tailsOf = (r: Result): (Tail | undefined)[] => {
+        let byPlatform = byResult.get(r)
+        if (!byPlatform) byResult.set(r, (byPlatform = new Map<string, (Tail | undefined)[]>()))
+        let byMessage = byPlatform.get(platform)
+        if (!byMessage) byPlatform.set(platform, (byMessage = []))
+        return byMessage
+      }
+      const shared = Array.isArray(result) ? undefined : tailsOf(result)
       const { installs, customers, tokens, message } = batch.targets
       for (let k = 0; k < at.length; k++) {
         const p = at[k]!
         const r = Array.isArray(result) ? result[k]! : result
-        let byKey = byResult.get(r)
-        if (!byKey) byResult.set(r, (byKey = new Map<string, Tail>()))
-        const tailKey = `${platform}\n${message[p]!}`
-        let tail = byKey.get(tailKey)
+        const byMessage = shared ?? tailsOf(r)
+        const m = message[p]!
+        let tail = byMessage[m]
         if (tail === undefined) {
           const countKey = `${batch.appId}\n${platform}\n${r.transport}`
           let count = counts.get(countKey)
@@ -416,14 +424,14 @@ export function pushSender(deps: SenderDeps) {
             status: r.status,
             error: wellFormed(r.error).slice(0, 2000),
             attempts: r.attempts,
-            messageIndex: batch.messageIndexes[message[p]!] ?? 0,
+            messageIndex: batch.messageIndexes[m] ?? 0,
             batchId: batch.batchId,
             plannedAt: batch.plannedAt,
             firstAttemptAt: r.firstAttemptAt,
             finishedAt: r.finishedAt,
             version: r.finishedAt,
           })
-          byKey.set(tailKey, (tail = { bytes, count }))
+          byMessage[m] = tail = { bytes, count }
         }
         rows.row(head, installs[p]!, customers[p]!, tail.bytes)
         tail.count[r.status]++

@@ -190,12 +190,13 @@ describe('delivery line templates', () => {
     fc.assert(
       fc.property(shared, fc.array(idsOf, { minLength: 1, maxLength: 6 }), (s, devices) => {
         const writtenAt = '2026-11-23T12:00:00.000Z'
+        // The prefix as deliveryId makes it: the request id (any text) and a colon.
         const prefix = `${s.requestId}:`
         const withIds = devices.map((d) => ({ ...s, ...d, deliveryId: prefix + d.installUuid }))
         const bytes = DeliveryLineBytes.of(withIds[0]!, { written_at: writtenAt })
         expect(bytes).toBeDefined()
         const out = new LineBuffer(16)
-        for (const d of withIds) bytes!.write(out, d.deliveryId, d.installUuid, d.customerId, d.pushToken)
+        for (const d of withIds) bytes!.write(out, prefix, d.installUuid, d.customerId, d.pushToken)
         const expected = withIds.map((d) => `${perDelivery(d, writtenAt)}\n`).join('')
         expect(out.view().equals(Buffer.from(expected))).toBe(true)
       }),
@@ -259,6 +260,9 @@ describe('delivery line templates', () => {
         })),
       )
       await bySend.send(deliveries)
+      // A second call reuses the first's line buffers: the file holds both calls' lines, whole.
+      await byGroups.sendGroups(groups.slice(0, 3))
+      await bySend.send(deliveries)
       for (const app of ['app-a', 'app-b']) {
         const written = await readFile(byGroups.pathFor(app, at))
         expect(written.equals(await readFile(bySend.pathFor(app, at)))).toBe(true)
@@ -266,7 +270,7 @@ describe('delivery line templates', () => {
           .filter((d) => d.appId === app)
           .map((d) => `${perDelivery(d, '2026-11-23T12:00:00.000Z')}\n`)
           .join('')
-        expect(written.toString('utf8')).toBe(expected)
+        expect(written.toString('utf8')).toBe(expected + expected)
       }
     } finally {
       await rm(dir, { recursive: true, force: true })

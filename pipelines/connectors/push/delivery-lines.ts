@@ -103,14 +103,18 @@ export class DeliveryLineBytes {
     )
   }
 
-  /** One line: the fixed pieces around the JSON strings of these values, and a newline. */
-  write(out: LineBuffer, deliveryId: string, install: string, customer: string, token: string): void {
+  /**
+   * One line: the fixed pieces around the JSON strings of these values, and a newline. The
+   * delivery id is `deliveryIdPrefix + install` (deliveryId()), written without making the string.
+   */
+  write(out: LineBuffer, deliveryIdPrefix: string, install: string, customer: string, token: string): void {
     const { pieces, args } = this
     out.reserve(this.fixedBytes + 2 * args.length)
     out.bytes(pieces[0]!)
     for (let i = 0; i < args.length; i++) {
       const a = args[i]
-      out.jsonString(a === 0 ? deliveryId : a === 1 ? install : a === 2 ? customer : token)
+      if (a === 0) out.jsonString(deliveryIdPrefix, install)
+      else out.jsonString(a === 1 ? install : a === 2 ? customer : token)
       out.bytes(pieces[i + 1]!)
     }
   }
@@ -153,29 +157,47 @@ export class LineBuffer {
     this.at += n
   }
 
+  /** Empty again, keeping the memory. */
+  clear(): void {
+    this.at = 0
+  }
+
   /**
-   * `s` as JSON.stringify writes it, in UTF-8. Ids and tokens are printable ASCII with nothing to
-   * escape (the usual case): copied unit by unit between the quotes; anything else goes through
-   * JSON.stringify.
+   * `s + more` as JSON.stringify writes it, in UTF-8. Ids and tokens are printable ASCII with
+   * nothing to escape (the usual case): copied unit by unit between the quotes; anything else
+   * goes through JSON.stringify.
    */
-  jsonString(s: string): void {
+  jsonString(s: string, more = ''): void {
     const n = s.length
-    this.reserve(n + 2)
+    const m = more.length
+    this.reserve(n + m + 2)
     const buffer = this.buffer
     const start = this.at + 1
-    let i = 0
-    for (; i < n; i++) {
+    let plain = true
+    for (let i = 0; i < n; i++) {
       const c = s.charCodeAt(i)
-      if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) break
+      if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) {
+        plain = false
+        break
+      }
       buffer[start + i] = c
     }
-    if (i === n) {
+    if (plain)
+      for (let i = 0; i < m; i++) {
+        const c = more.charCodeAt(i)
+        if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) {
+          plain = false
+          break
+        }
+        buffer[start + n + i] = c
+      }
+    if (plain) {
       buffer[this.at] = 0x22
-      buffer[start + n] = 0x22
-      this.at = start + n + 1
+      buffer[start + n + m] = 0x22
+      this.at = start + n + m + 1
       return
     }
-    const json = JSON.stringify(s)
+    const json = JSON.stringify(s + more)
     const bytes = Buffer.byteLength(json, 'utf8')
     this.reserve(bytes)
     this.at += this.buffer.write(json, this.at, 'utf8')
