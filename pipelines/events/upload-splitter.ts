@@ -57,9 +57,20 @@ interface ParsedUpload {
  * events, each as soon as the CPU pool has parsed it, which bounds one insert. Smaller groups let
  * the engine insert one while the pool parses the next, but cost more than they gain: groups of
  * 16,000 events took 3-4 us more engine CPU per event (each insert costs ~12 ms whatever its size,
- * and small parts are merged again) for no more events/s on 2 shared cores.
+ * and small parts are merged again) for no more events/s on 2 shared cores. Groups of 150,000
+ * held a whole batch of gzip bodies at once (~118,000 events: the parsed events, their rows and
+ * the engine's insert block, ~100 MB of engine memory alone), which put the sustained run's RSS
+ * over 1 GB; with wider merges of `events` (migration 019) groups of 50,000 cost little more.
  */
-export const EVENTS_PER_WRITE = 150_000
+export const EVENTS_PER_WRITE = 50_000
+
+/**
+ * Upload bytes (as received) given to the CPU pool ahead of the group being written: enough to
+ * keep the pool's threads busy while the engine inserts (4 gzip bodies of 256 KB, ~14 plain
+ * ones), without parsing the whole batch at once (its parsed events would all be held until the
+ * batch ends).
+ */
+export const PARSE_AHEAD_BYTES = 1024 * 1024
 
 /**
  * Stage 1 of server-side ingestion: split each upload into lines, validate them (on the CPU pool),
@@ -72,23 +83,40 @@ export function serverUploadSplitter(deps: SplitterDeps) {
   const direct = 'events' in deps.forward ? deps.forward.events : undefined
   const partitions = 'topic' in deps.forward ? eventPartitions(deps.bus, deps.forward.topic) : undefined
   return async (batch: RecordBatch): Promise<void> => {
-    // Every upload goes to the pool at once; each group is handled as soon as it is parsed.
-    const parsing = batch.records.map((record) => parse(deps, record))
-    // Handled where each is awaited; until then a failure must not count as unhandled.
-    for (const p of parsing) p.catch(() => undefined)
+    // Uploads go to the pool a little ahead of the group being written (PARSE_AHEAD_BYTES); each
+    // group is handled as soon as it is parsed, and its parsed uploads are let go after it.
+    const records = batch.records
+    const parsing: (Promise<ParsedUpload> | undefined)[] = []
+    let aheadBytes = 0
+    let next = 0
+    const parseAhead = () => {
+      while (parsing.length < records.length && (aheadBytes < PARSE_AHEAD_BYTES || parsing.length <= next)) {
+        const record = records[parsing.length]!
+        const p = parse(deps, record)
+        // Handled where it is awaited; until then a failure must not count as unhandled.
+        p.catch(() => undefined)
+        parsing.push(p)
+        aheadBytes += record.value.length
+      }
+    }
     const rejects: RejectRow[] = []
     const receipts: object[] = []
     const byReason = new Map<string, number>()
     const deviceTails = new Map<DeviceDims, Buffer>()
-    let next = 0
-    while (next < parsing.length) {
+    while (next < records.length) {
       const group: ParsedUpload[] = []
       let events = 0
-      while (next < parsing.length && (events < EVENTS_PER_WRITE || group.length === 0)) {
-        const upload = await parsing[next++]!
+      while (next < records.length && (events < EVENTS_PER_WRITE || group.length === 0)) {
+        parseAhead()
+        const upload = await parsing[next]!
+        parsing[next] = undefined
+        aheadBytes -= records[next]!.value.length
+        next++
         group.push(upload)
         events += upload.events.uuid.length
       }
+      // The pool parses the next uploads while this group is written.
+      parseAhead()
       const groupRejects = await forwardGroup(group)
       // Counted before the writer's duplicates join them: those are counted where they are found.
       for (const r of groupRejects.splitter) byReason.set(r.reason, (byReason.get(r.reason) ?? 0) + 1)

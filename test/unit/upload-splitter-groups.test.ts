@@ -1,0 +1,162 @@
+import { describe, expect, it } from 'vitest'
+import type { Bus, BusRecord } from '../../pipelines/connectors/bus/bus.ts'
+import type { Store } from '../../pipelines/connectors/store/store.ts'
+import runTask, { type CpuResult, type CpuRunner, type CpuTask } from '../../pipelines/cpu/tasks.ts'
+import type { WriterItem } from '../../pipelines/events/classify-stored.ts'
+import type { EventStore } from '../../pipelines/events/store-events.ts'
+import {
+  EVENTS_PER_WRITE,
+  PARSE_AHEAD_BYTES,
+  serverUploadSplitter,
+} from '../../pipelines/events/upload-splitter.ts'
+import { lines, SCHEMA_URL, uuid } from '../helpers/ingestion-scenario.ts'
+
+const APP = 'groups-app'
+const DEVICE = {
+  install_uuid: 'i-1',
+  device_uuid: 'd-1',
+  session_uuid: 's-1',
+  country: 'nl',
+  language: 'nl',
+  app_version: '1.0',
+  os_version: '17',
+  platform: 'ios',
+  model: 'm',
+  device_timezone: 'Europe/Amsterdam',
+}
+
+/** The real CPU task, run on the next turn, counting the tasks started and not yet finished. */
+function countingPool() {
+  const pool = {
+    started: 0,
+    running: 0,
+    maxRunning: 0,
+    run(task: CpuTask): Promise<CpuResult> {
+      pool.started++
+      pool.running++
+      pool.maxRunning = Math.max(pool.maxRunning, pool.running)
+      return new Promise((resolve) =>
+        setImmediate(() => {
+          pool.running--
+          resolve(runTask(task))
+        }),
+      )
+    },
+  }
+  return pool satisfies CpuRunner
+}
+
+/** A store that knows one customer's device and keeps what is inserted into it. */
+function recordingStore() {
+  const inserted = new Map<string, object[]>()
+  const store = {
+    kind: 'chdb' as const,
+    command: () => Promise.resolve(),
+    query: <T>(): Promise<T[]> => Promise.resolve([{ app_id: APP, customer_id: 'carol', ...DEVICE }] as T[]),
+    queryStream: () => {
+      throw new Error('not used')
+    },
+    insert: (table: string, rows: readonly object[] | Buffer) => {
+      if (!Buffer.isBuffer(rows)) inserted.set(table, [...(inserted.get(table) ?? []), ...rows])
+      return Promise.resolve()
+    },
+    ping: () => Promise.resolve(true),
+    close: () => Promise.resolve(),
+  }
+  return { store: store satisfies Store, inserted }
+}
+
+function upload(offset: number, events: number): BusRecord {
+  const now = Date.now()
+  const body = lines(
+    Array.from({ length: events }, (_, i) => ({
+      schema_url: SCHEMA_URL,
+      app_uuid: APP,
+      customer_id: 'carol',
+      event_name: `e${i % 7}`,
+      event_time: now,
+      uuid: uuid(),
+      attributes: { a: 'x'.repeat(100), b: 'y'.repeat(100) },
+    })),
+  )
+  return {
+    topic: 'uploads',
+    partition: 0,
+    offset: String(offset),
+    key: null,
+    value: Buffer.from(body),
+    headers: { tx: `tx-${offset}`, org: '1', key: 'k', recv: String(now), enc: 'identity', src: 'server' },
+    timestamp: now,
+  }
+}
+
+describe('upload splitter: groups and parsing ahead', () => {
+  it('writes a batch in groups of about EVENTS_PER_WRITE events, parsing only a little ahead, each event once with its receipt', async () => {
+    // 40 uploads of 5,000 events (~1.3 MB each): 200,000 events, more than one group.
+    const perUpload = 5_000
+    const records = Array.from({ length: 40 }, (_, i) => upload(i, perUpload))
+    expect(records[0]!.value.length).toBeGreaterThan(PARSE_AHEAD_BYTES)
+    const pool = countingPool()
+    const { store, inserted } = recordingStore()
+    const writes: { uuids: string[]; first: string; last: string; startedBefore: number }[] = []
+    const events: EventStore = {
+      write(items: readonly WriterItem[], source) {
+        writes.push({
+          uuids: items.map((i) => i.headers.u),
+          first: source.first,
+          last: source.last,
+          startedBefore: pool.started,
+        })
+        return Promise.resolve([])
+      },
+    }
+    const bus = { lag: () => Promise.resolve(0) } as unknown as Bus
+    const splitter = serverUploadSplitter({
+      pool,
+      store,
+      bus,
+      apps: { getApp: () => Promise.resolve({ org_id: 1 }) },
+      forward: { events },
+      sdk: { group: 'g', topic: 't', waitMs: 0 },
+      pastWindowMs: 3_600_000,
+      futureWindowMs: 3_600_000,
+      maxInflatedBytes: 64 * 1024 * 1024,
+    })
+    await splitter({ topic: 'uploads', partition: 0, records })
+
+    // Groups: each reaches EVENTS_PER_WRITE (the last may be smaller), in offset order.
+    const groupUploads = Math.ceil(EVENTS_PER_WRITE / perUpload)
+    expect(writes.map((w) => w.uuids.length)).toEqual(
+      Array.from(
+        { length: Math.ceil(40 / groupUploads) },
+        (_, i) => Math.min(groupUploads, 40 - i * groupUploads) * perUpload,
+      ),
+    )
+    expect(writes.map((w) => [w.first, w.last])).toEqual(
+      writes.map((_, i) => [String(i * groupUploads), String(Math.min(40, (i + 1) * groupUploads) - 1)]),
+    )
+    // Each upload's uuids once, in order.
+    const sent = records.flatMap((r) =>
+      r.value
+        .toString()
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { uuid: string }).uuid),
+    )
+    expect(writes.flatMap((w) => w.uuids)).toEqual(sent)
+    // Parsing ran ahead of each write by one upload here (each is larger than PARSE_AHEAD_BYTES),
+    // never the whole batch at once.
+    expect(writes.map((w) => w.startedBefore)).toEqual(
+      writes.map((_, i) => Math.min(40, (i + 1) * groupUploads + 1)),
+    )
+    expect(pool.maxRunning).toBeLessThanOrEqual(2)
+    // One receipt per upload, every line forwarded.
+    const receipts = (inserted.get('upload_receipts') ?? []) as {
+      transaction_id: string
+      forwarded: number
+    }[]
+    expect(receipts.map((r) => [r.transaction_id, r.forwarded])).toEqual(
+      records.map((r) => [r.headers.tx, perUpload]),
+    )
+  })
+})
