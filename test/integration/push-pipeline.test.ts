@@ -754,6 +754,32 @@ describe('push planner and sender on the embedded engine', () => {
     expect(await deliveries('s3')).toHaveLength(40)
   })
 
+  it('holds deliveries of one app to the send rate through sendGroups too', async () => {
+    const file = new ScriptedGroupsTransport(
+      'file',
+      () => ({ status: 'sent' }),
+      () => ({ status: 'sent' }),
+    )
+    const clock = { ...manualClock(T), random: () => 0.5 }
+    const sender = pushSender({
+      store,
+      transports: resolver({ ios: file }),
+      rate: new SendRate(10, clock),
+      retry: { attempts: 1, deadlineMs: 0, baseDelayMs: 1, maxDelayMs: 1 },
+      clock,
+      recordEvery: 10,
+    })
+    const installs = Array.from(
+      { length: 40 },
+      (_, i) => [`q${String(i).padStart(2, '0')}`, 'iOS'] as [string, string],
+    )
+    await sender(busBatch('push-deliveries', [sendBatch('s3g', installs)]))
+    expect(file.groupCalls.map((c) => c.flatMap((g) => g.installs).length)).toEqual([10, 10, 10, 10])
+    // 40 at 10/s, the first 10 at once: the last 10 go 3 s after the first.
+    expect(clock.now() - T).toBe(3000)
+    expect(await deliveries('s3g')).toHaveLength(40)
+  })
+
   it('dead-letters a batch record that does not decode', async () => {
     const sender = pushSender({
       store,
