@@ -99,7 +99,7 @@ export function packEvents(events: readonly ValidEvent[]): PackedEvents {
     writeOwnValues(out, e.uuid, e.customer_id, e.event_name, e.event_time, e.attributes, e.ltv_change)
     packed.ownEnd.push(out.length)
   }
-  packed.own = out.bytes()
+  packed.own = out.view()
   packed.keyHash = keyHashes(packed.app, packed.uuid)
   return packed
 }
@@ -204,14 +204,14 @@ export function uploadHead(
   out.int64(receivedAt)
   out.string(source)
   out.string(transactionId)
-  return Buffer.from(out.bytes())
+  return Buffer.from(out.view())
 }
 
 /** A device's values, the tail of a row (`DEVICE_DIMENSIONS`). */
 export function deviceTail(d: DeviceDims): Buffer {
   const out = new RowBinaryWriter(512)
   for (const column of DEVICE_DIMENSIONS) out.string(d[column])
-  return Buffer.from(out.bytes())
+  return Buffer.from(out.view())
 }
 
 /** One whole `events` row in RowBinary (`EVENT_COLUMNS`): the SDK builder's rows, and old blocks'. */
@@ -231,7 +231,7 @@ export function rowBinaryEventRow(row: EventRow): Buffer {
     row.ltv_change,
   )
   for (const column of DEVICE_DIMENSIONS) out.string(row[column])
-  return Buffer.from(out.bytes())
+  return Buffer.from(out.view())
 }
 
 /** An `events` row read back from its RowBinary (`rowBinaryEventRow`'s inverse; throws if cut short). */

@@ -1,3 +1,5 @@
+import { GrowingBuffer } from '../text/growing-buffer.ts'
+
 /**
  * Writes values in ClickHouse's RowBinary format, the form in which events reach the engine: the
  * engine loads a RowBinary row of `events` for about half the CPU of the same row as
@@ -10,24 +12,7 @@
  * LEB128 entry count + key, value for each entry. JavaScript strings that hold a lone surrogate
  * are written with U+FFFD in its place (Buffer's UTF-8 encoding), so every string is valid UTF-8.
  */
-export class RowBinaryWriter {
-  private buffer: Buffer
-  private at = 0
-
-  constructor(initialBytes = 64 * 1024) {
-    this.buffer = Buffer.allocUnsafe(initialBytes)
-  }
-
-  /** Bytes written so far. */
-  get length(): number {
-    return this.at
-  }
-
-  /** The bytes written (a view, valid until the next write). */
-  bytes(): Buffer {
-    return this.buffer.subarray(0, this.at)
-  }
-
+export class RowBinaryWriter extends GrowingBuffer {
   string(s: string): void {
     const n = s.length
     // Up to 127 UTF-16 units of ASCII (by far the usual case: ids, names, push tokens) take a
@@ -55,13 +40,6 @@ export class RowBinaryWriter {
     this.varUInt(bytes)
     this.reserve(bytes)
     this.at += this.buffer.write(s, this.at, 'utf8')
-  }
-
-  /** Bytes already in RowBinary (a row's fixed columns, built once), copied as they are. */
-  raw(bytes: Buffer): void {
-    this.reserve(bytes.length)
-    bytes.copy(this.buffer, this.at)
-    this.at += bytes.length
   }
 
   /** A non-negative safe integer as UInt16, UInt32 or UInt64 (`bytes`), little endian. */
@@ -120,13 +98,6 @@ export class RowBinaryWriter {
       v = Math.floor(v / 128)
     }
     this.buffer[this.at++] = v
-  }
-
-  private reserve(bytes: number): void {
-    if (this.at + bytes <= this.buffer.length) return
-    const grown = Buffer.allocUnsafe(Math.max(this.buffer.length * 2, this.at + bytes))
-    this.buffer.copy(grown, 0, 0, this.at)
-    this.buffer = grown
   }
 }
 

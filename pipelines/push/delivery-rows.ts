@@ -77,7 +77,7 @@ export class DeliveryRows {
     out.string(h.campaignKey)
     out.uint(h.campaignId, 8)
     out.string(h.creative)
-    return Buffer.from(out.bytes())
+    return Buffer.from(out.view())
   }
 
   /** The bytes of the columns after the customer. */
@@ -94,18 +94,18 @@ export class DeliveryRows {
     out.uint(t.firstAttemptAt, 8)
     out.uint(t.finishedAt, 8)
     out.uint(t.version, 8)
-    return Buffer.from(out.bytes())
+    return Buffer.from(out.view())
   }
 
   row(head: Buffer, install: string, customer: string, tail: Buffer): void {
-    this.out.raw(head)
+    this.out.append(head)
     this.out.string(install)
     this.out.string(customer)
-    this.out.raw(tail)
+    this.out.append(tail)
   }
 
   /** The rows written (a view, valid until the next write). */
   bytes(): Buffer {
-    return this.out.bytes()
+    return this.out.view()
   }
 }

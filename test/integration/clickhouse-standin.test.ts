@@ -91,7 +91,7 @@ describe(`ClickHouseStore over HTTP (${target})`, () => {
       ['tags', 'Map(String, String)'],
     ] as const
     for (let i = 0; i < 2; i++)
-      await store.insert('t_binary', Buffer.from(w.bytes()), { rowBinary: columns, dedupToken: 'rb-0' })
+      await store.insert('t_binary', Buffer.from(w.view()), { rowBinary: columns, dedupToken: 'rb-0' })
     const rows = await store.query<{ id: number; name: string; ms: string | number; tags: object }>(
       'SELECT id, name, toUnixTimestamp64Milli(at) AS ms, tags FROM t_binary ORDER BY name',
     )

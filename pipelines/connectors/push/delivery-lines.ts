@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import type { PushDelivery } from '../../push/transport.ts'
 import { deliveryRecord } from './delivery-record.ts'
+import { GrowingBuffer } from '../../text/growing-buffer.ts'
 
 /** The fields of a delivery that differ between the devices one message of one request goes to. */
 const VARYING = ['deliveryId', 'installUuid', 'customerId', 'pushToken'] as const
@@ -110,58 +111,18 @@ export class DeliveryLineBytes {
   write(out: LineBuffer, deliveryIdPrefix: string, install: string, customer: string, token: string): void {
     const { pieces, args } = this
     out.reserve(this.fixedBytes + 2 * args.length)
-    out.bytes(pieces[0]!)
+    out.append(pieces[0]!)
     for (let i = 0; i < args.length; i++) {
       const a = args[i]
       if (a === 0) out.jsonString(deliveryIdPrefix, install)
       else out.jsonString(a === 1 ? install : a === 2 ? customer : token)
-      out.bytes(pieces[i + 1]!)
+      out.append(pieces[i + 1]!)
     }
   }
 }
 
 /** A growing buffer of lines' bytes. */
-export class LineBuffer {
-  private buffer: Buffer
-  private at = 0
-
-  constructor(initialBytes = 64 * 1024) {
-    this.buffer = Buffer.allocUnsafe(initialBytes)
-  }
-
-  get length(): number {
-    return this.at
-  }
-
-  /** The bytes written (a view, valid until the next write). */
-  view(): Buffer {
-    return this.buffer.subarray(0, this.at)
-  }
-
-  reserve(n: number): void {
-    if (this.at + n <= this.buffer.length) return
-    const grown = Buffer.allocUnsafe(Math.max(this.buffer.length * 2, this.at + n))
-    this.buffer.copy(grown, 0, 0, this.at)
-    this.buffer = grown
-  }
-
-  bytes(b: Buffer): void {
-    this.reserve(b.length)
-    const n = b.length
-    // Short pieces (`","install_uuid":` …) unit by unit: cheaper than a call into C++.
-    if (n <= 32) {
-      const buffer = this.buffer
-      const at = this.at
-      for (let i = 0; i < n; i++) buffer[at + i] = b[i]!
-    } else b.copy(this.buffer, this.at)
-    this.at += n
-  }
-
-  /** Empty again, keeping the memory. */
-  clear(): void {
-    this.at = 0
-  }
-
+export class LineBuffer extends GrowingBuffer {
   /**
    * `s + more` as JSON.stringify writes it, in UTF-8. Ids and tokens are printable ASCII with
    * nothing to escape (the usual case): copied unit by unit between the quotes; anything else

@@ -125,7 +125,7 @@ export class FileTransport implements PushTransport {
           // A message holding a marker: serialised whole, as send() does.
           const text = `${JSON.stringify({ ...deliveryRecord(this.delivery(g, p)), ...extra })}\n`
           const bytes = Buffer.from(text)
-          file.lines.bytes(bytes)
+          file.lines.append(bytes)
         }
       }
     })
