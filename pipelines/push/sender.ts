@@ -218,9 +218,8 @@ export function pushSender(deps: SenderDeps) {
     for (const g of groups) byApp.set(g.batch.appId, (byApp.get(g.batch.appId) ?? 0) + g.at.length)
     for (const [appId, n] of byApp) await deps.rate.acquire(appId, n)
     const firstAttemptAt = clock.now()
-    let answers: DeliveryOutcome[]
-    try {
-      answers = await transport.sendGroups!(
+    const answers = await answersOrRetry(transport.kind, groups.length, 'groups', () =>
+      transport.sendGroups!(
         groups.map(({ batch, platform, at }) => ({
           requestId: batch.requestId,
           deliveryIdPrefix: deliveryId(batch.requestId, batch.generation, ''),
@@ -235,15 +234,8 @@ export function pushSender(deps: SenderDeps) {
           message: batch.targets.message,
           at,
         })),
-      )
-      if (answers.length !== groups.length)
-        throw new Error(
-          `the ${transport.kind} transport answered ${answers.length} outcomes for ${groups.length} groups`,
-        )
-    } catch (err) {
-      const error = describeFailure(err, 1000)
-      answers = groups.map(() => ({ status: 'retry', error }))
-    }
+      ),
+    )
     const finishedAt = clock.now()
     const base = { attempts: 1, transport: transport.kind, firstAttemptAt, finishedAt }
     const sent: Result = { ...base, status: 'sent', error: '' }
@@ -314,22 +306,14 @@ export function pushSender(deps: SenderDeps) {
     }
     for (; ; attempt++) {
       await deps.rate.acquire(appId, pending.length)
-      let outcomes: DeliveryOutcome[]
-      try {
-        // The first try sends the deliveries as built; a retry, copies with its attempt number.
-        const sending =
-          attempt === 1 && pending.length === deliveries.length
-            ? deliveries
-            : pending.map((i) => ({ ...deliveries[i]!, attempt }))
-        outcomes = await transport.send(sending)
-        if (outcomes.length !== pending.length)
-          throw new Error(
-            `the ${transport.kind} transport answered ${outcomes.length} outcomes for ${pending.length} deliveries`,
-          )
-      } catch (err) {
-        const error = describeFailure(err, 1000)
-        outcomes = pending.map(() => ({ status: 'retry', error }))
-      }
+      // The first try sends the deliveries as built; a retry, copies with its attempt number.
+      const sending =
+        attempt === 1 && pending.length === deliveries.length
+          ? deliveries
+          : pending.map((i) => ({ ...deliveries[i]!, attempt }))
+      const outcomes = await answersOrRetry(transport.kind, pending.length, 'deliveries', () =>
+        transport.send(sending),
+      )
       const again: number[] = []
       let retryAfterMs = 0
       const finishedAt = clock.now()
@@ -455,6 +439,27 @@ export function pushSender(deps: SenderDeps) {
 }
 
 /** The parts in runs of at most `size` deliveries, in order. */
+/**
+ * A transport call's outcomes, one per item sent: a call that throws, or answers another number of
+ * outcomes, is a `retry` of every item (with the reason), never a lost or misattributed outcome.
+ */
+async function answersOrRetry(
+  kind: string,
+  count: number,
+  items: 'groups' | 'deliveries',
+  call: () => Promise<DeliveryOutcome[]>,
+): Promise<DeliveryOutcome[]> {
+  try {
+    const answers = await call()
+    if (answers.length !== count)
+      throw new Error(`the ${kind} transport answered ${answers.length} outcomes for ${count} ${items}`)
+    return answers
+  } catch (err) {
+    const error = describeFailure(err, 1000)
+    return Array.from({ length: count }, () => ({ status: 'retry', error }))
+  }
+}
+
 function* runs(parts: readonly Part[], size: number): Generator<Part[]> {
   let run: Part[] = []
   let n = 0

@@ -714,6 +714,40 @@ describe('push planner and sender on the embedded engine', () => {
     ])
   })
 
+  it('retries a send that answers another number of outcomes than deliveries, and says so when it gives up', async () => {
+    // One outcome for a call of two: which delivery it belongs to is unknown, so both are retried.
+    class Miscounting extends ScriptedTransport {
+      override async send(deliveries: readonly PushDelivery[]): Promise<DeliveryOutcome[]> {
+        this.calls.push([...deliveries])
+        return [{ status: 'sent' }]
+      }
+    }
+    const short = new Miscounting('webhook', () => ({ status: 'sent' }))
+    const clock = { ...manualClock(T), random: () => 0.5 }
+    const sender = pushSender({
+      store,
+      transports: resolver({ ios: short, android: short }),
+      rate: new SendRate(0, clock),
+      retry: { attempts: 2, deadlineMs: 60_000, baseDelayMs: 100, maxDelayMs: 1000 },
+      clock,
+    })
+    await sender(
+      busBatch('push-deliveries', [
+        sendBatch('s2m', [
+          ['m1', 'iOS'],
+          ['m2', 'iOS'],
+        ]),
+      ]),
+    )
+    expect(short.calls.map((c) => c.length)).toEqual([2, 2])
+    const error =
+      'Error: the webhook transport answered 1 outcomes for 2 deliveries (gave up after 2 attempts)'
+    expect((await deliveries('s2m')).map((r) => [r.status, Number(r.attempts), r.error])).toEqual([
+      ['failed', 2, error],
+      ['failed', 2, error],
+    ])
+  })
+
   it('gives up after the attempts allowed, recording the last error; a send that throws is retried', async () => {
     const down = new ScriptedTransport('webhook', () => 'throw')
     const clock = { ...manualClock(T), random: () => 0.5 }
