@@ -7,7 +7,8 @@ COPY bin ./bin
 COPY services ./services
 COPY pipelines ./pipelines
 COPY schemas ./schemas
-ENV NODE_ENV=production SLUICE_DATA_DIR=/data
+# glibc reads MALLOC_ARENA_MAX at start: 2 malloc arenas, not 8 per core (docs/memory.md).
+ENV NODE_ENV=production SLUICE_DATA_DIR=/data MALLOC_ARENA_MAX=2
 VOLUME ["/data"]
 EXPOSE 8080 8123
 ENTRYPOINT ["node", "bin/sluice.js"]

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { createClient, type ClickHouseClient } from '@clickhouse/client'
+import { withProcessMemorySettings } from '../services/shared/process-memory.ts'
 import { basic, HttpClient } from './http.ts'
 
 const BIN = fileURLToPath(new URL('../bin/sluice.js', import.meta.url))
@@ -153,8 +154,9 @@ export class SluiceUnderTest {
     /** Node flags of the Sluice process (e.g. --cpu-prof). */
     nodeArgs?: string[]
   }): Promise<SluiceUnderTest> {
+    // Started as users start it: with the memory settings bin/sluice.js sets (docs/memory.md).
     const env = {
-      ...process.env,
+      ...withProcessMemorySettings(process.env),
       PORT: '0',
       HOST: '127.0.0.1',
       SLUICE_SQL_PORT: '0',

@@ -4,6 +4,7 @@ import { readStoredToken } from './admin-token.ts'
 import { PUSH_TRANSPORT_OPTIONS, PUSH_TRANSPORT_USAGE, pushTransportRequest } from './cli-push-transport.ts'
 import { ConfigError, loadConfig, type Config } from './config.ts'
 import { EXPORT_CLI_OPTIONS, EXPORT_CLI_USAGE, exportAdminRequest } from './cli-exports.ts'
+import { processMemoryWarning } from './shared/process-memory.ts'
 import type { Role } from './topology.ts'
 
 // The engine (chdb), the bus and the logger are imported by the commands that run them, so
@@ -77,6 +78,8 @@ async function runRoles(config: Config, roles: Role[], distributed: boolean): Pr
     import('./processes.ts'),
   ])
   const logger = createLogger(config.SLUICE_LOG_LEVEL)
+  const memoryWarning = processMemoryWarning(config.MALLOC_ARENA_MAX)
+  if (memoryWarning) logger.warn(memoryWarning)
   const running = await startProcess(config, logger, roles)
   const banner = [`sluice ${roles.join('+')} running (${running.runtime.mode} mode)`]
   if (running.url) banner.push(`  API:       ${running.url}`)

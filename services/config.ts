@@ -36,6 +36,8 @@ export const configSchema = z.object({
   SLUICE_SQL_REQUEST_TIMEOUT_MS: int(30_000, 1),
   SLUICE_ADMIN_TOKEN: optionalString.pipe(z.string().min(16, 'must be at least 16 characters').optional()),
   SLUICE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** Read by glibc when the process starts, not by Sluice: only checked to be set (services/shared/process-memory.ts). */
+  MALLOC_ARENA_MAX: optionalString,
   KAFKA_BROKERS: optionalString.transform((v) =>
     v === undefined
       ? undefined

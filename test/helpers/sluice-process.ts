@@ -26,13 +26,18 @@ export interface SluiceChild {
   kill9(): Promise<void>
 }
 
-/** Run `sluice <command>` as a child process and wait for its start-up banner. */
+/**
+ * Run `sluice <command>` as a child process and wait for its start-up banner. `direct`: run
+ * bin/sluice.js itself (its `#!/bin/sh` line), as `bin/sluice.js start` in a shell does, instead of
+ * `node bin/sluice.js`.
+ */
 export async function startSluice(
   env: Record<string, string>,
   command: string[] = ['start'],
   timeoutMs = START_TIMEOUT_MS,
+  direct = false,
 ): Promise<SluiceChild> {
-  const child = spawn(process.execPath, [BIN, ...command], {
+  const child = spawn(direct ? BIN : process.execPath, direct ? command : [BIN, ...command], {
     // Ports of their own (0: any free one), so several children can run on one machine.
     env: {
       ...process.env,
