@@ -5,6 +5,8 @@
  * - `records`: key `[topic, partition, offset]`, value = a record as record-codec.ts lays it out.
  * - `meta` (msgpack): `['topic', topic]` → partition count, `['next', topic, partition]` → next
  *   offset, `['commit', topic, partition, group]` → the group's committed (next-to-read) offset.
+ * - `tails` (versioned): key `[topic, partition]`, its version = the partition's next offset (the
+ *   same number as `['next', …]`), the condition every append is written under (see append).
  *
  * Durability: the environment runs with `overlappingSync: false`, so lmdb fsyncs data and meta
  * pages inside every commit and a write's promise resolves only once the commit is on disk.
@@ -17,10 +19,11 @@
  */
 import { open, type Database, type RootDatabase } from 'lmdb'
 import type { BusRecord, ProduceMessage, TopicSpec } from '../bus.ts'
-import { decodeRecord, RecordEncoder, recordTimestamp } from './record-codec.ts'
+import { decodeRecord, encodeRecord, RecordEncoder, recordTimestamp } from './record-codec.ts'
 
 type RecordKey = [topic: string, partition: number, offset: number]
 type MetaKey = (string | number)[]
+type TailKey = [topic: string, partition: number]
 
 // Address space only (the file grows with the data; lmdb grows the map past it on demand). Without
 // it lmdb-js starts small and doubles the map, keeping every old mapping, and the pages consumers
@@ -40,13 +43,20 @@ export function openDurableEnv(path: string, mapSizeBytes = DEFAULT_MAP_SIZE): R
 export class LogStore {
   private readonly records: Database<Buffer, RecordKey>
   private readonly meta: Database<number, MetaKey>
+  private readonly tails: Database<boolean, TailKey>
   private readonly encoder = new RecordEncoder()
   /** Topics seen committed: topics are never deleted, so an append to one need not look it up. */
   private readonly knownTopics = new Set<string>()
+  /**
+   * Next offset per partition as this process expects it (`topic\0partition`): what its last
+   * append left, or what it read. Only a guess: appends are written on condition that it holds.
+   */
+  private readonly expectedNext = new Map<string, number>()
 
   private constructor(private readonly env: RootDatabase) {
     this.records = env.openDB<Buffer, RecordKey>({ name: 'records', encoding: 'binary' })
     this.meta = env.openDB<number, MetaKey>({ name: 'meta', encoding: 'msgpack' })
+    this.tails = env.openDB<boolean, TailKey>({ name: 'tails', encoding: 'msgpack', useVersions: true })
   }
 
   static open(path: string, mapSizeBytes = DEFAULT_MAP_SIZE): LogStore {
@@ -83,13 +93,73 @@ export class LogStore {
 
   /**
    * Appends each partition's messages, as records produced at `timestamp`, at its next offsets.
-   * Offsets are read and advanced inside the write transaction, so concurrent producers (even in
-   * other processes) get distinct, gap-free offsets, and a failed commit takes its offsets back
-   * with it. Each record is encoded in the transaction into the encoder's reused buffer, which
-   * putSync copies into the database before the next one is encoded.
-   * Resolves to whether this call created the topic.
+   * Resolves, once durable, to whether this call created the topic.
+   *
+   * Offsets stay distinct and gap-free with several producers (other processes included), and a
+   * failed commit takes its offsets back. Usually no JavaScript runs inside lmdb's write
+   * transaction: a partition's records are written by lmdb's write thread under the condition
+   * that the partition's tail (`tails`, versioned) still stands where this process expects it
+   * (where its own last append, queued before, leaves it). When that expectation is missing or
+   * turns out stale (another producer appended meanwhile, or a commit failed), the append runs as
+   * a transaction callback instead, which reads the tail inside the write transaction, behind
+   * every write queued before it, and sets the expectation from there.
    */
-  append(
+  async append(
+    topic: string,
+    partitions: number,
+    byPartition: Map<number, ProduceMessage[]>,
+    timestamp: number,
+  ): Promise<boolean> {
+    for (const partition of byPartition.keys())
+      if (!this.expectedNext.has(tailId(topic, partition)))
+        return this.appendInTransaction(topic, partitions, byPartition, timestamp)
+    const blocks: Promise<void>[] = []
+    for (const [partition, messages] of byPartition) {
+      const values = messages.map((message) => encodeRecord(message, timestamp))
+      blocks.push(this.appendBlock(topic, partitions, partition, messages, values, timestamp))
+    }
+    await Promise.all(blocks)
+    // Only an append in a transaction creates a topic, and one did before any expectation was set.
+    return false
+  }
+
+  private async appendBlock(
+    topic: string,
+    partitions: number,
+    partition: number,
+    messages: ProduceMessage[],
+    values: Buffer[],
+    timestamp: number,
+  ): Promise<void> {
+    const id = tailId(topic, partition)
+    const base = this.expectedNext.get(id)!
+    const next = base + values.length
+    // Taken now, so appends started before this one commits queue up behind it.
+    this.expectedNext.set(id, next)
+    let written: boolean
+    try {
+      written = await this.tails.ifVersion([topic, partition], base, () => {
+        for (let i = 0; i < values.length; i++)
+          void this.records.put([topic, partition, base + i], values[i]!)
+        void this.meta.put(['next', topic, partition], next)
+        void this.tails.put([topic, partition], true, next)
+      })
+    } catch (err) {
+      // The commit failed, so its offsets were not taken: the next append reads the tail again.
+      this.expectedNext.delete(id)
+      throw err
+    }
+    if (written) return
+    // Another producer moved the tail (or an earlier commit failed): nothing was written.
+    this.expectedNext.delete(id)
+    await this.appendInTransaction(topic, partitions, new Map([[partition, messages]]), timestamp)
+  }
+
+  /**
+   * An append inside a write transaction: reads each partition's tail there (creating the topic
+   * if needed) and records it as this process's expectation for the appends queued after it.
+   */
+  private appendInTransaction(
     topic: string,
     partitions: number,
     byPartition: Map<number, ProduceMessage[]>,
@@ -103,13 +173,21 @@ export class LogStore {
         for (const message of messages)
           this.records.putSync([topic, partition, next++], this.encoder.encode(message, timestamp))
         this.meta.putSync(['next', topic, partition], next)
+        this.tails.putSync([topic, partition], true, next)
+        this.expectedNext.set(tailId(topic, partition), next)
       }
       return created
     })
-    return appended.then((created) => {
-      this.knownTopics.add(topic)
-      return created
-    })
+    return appended.then(
+      (created) => {
+        this.knownTopics.add(topic)
+        return created
+      },
+      (err: unknown) => {
+        for (const partition of byPartition.keys()) this.expectedNext.delete(tailId(topic, partition))
+        throw err
+      },
+    )
   }
 
   nextOffset(topic: string, partition: number): number {
@@ -219,6 +297,10 @@ export class LogStore {
     const value = this.records.getBinaryFast(key)
     return value === undefined ? 0 : recordTimestamp(value)
   }
+}
+
+function tailId(topic: string, partition: number): string {
+  return `${topic}\u0000${partition}`
 }
 
 function partitionRange(topic: string, partition: number): { start: MetaKey; end: MetaKey } {

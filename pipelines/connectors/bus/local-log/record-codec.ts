@@ -20,22 +20,47 @@ export class RecordEncoder {
   private scratch = Buffer.allocUnsafe(256 * 1024)
 
   encode(message: ProduceMessage, timestamp: number): Buffer {
-    const key = message.key
-    const keyLength = key === undefined ? 0 : Buffer.byteLength(key)
-    const headers = hasHeaders(message.headers) ? JSON.stringify(message.headers) : undefined
-    const headersLength = headers === undefined ? 0 : Buffer.byteLength(headers)
-    const size = 1 + 8 + 4 + keyLength + 4 + headersLength + message.value.length
-    if (size > this.scratch.length) this.scratch = Buffer.allocUnsafe(Math.max(size, this.scratch.length * 2))
-    const out = this.scratch
-    let at = out.writeUInt8(FORMAT, 0)
-    at = out.writeDoubleLE(timestamp, at)
-    at = out.writeUInt32LE(key === undefined ? NULL_KEY : keyLength, at)
-    if (key !== undefined) at += out.write(key, at, 'utf8')
-    at = out.writeUInt32LE(headersLength, at)
-    if (headers !== undefined) at += out.write(headers, at, 'utf8')
-    out.set(message.value, at)
-    return out.subarray(0, size)
+    const layout = measure(message)
+    if (layout.size > this.scratch.length)
+      this.scratch = Buffer.allocUnsafe(Math.max(layout.size, this.scratch.length * 2))
+    return write(this.scratch, message, timestamp, layout)
   }
+}
+
+/**
+ * A record in a buffer of its own, for an asynchronous write, which holds it until lmdb's write
+ * thread copies it into the database.
+ */
+export function encodeRecord(message: ProduceMessage, timestamp: number): Buffer {
+  const layout = measure(message)
+  return write(Buffer.allocUnsafe(layout.size), message, timestamp, layout)
+}
+
+interface Layout {
+  keyLength: number
+  headers: string | undefined
+  headersLength: number
+  size: number
+}
+
+function measure(message: ProduceMessage): Layout {
+  const keyLength = message.key === undefined ? 0 : Buffer.byteLength(message.key)
+  const headers = hasHeaders(message.headers) ? JSON.stringify(message.headers) : undefined
+  const headersLength = headers === undefined ? 0 : Buffer.byteLength(headers)
+  const size = 1 + 8 + 4 + keyLength + 4 + headersLength + message.value.length
+  return { keyLength, headers, headersLength, size }
+}
+
+function write(out: Buffer, message: ProduceMessage, timestamp: number, layout: Layout): Buffer {
+  const { key } = message
+  let at = out.writeUInt8(FORMAT, 0)
+  at = out.writeDoubleLE(timestamp, at)
+  at = out.writeUInt32LE(key === undefined ? NULL_KEY : layout.keyLength, at)
+  if (key !== undefined) at += out.write(key, at, 'utf8')
+  at = out.writeUInt32LE(layout.headersLength, at)
+  if (layout.headers !== undefined) at += out.write(layout.headers, at, 'utf8')
+  out.set(message.value, at)
+  return out.subarray(0, layout.size)
 }
 
 export function decodeRecord(topic: string, partition: number, offset: number, data: Buffer): BusRecord {
