@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http'
 import type { Context } from 'hono'
+import { allocWithHeadroom } from '../../pipelines/connectors/bus/headroom.ts'
 import { payloadTooLarge, SluiceError } from '../shared/errors.ts'
 
 /**
@@ -23,7 +24,7 @@ export async function readRequestBody(c: Context, limit: number): Promise<Buffer
       incoming.off('error', onError)
       incoming.off('close', onClose)
       if (error) reject(error)
-      else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, total))
+      else resolve(joinWithHeadroom(chunks, total))
     }
     const onData = (chunk: Buffer) => {
       total += chunk.length
@@ -45,6 +46,20 @@ export async function readRequestBody(c: Context, limit: number): Promise<Buffer
     incoming.on('error', onError)
     incoming.on('close', onClose)
   })
+}
+
+/**
+ * The chunks in one buffer with room in front for the bus's record header (headroom.ts): the
+ * copy Buffer.concat made anyway, and the local log then stores the body without copying it again.
+ */
+function joinWithHeadroom(chunks: Buffer[], total: number): Buffer {
+  const body = allocWithHeadroom(total)
+  let at = 0
+  for (const chunk of chunks) {
+    body.set(chunk, at)
+    at += chunk.length
+  }
+  return body
 }
 
 function isUnreadIncoming(value: unknown): value is IncomingMessage {

@@ -3,6 +3,7 @@
  * payload bytes, so payloads are stored and read without re-encoding.
  */
 import type { BusRecord, ProduceMessage } from '../bus.ts'
+import { takeHeadroom } from '../headroom.ts'
 
 // Record value layout: u8 format, f64 timestamp, u32 key length (NULL_KEY = no key), key,
 // u32 headers length, headers as JSON, payload. Little endian.
@@ -33,6 +34,12 @@ export class RecordEncoder {
  */
 export function encodeRecord(message: ProduceMessage, timestamp: number): Buffer {
   const layout = measure(message)
+  const inPlace = takeHeadroom(message.value, layout.size - message.value.length)
+  if (inPlace !== undefined) {
+    // The payload is already where the record wants it: only the header is written.
+    writeHeader(inPlace, message, timestamp, layout)
+    return inPlace
+  }
   return write(Buffer.allocUnsafe(layout.size), message, timestamp, layout)
 }
 
@@ -52,6 +59,12 @@ function measure(message: ProduceMessage): Layout {
 }
 
 function write(out: Buffer, message: ProduceMessage, timestamp: number, layout: Layout): Buffer {
+  out.set(message.value, writeHeader(out, message, timestamp, layout))
+  return out.subarray(0, layout.size)
+}
+
+/** Writes the header at the start of `out`; returns where the payload starts. */
+function writeHeader(out: Buffer, message: ProduceMessage, timestamp: number, layout: Layout): number {
   const { key } = message
   let at = out.writeUInt8(FORMAT, 0)
   at = out.writeDoubleLE(timestamp, at)
@@ -59,8 +72,7 @@ function write(out: Buffer, message: ProduceMessage, timestamp: number, layout: 
   if (key !== undefined) at += out.write(key, at, 'utf8')
   at = out.writeUInt32LE(layout.headersLength, at)
   if (layout.headers !== undefined) at += out.write(layout.headers, at, 'utf8')
-  out.set(message.value, at)
-  return out.subarray(0, layout.size)
+  return at
 }
 
 export function decodeRecord(topic: string, partition: number, offset: number, data: Buffer): BusRecord {
