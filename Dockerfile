@@ -7,9 +7,10 @@ COPY bin ./bin
 COPY services ./services
 COPY pipelines ./pipelines
 COPY schemas ./schemas
-# glibc reads MALLOC_ARENA_MAX at start: 2 malloc arenas, not 8 per core (docs/memory.md).
-ENV NODE_ENV=production SLUICE_DATA_DIR=/data MALLOC_ARENA_MAX=2
+ENV NODE_ENV=production SLUICE_DATA_DIR=/data
 VOLUME ["/data"]
 EXPOSE 8080 8123
-ENTRYPOINT ["node", "bin/sluice.js"]
+# bin/sluice.js itself, not `node bin/sluice.js`: its first line sets the memory settings read at
+# process start (MALLOC_ARENA_MAX, V8's semi-space cap) and execs node as PID 1 (docs/memory.md).
+ENTRYPOINT ["/app/bin/sluice.js"]
 CMD ["start"]

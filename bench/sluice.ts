@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { createClient, type ClickHouseClient } from '@clickhouse/client'
-import { withProcessMemorySettings } from '../services/shared/process-memory.ts'
+import { NODE_MEMORY_FLAGS, withProcessMemorySettings } from '../services/shared/process-memory.ts'
 import { basic, HttpClient } from './http.ts'
 
 const BIN = fileURLToPath(new URL('../bin/sluice.js', import.meta.url))
@@ -164,7 +164,7 @@ export class SluiceUnderTest {
       SLUICE_ADMIN_TOKEN: options.adminToken,
       ...options.env,
     }
-    const child = spawn(process.execPath, [...(options.nodeArgs ?? []), BIN, 'start'], {
+    const child = spawn(process.execPath, [...NODE_MEMORY_FLAGS, ...(options.nodeArgs ?? []), BIN, 'start'], {
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
     })

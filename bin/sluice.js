@@ -1,9 +1,10 @@
 #!/bin/sh
-':' //; exec env MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}" node "$0" "$@"
+':' //; exec env MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}" node --max-semi-space-size=4 "$0" "$@"
 // Run directly (`bin/sluice.js start`), the line above is shell: it sets glibc's MALLOC_ARENA_MAX
-// (read once, when the process starts, so it cannot be set from here) unless the operator did,
-// and execs node in place of the shell (same PID, signals straight to node). To node it is a
-// string and a comment. docs/memory.md: why 2, and what to set when starting node yourself.
+// unless the operator did, and execs node with V8's semi-space cap in place of the shell (same
+// PID, signals straight to node); both are read once, when the process starts, so they cannot be
+// set from here. To node the line is a string and a comment. services/shared/process-memory.ts
+// holds the values (a test keeps them equal); docs/memory.md: what to set when starting node yourself.
 // Sluice is TypeScript run by tsx (no build step); worker threads get the same loader via execArgv.
 import { register } from 'tsx/esm/api'
 

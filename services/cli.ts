@@ -4,7 +4,7 @@ import { readStoredToken } from './admin-token.ts'
 import { PUSH_TRANSPORT_OPTIONS, PUSH_TRANSPORT_USAGE, pushTransportRequest } from './cli-push-transport.ts'
 import { ConfigError, loadConfig, type Config } from './config.ts'
 import { EXPORT_CLI_OPTIONS, EXPORT_CLI_USAGE, exportAdminRequest } from './cli-exports.ts'
-import { processMemoryWarning } from './shared/process-memory.ts'
+import { currentNodeFlags, processMemoryWarning } from './shared/process-memory.ts'
 import type { Role } from './topology.ts'
 
 // The engine (chdb), the bus and the logger are imported by the commands that run them, so
@@ -78,7 +78,7 @@ async function runRoles(config: Config, roles: Role[], distributed: boolean): Pr
     import('./processes.ts'),
   ])
   const logger = createLogger(config.SLUICE_LOG_LEVEL)
-  const memoryWarning = processMemoryWarning(config.MALLOC_ARENA_MAX)
+  const memoryWarning = processMemoryWarning(config.MALLOC_ARENA_MAX, currentNodeFlags())
   if (memoryWarning) logger.warn(memoryWarning)
   const running = await startProcess(config, logger, roles)
   const banner = [`sluice ${roles.join('+')} running (${running.runtime.mode} mode)`]
@@ -96,9 +96,9 @@ async function runRoles(config: Config, roles: Role[], distributed: boolean): Pr
       `  admin token (generated, stored in ${resolve(config.SLUICE_DATA_DIR, 'admin-token')}; shown once): ${running.adminToken}`,
     )
   banner.push(`  data:      ${running.runtime.dataDir}`)
-  process.stdout.write(banner.join('\n') + '\n')
-
-  await new Promise<void>((resolveSignal) => {
+  // Listening for the signals before the banner: whoever waits for it to send SIGTERM must not
+  // find node's default action (killed, no shutdown) still in place for a moment after it.
+  const signalled = new Promise<void>((resolveSignal) => {
     const onSignal = (signal: NodeJS.Signals) => {
       logger.info({ signal }, 'shutting down')
       resolveSignal()
@@ -106,6 +106,8 @@ async function runRoles(config: Config, roles: Role[], distributed: boolean): Pr
     process.once('SIGTERM', onSignal)
     process.once('SIGINT', onSignal)
   })
+  process.stdout.write(banner.join('\n') + '\n')
+  await signalled
   const timer = setTimeout(() => {
     logger.error('graceful shutdown timed out; exiting')
     process.exit(1)

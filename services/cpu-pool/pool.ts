@@ -2,6 +2,7 @@ import { availableParallelism } from 'node:os'
 import { BroadcastChannel } from 'node:worker_threads'
 import { Piscina } from 'piscina'
 import type { CpuResult, CpuRunner, CpuTask } from '../../pipelines/cpu/tasks.ts'
+import { WORKER_RESOURCE_LIMITS } from '../shared/process-memory.ts'
 import { registerPoolThread } from '../shared/thread-cpu.ts'
 
 /** Each pool thread posts its kernel thread id here when it starts (worker-entry.mjs). */
@@ -30,6 +31,8 @@ export class CpuPool implements CpuRunner {
       // A bounded queue: callers wait in the consumer instead of piling up tasks in memory.
       maxQueue: size * 64,
       idleTimeout: 60_000,
+      // Small young generations: each thread's semi-spaces stay resident (docs/memory.md).
+      resourceLimits: WORKER_RESOURCE_LIMITS,
     })
   }
 

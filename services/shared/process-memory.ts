@@ -15,6 +15,21 @@
  */
 export const MALLOC_ARENA_MAX = '2'
 
+/**
+ * V8's young generation: each isolate (the main thread, each CPU-pool thread) keeps two semi-spaces
+ * that grow to 16 MB each under allocation-heavy work and stay resident. Capped at 4 MB
+ * (`--max-semi-space-size` for the main thread, `resourceLimits` for the pool's threads): in the
+ * sustained scenario V8's pages went from 252-272 MB to 176-193 MB; more scavenges, ~1 µs more CPU
+ * per event, mostly on V8's helper threads (bench/README.md, "Session 8 — memory").
+ */
+export const MAX_SEMI_SPACE_MB = 4
+
+/** Node flags the main thread must be started with (its heap is configured before any code runs). */
+export const NODE_MEMORY_FLAGS: readonly string[] = [`--max-semi-space-size=${MAX_SEMI_SPACE_MB}`]
+
+/** resourceLimits of Sluice's worker threads: V8 sizes a young generation as 3 semi-spaces. */
+export const WORKER_RESOURCE_LIMITS = { maxYoungGenerationSizeMb: 3 * MAX_SEMI_SPACE_MB } as const
+
 /** `env` with the memory settings a Sluice process starts with; an operator's own values win. */
 export function withProcessMemorySettings(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return { ...env, MALLOC_ARENA_MAX: env.MALLOC_ARENA_MAX ?? MALLOC_ARENA_MAX }
@@ -22,16 +37,27 @@ export function withProcessMemorySettings(env: NodeJS.ProcessEnv): NodeJS.Proces
 
 /**
  * A line for the start-up log when this process was started without them (node run by hand), or
- * undefined. `arenaMax` is the process's MALLOC_ARENA_MAX (config); only glibc (Linux) reads it.
+ * undefined. `arenaMax` is the process's MALLOC_ARENA_MAX (config; only glibc, on Linux, reads
+ * it); `nodeFlags` the flags node was started with (process.execArgv and NODE_OPTIONS).
  */
 export function processMemoryWarning(
   arenaMax: string | undefined,
+  nodeFlags: readonly string[],
   platform: NodeJS.Platform = process.platform,
 ): string | undefined {
-  if (platform !== 'linux' || arenaMax !== undefined) return undefined
+  const missing: string[] = []
+  if (platform === 'linux' && arenaMax === undefined) missing.push(`MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX}`)
+  if (!nodeFlags.some((flag) => /^--max[-_]semi[-_]space[-_]size(=|$)/.test(flag)))
+    missing.push(...NODE_MEMORY_FLAGS)
+  if (missing.length === 0) return undefined
   return (
-    `MALLOC_ARENA_MAX is not set: glibc may give this process up to 8 malloc arenas per core ` +
-    `(~50-80 MB more resident under load); start Sluice with MALLOC_ARENA_MAX=${MALLOC_ARENA_MAX} ` +
-    `(bin/sluice.js, npm start and the Docker image do; see docs/memory.md)`
+    `started without ${missing.join(' and ')}: up to ~150 MB more resident under load ` +
+    `(glibc's malloc arenas, V8's young generation); bin/sluice.js, npm start and the Docker ` +
+    `image set them: see docs/memory.md`
   )
+}
+
+/** The node flags this process was started with: its command line's and NODE_OPTIONS'. */
+export function currentNodeFlags(): string[] {
+  return [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/).filter(Boolean)]
 }

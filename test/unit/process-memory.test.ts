@@ -1,9 +1,15 @@
+import { readFile } from 'node:fs/promises'
 import { describe, expect, it } from 'vitest'
 import {
   MALLOC_ARENA_MAX,
+  MAX_SEMI_SPACE_MB,
+  NODE_MEMORY_FLAGS,
   processMemoryWarning,
+  WORKER_RESOURCE_LIMITS,
   withProcessMemorySettings,
 } from '../../services/shared/process-memory.ts'
+
+const file = (path: string) => readFile(new URL(`../../${path}`, import.meta.url), 'utf8')
 
 describe('process memory settings', () => {
   it('adds MALLOC_ARENA_MAX=2 to an environment without it and keeps the rest', () => {
@@ -16,12 +22,31 @@ describe('process memory settings', () => {
     expect(withProcessMemorySettings({ MALLOC_ARENA_MAX: '8' }).MALLOC_ARENA_MAX).toBe('8')
   })
 
-  it('warns on Linux only, and only when the setting is missing', () => {
-    expect(processMemoryWarning(undefined, 'linux')).toMatch(
-      /^MALLOC_ARENA_MAX is not set: .*MALLOC_ARENA_MAX=2/,
+  it('caps the young generation of the main thread and of worker threads alike', () => {
+    expect(NODE_MEMORY_FLAGS).toEqual([`--max-semi-space-size=${MAX_SEMI_SPACE_MB}`])
+    expect(WORKER_RESOURCE_LIMITS).toEqual({ maxYoungGenerationSizeMb: 3 * MAX_SEMI_SPACE_MB })
+  })
+
+  it('warns about what is missing: the arena limit on Linux only, the semi-space cap anywhere', () => {
+    const flags = ['--max-semi-space-size=4']
+    expect(processMemoryWarning(undefined, flags, 'linux')).toMatch(/^started without MALLOC_ARENA_MAX=2: /)
+    expect(processMemoryWarning(undefined, [], 'linux')).toMatch(
+      /^started without MALLOC_ARENA_MAX=2 and --max-semi-space-size=4: .*docs\/memory\.md/,
     )
-    expect(processMemoryWarning('2', 'linux')).toBeUndefined()
-    expect(processMemoryWarning('16', 'linux')).toBeUndefined()
-    expect(processMemoryWarning(undefined, 'darwin')).toBeUndefined()
+    expect(processMemoryWarning('2', [], 'darwin')).toMatch(/^started without --max-semi-space-size=4: /)
+    expect(processMemoryWarning(undefined, flags, 'darwin')).toBeUndefined()
+    // An operator's own values count as set.
+    expect(processMemoryWarning('16', ['--max_semi_space_size=32'], 'linux')).toBeUndefined()
+  })
+
+  // The settings are spelled out where they must be read before any code runs: kept equal here.
+  it('bin/sluice.js, npm start and the Docker image start Sluice with them', async () => {
+    const [, shellLine] = (await file('bin/sluice.js')).split('\n')
+    expect(shellLine).toBe(
+      `':' //; exec env MALLOC_ARENA_MAX="\${MALLOC_ARENA_MAX:-${MALLOC_ARENA_MAX}}" node ${NODE_MEMORY_FLAGS.join(' ')} "$0" "$@"`,
+    )
+    const pkg = JSON.parse(await file('package.json')) as { scripts: Record<string, string> }
+    expect(pkg.scripts.start).toBe('./bin/sluice.js start')
+    expect(await file('Dockerfile')).toMatch(/^ENTRYPOINT \["\/app\/bin\/sluice\.js"\]$/m)
   })
 })
