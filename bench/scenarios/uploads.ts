@@ -5,7 +5,7 @@ import {
   type PlainTemplate,
   type UuidSpace,
 } from '../generate.ts'
-import { WARM_UP_MS } from '../baselines/run.ts'
+import { warmUp } from '../baselines/run.ts'
 import { closedLoop, sleep, type HttpResult } from '../http.ts'
 import type { CpuUse } from '../machine.ts'
 import type { ThreadCpu } from '../sluice.ts'
@@ -138,9 +138,8 @@ export async function edgeBurst(
   })
   // The same untimed warm-up as the baselines' servers get (sockets opened, hot paths compiled):
   // without it the edge's first requests on a fresh process were timed and the floor's were not.
-  await closedLoop({
+  await warmUp({
     concurrency: options.concurrency,
-    durationMs: WARM_UP_MS,
     next: () => options.source.next(),
     send: async (body) => {
       await ctx.sut.http.request(
