@@ -138,7 +138,7 @@ export function serverUploadSplitter(deps: SplitterDeps) {
       const forward: BlockEvent[] = []
       const items: WriterItem[] = []
       const splitter: RejectRow[] = []
-      const groupReceipts: object[] = []
+      const counts: { upload: ParsedUpload; forwarded: number; rejected: number }[] = []
       const processedAt = Date.now()
       for (const upload of group) {
         const orgId = Number(upload.headers.org)
@@ -187,9 +187,7 @@ export function serverUploadSplitter(deps: SplitterDeps) {
         }
         // No spread: an argument list has a size limit, an upload's rejects do not.
         for (const r of uploadRejects) splitter.push(r)
-        groupReceipts.push(
-          receiptRow(upload.headers, { lines: upload.lines, forwarded, direct: 0, rejected }, processedAt),
-        )
+        counts.push({ upload, forwarded, rejected })
       }
       let duplicates: RejectRow[] = []
       if (direct) {
@@ -202,7 +200,40 @@ export function serverUploadSplitter(deps: SplitterDeps) {
       } else if (forward.length > 0 && partitions && 'topic' in deps.forward) {
         await deps.bus.produce(deps.forward.topic, blockMessages(forward, await partitions()))
       }
-      return { splitter, duplicates, receipts: groupReceipts }
+      return {
+        splitter,
+        duplicates,
+        receipts: receiptRows(counts, direct ? duplicates : undefined, processedAt),
+      }
+    }
+
+    /**
+     * Forwarded events are counted by the receipt's reader (the events stored under the
+     * transaction, and the writer's duplicates). Events this splitter stored itself are all stored
+     * or found to be duplicates once its write returns, so their receipt says so: `direct` events
+     * accepted and the duplicates among the rejected, nothing forwarded, and the reader needs no
+     * look-up of `events` (docs/events.md, "Receipts"). A replay counts the same: events stored by
+     * the upload's first attempt are not its duplicates.
+     */
+    function receiptRows(
+      counts: readonly { upload: ParsedUpload; forwarded: number; rejected: number }[],
+      duplicates: readonly RejectRow[] | undefined,
+      processedAt: number,
+    ): object[] {
+      const duplicatesOf = new Map<string, number>()
+      for (const d of duplicates ?? [])
+        duplicatesOf.set(d.transaction_id, (duplicatesOf.get(d.transaction_id) ?? 0) + 1)
+      return counts.map(({ upload, forwarded, rejected }) => {
+        const lines = upload.lines
+        if (!duplicates)
+          return receiptRow(upload.headers, { lines, forwarded, direct: 0, rejected }, processedAt)
+        const dups = duplicatesOf.get(upload.headers.tx) ?? 0
+        return receiptRow(
+          upload.headers,
+          { lines, forwarded: 0, direct: forwarded - dups, rejected: rejected + dups },
+          processedAt,
+        )
+      })
     }
   }
 }

@@ -150,13 +150,73 @@ describe('upload splitter: groups and parsing ahead', () => {
       writes.map((_, i) => Math.min(40, (i + 1) * groupUploads + 1)),
     )
     expect(pool.maxRunning).toBeLessThanOrEqual(2)
-    // One receipt per upload, every line forwarded.
+    // One receipt per upload, every line stored by the splitter itself: counted as `direct`.
     const receipts = (inserted.get('upload_receipts') ?? []) as {
       transaction_id: string
       forwarded: number
+      direct: number
     }[]
-    expect(receipts.map((r) => [r.transaction_id, r.forwarded])).toEqual(
-      records.map((r) => [r.headers.tx, perUpload]),
+    expect(receipts.map((r) => [r.transaction_id, r.forwarded, r.direct])).toEqual(
+      records.map((r) => [r.headers.tx, 0, perUpload]),
     )
+  })
+
+  it('counts the writer duplicates of events it stored itself in the receipt of each upload, nothing forwarded', async () => {
+    const records = [upload(0, 10), upload(1, 10), upload(2, 10)]
+    const { store, inserted } = recordingStore()
+    // The store finds 3 events of the second upload and 1 of the third stored by another upload.
+    const events: EventStore = {
+      write(items: readonly WriterItem[]) {
+        const copies = [
+          ...items.filter((i) => i.headers.t === 'tx-1').slice(0, 3),
+          ...items.filter((i) => i.headers.t === 'tx-2').slice(0, 1),
+        ]
+        return Promise.resolve(
+          copies.map((i) => ({
+            transaction_id: i.headers.t,
+            org_id: 1,
+            app_id: i.headers.a,
+            source: 'server' as const,
+            line: Number(i.headers.l),
+            uuid: i.headers.u,
+            reason: 'duplicate',
+            detail: 'an event with this uuid was already stored (transaction tx-other)',
+            received_at: Number(i.headers.r),
+          })),
+        )
+      },
+    }
+    const splitter = serverUploadSplitter({
+      pool: countingPool(),
+      store,
+      bus: { lag: () => Promise.resolve(0) } as unknown as Bus,
+      apps: { getApp: () => Promise.resolve({ org_id: 1 }) },
+      forward: { events },
+      sdk: { group: 'g', topic: 't', waitMs: 0 },
+      pastWindowMs: 3_600_000,
+      futureWindowMs: 3_600_000,
+      maxInflatedBytes: 64 * 1024 * 1024,
+    })
+    await splitter({ topic: 'uploads', partition: 0, records })
+    const receipts = (inserted.get('upload_receipts') ?? []) as {
+      transaction_id: string
+      lines: number
+      forwarded: number
+      direct: number
+      rejected: number
+    }[]
+    expect(receipts.map((r) => [r.transaction_id, r.lines, r.forwarded, r.direct, r.rejected])).toEqual([
+      ['tx-0', 10, 0, 10, 0],
+      ['tx-1', 10, 0, 7, 3],
+      ['tx-2', 10, 0, 9, 1],
+    ])
+    // The duplicates are recorded as rejected lines of their uploads, for the receipt to list.
+    const rejected = (inserted.get('rejected_lines') ?? []) as { transaction_id: string; reason: string }[]
+    expect(rejected.map((r) => [r.transaction_id, r.reason])).toEqual([
+      ['tx-1', 'duplicate'],
+      ['tx-1', 'duplicate'],
+      ['tx-1', 'duplicate'],
+      ['tx-2', 'duplicate'],
+    ])
   })
 })

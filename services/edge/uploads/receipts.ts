@@ -54,34 +54,35 @@ export async function readReceipt(
       rejected_lines: [],
     }
   }
-  const [stored] = await store.query<{ n: number | string }>(
-    `SELECT count() AS n FROM events
-     WHERE received_at = fromUnixTimestamp64Milli({recv:Int64}, 'UTC') AND transaction_id = {tx:String}`,
-    { recv: info.receivedAt, tx: transactionId },
-  )
-  // The splitter counted every line it rejected; the writer adds a row per duplicate. Only the first
-  // rows are listed, so a receipt stays small whatever the upload held.
-  const [dup] = await store.query<{ n: number | string }>(
-    `SELECT count() AS n FROM rejected_lines FINAL
-     WHERE transaction_id = {tx:String} AND org_id = {org:UInt64} AND reason = 'duplicate'`,
-    { tx: transactionId, org: scope.orgId },
-  )
-  const rejectedRows = await store.query<RejectedLineView>(
-    `SELECT line, uuid, reason, detail FROM rejected_lines FINAL
-     WHERE transaction_id = {tx:String} AND org_id = {org:UInt64} ORDER BY line LIMIT {max:UInt32}`,
-    { tx: transactionId, org: scope.orgId, max: MAX_REJECTED_LINES_PER_UPLOAD },
-  )
-  const storedEvents = Number(stored?.n ?? 0)
-  const duplicates = Number(dup?.n ?? 0)
-  const done = storedEvents + duplicates >= Number(receipt.forwarded)
-  const accepted = storedEvents + Number(receipt.direct)
+  // Events forwarded to the writer are counted where they are stored, with the writer's
+  // duplicates; a receipt that forwarded nothing (events the splitter stored itself, or none)
+  // counts everything in its row, so only its rejected lines are read, and only if there are any.
+  const forwarded = Number(receipt.forwarded)
+  const [stored, duplicated] =
+    forwarded > 0
+      ? await Promise.all([
+          countStored(store, transactionId, info),
+          countDuplicates(store, transactionId, scope),
+        ])
+      : [0, 0]
+  const rejected = Number(receipt.rejected) + duplicated
+  const rejectedRows =
+    rejected > 0
+      ? await store.query<RejectedLineView>(
+          `SELECT line, uuid, reason, detail FROM rejected_lines FINAL
+           WHERE transaction_id = {tx:String} AND org_id = {org:UInt64} ORDER BY line LIMIT {max:UInt32}`,
+          { tx: transactionId, org: scope.orgId, max: MAX_REJECTED_LINES_PER_UPLOAD },
+        )
+      : []
+  const done = stored + duplicated >= forwarded
+  const accepted = stored + Number(receipt.direct)
   return {
     transaction_id: transactionId,
     state: done ? 'done' : 'processing',
     received_at: receivedAt,
     lines: Number(receipt.lines),
     accepted,
-    rejected: Number(receipt.rejected) + duplicates,
+    rejected,
     rejected_lines: rejectedRows.map((r) => ({
       line: Number(r.line),
       uuid: r.uuid,
@@ -89,4 +90,32 @@ export async function readReceipt(
       detail: r.detail,
     })),
   }
+}
+
+/** The events stored under the transaction (it is stamped with the upload's receipt time). */
+async function countStored(store: Store, transactionId: string, info: TransactionInfo): Promise<number> {
+  const [row] = await store.query<{ n: number | string }>(
+    `SELECT count() AS n FROM events
+     WHERE received_at = fromUnixTimestamp64Milli({recv:Int64}, 'UTC') AND transaction_id = {tx:String}`,
+    { recv: info.receivedAt, tx: transactionId },
+  )
+  return Number(row?.n ?? 0)
+}
+
+/**
+ * The writer's duplicates of the transaction: the splitter counted every line it rejected; the
+ * writer adds a row per duplicate. Only the first rows are listed, so a receipt stays small
+ * whatever the upload held.
+ */
+async function countDuplicates(
+  store: Store,
+  transactionId: string,
+  scope: { orgId: number },
+): Promise<number> {
+  const [row] = await store.query<{ n: number | string }>(
+    `SELECT count() AS n FROM rejected_lines FINAL
+     WHERE transaction_id = {tx:String} AND org_id = {org:UInt64} AND reason = 'duplicate'`,
+    { tx: transactionId, org: scope.orgId },
+  )
+  return Number(row?.n ?? 0)
 }
