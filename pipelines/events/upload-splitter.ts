@@ -82,21 +82,45 @@ export const PARSE_AHEAD_BYTES = 1024 * 1024
 export function serverUploadSplitter(deps: SplitterDeps) {
   const direct = 'events' in deps.forward ? deps.forward.events : undefined
   const partitions = 'topic' in deps.forward ? eventPartitions(deps.bus, deps.forward.topic) : undefined
+  // Uploads of a partition's next batch given to the pool while this one is written
+  // (RecordBatch.ahead), by offset: a record of the log never changes, so its parse is good
+  // whenever it is delivered. Without them the pool would sit idle during every write, and each
+  // batch would wait for its whole parse before its look-ups and insert could start.
+  const early = new Map<string, Map<string, { bytes: number; parsed: Promise<ParsedUpload> }>>()
   return async (batch: RecordBatch): Promise<void> => {
     // Uploads go to the pool a little ahead of the group being written (PARSE_AHEAD_BYTES); each
     // group is handled as soon as it is parsed, and its parsed uploads are let go after it.
     const records = batch.records
+    const partitionKey = `${batch.topic}\u0000${batch.partition}`
+    // Parses started by the previous batch; any not of this batch are dropped (a retried batch).
+    const started = early.get(partitionKey)
+    early.delete(partitionKey)
     const parsing: (Promise<ParsedUpload> | undefined)[] = []
     let aheadBytes = 0
     let next = 0
     const parseAhead = () => {
       while (parsing.length < records.length && (aheadBytes < PARSE_AHEAD_BYTES || parsing.length <= next)) {
         const record = records[parsing.length]!
-        const p = parse(deps, record)
-        // Handled where it is awaited; until then a failure must not count as unhandled.
-        p.catch(() => undefined)
-        parsing.push(p)
+        parsing.push(started?.get(record.offset)?.parsed ?? parseQuietly(deps, record))
         aheadBytes += record.value.length
+      }
+    }
+    // Once all of this batch is with the pool, the records that follow it on the log go too, within
+    // the same PARSE_AHEAD_BYTES of uploads parsed and not yet written.
+    const parseNextBatch = () => {
+      if (!batch.ahead || parsing.length < records.length) return
+      const queued =
+        early.get(partitionKey) ?? new Map<string, { bytes: number; parsed: Promise<ParsedUpload> }>()
+      early.set(partitionKey, queued)
+      let bytes = aheadBytes
+      for (const e of queued.values()) bytes += e.bytes
+      if (bytes >= PARSE_AHEAD_BYTES) return
+      // From the start of the next batch: the first records may be with the pool already.
+      for (const record of batch.ahead(PARSE_AHEAD_BYTES - aheadBytes)) {
+        if (queued.has(record.offset)) continue
+        if (bytes >= PARSE_AHEAD_BYTES) break
+        queued.set(record.offset, { bytes: record.value.length, parsed: parseQuietly(deps, record) })
+        bytes += record.value.length
       }
     }
     const rejects: RejectRow[] = []
@@ -117,6 +141,7 @@ export function serverUploadSplitter(deps: SplitterDeps) {
       }
       // The pool parses the next uploads while this group is written.
       parseAhead()
+      parseNextBatch()
       const groupRejects = await forwardGroup(group)
       // Counted before the writer's duplicates join them: those are counted where they are found.
       for (const r of groupRejects.splitter) byReason.set(r.reason, (byReason.get(r.reason) ?? 0) + 1)
@@ -124,6 +149,8 @@ export function serverUploadSplitter(deps: SplitterDeps) {
       for (const r of groupRejects.duplicates) rejects.push(r)
       for (const r of groupRejects.receipts) receipts.push(r)
     }
+    // More of the next batch has arrived during the writes.
+    parseNextBatch()
     // The writer's duplicates with the batch's other rejects: one insert.
     await recordRejects(deps.store, rejects)
     await deps.store.insert('upload_receipts', receipts)
@@ -236,6 +263,13 @@ export function serverUploadSplitter(deps: SplitterDeps) {
       })
     }
   }
+}
+
+/** parse, whose failure is handled where it is awaited and, until then, not counted as unhandled. */
+function parseQuietly(deps: SplitterDeps, record: BusRecord): Promise<ParsedUpload> {
+  const parsed = parse(deps, record)
+  parsed.catch(() => undefined)
+  return parsed
 }
 
 async function parse(deps: SplitterDeps, record: BusRecord): Promise<ParsedUpload> {

@@ -197,6 +197,36 @@ describe('LocalLog', () => {
     expect(byBytes.records.map((r) => r.value.length)).toEqual(sizes)
   })
 
+  it('lets a handler look at the records after its batch, which are then delivered in order', async () => {
+    const log = openLog(await tempDir())
+    await log.ensureTopics([{ topic: 'ahead', partitions: 1 }])
+    await log.produce(
+      'ahead',
+      range(0, 7).map((i) => ({ value: Buffer.from(`r${i}`) })),
+    )
+    const seen: { batch: number[]; ahead: number[]; small: number[] }[] = []
+    const consumer = await log.consume({
+      group: 'looks-ahead',
+      topics: ['ahead'],
+      maxBatchRecords: 3,
+      handler: async (batch) => {
+        seen.push({
+          batch: offsets(batch.records),
+          ahead: offsets(batch.ahead?.(1 << 20) ?? []),
+          // At least one record, as for a batch, however few bytes are asked for.
+          small: offsets(batch.ahead?.(1) ?? []),
+        })
+      },
+    })
+    await waitFor('every record', () => seen.flatMap((s) => s.batch).length === 7)
+    await consumer.stop()
+    expect(seen).toEqual([
+      { batch: [0, 1, 2], ahead: [3, 4, 5], small: [3] },
+      { batch: [3, 4, 5], ahead: [6], small: [6] },
+      { batch: [6], ahead: [], small: [] },
+    ])
+  })
+
   it('gives 200 concurrent producers gap-free offsets and delivers every record once', async () => {
     const log = openLog(await tempDir(), { partitions: 4 })
     const calls = range(0, 200).map((call) =>

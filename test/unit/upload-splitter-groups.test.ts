@@ -219,4 +219,99 @@ describe('upload splitter: groups and parsing ahead', () => {
       ['tx-2', 'duplicate'],
     ])
   })
+
+  it('parses the uploads that follow a batch on the log while it is written, once each, within PARSE_AHEAD_BYTES', async () => {
+    const small = Array.from({ length: 6 }, (_, i) => upload(i, 10))
+    const large = Array.from({ length: 4 }, (_, i) => upload(6 + i, 5_000))
+    expect(large[0]!.value.length).toBeGreaterThan(PARSE_AHEAD_BYTES)
+    const pool = countingPool()
+    const { store, inserted } = recordingStore()
+    const written: string[] = []
+    const startedAtWrite: number[] = []
+    const events: EventStore = {
+      write(items: readonly WriterItem[]) {
+        startedAtWrite.push(pool.started)
+        for (const i of items) written.push(i.headers.u)
+        return Promise.resolve([])
+      },
+    }
+    const splitter = serverUploadSplitter({
+      pool,
+      store,
+      bus: { lag: () => Promise.resolve(0) } as unknown as Bus,
+      apps: { getApp: () => Promise.resolve({ org_id: 1 }) },
+      forward: { events },
+      sdk: { group: 'g', topic: 't', waitMs: 0 },
+      pastWindowMs: 3_600_000,
+      futureWindowMs: 3_600_000,
+      maxInflatedBytes: 64 * 1024 * 1024,
+    })
+    const all = [...small, ...large]
+    // What the local log's consumer offers: the records after the batch, within the bytes asked for.
+    const aheadOf = (from: number) => (maxBytes: number) => {
+      const out: BusRecord[] = []
+      let bytes = 0
+      for (const r of all.slice(from)) {
+        if (out.length > 0 && bytes + r.value.length > maxBytes) break
+        out.push(r)
+        bytes += r.value.length
+      }
+      return out
+    }
+    // The first batch's write starts with its own 3 uploads and the next batch's 3 with the pool.
+    await splitter({ topic: 'uploads', partition: 0, records: small.slice(0, 3), ahead: aheadOf(3) })
+    expect(startedAtWrite).toEqual([6])
+    expect(pool.started).toBe(6)
+    // The second batch was parsed already; during its write, one large upload of the third goes
+    // (it alone passes PARSE_AHEAD_BYTES).
+    await splitter({ topic: 'uploads', partition: 0, records: small.slice(3), ahead: aheadOf(6) })
+    expect(startedAtWrite).toEqual([6, 7])
+    expect(pool.started).toBe(7)
+    await splitter({ topic: 'uploads', partition: 0, records: large, ahead: aheadOf(10) })
+    // Each upload parsed once, each event written once, in order, with its receipt.
+    expect(pool.started).toBe(10)
+    const sent = all.flatMap((r) =>
+      r.value
+        .toString()
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { uuid: string }).uuid),
+    )
+    expect(written).toEqual(sent)
+    const receipts = (inserted.get('upload_receipts') ?? []) as { transaction_id: string; direct: number }[]
+    expect(receipts.map((r) => [r.transaction_id, r.direct])).toEqual(
+      all.map((r, i) => [r.headers.tx, i < 6 ? 10 : 5_000]),
+    )
+  })
+
+  it('drops parses of records a batch does not deliver, and parses what it does', async () => {
+    const records = Array.from({ length: 4 }, (_, i) => upload(i, 10))
+    const pool = countingPool()
+    const { store, inserted } = recordingStore()
+    const splitter = serverUploadSplitter({
+      pool,
+      store,
+      bus: { lag: () => Promise.resolve(0) } as unknown as Bus,
+      apps: { getApp: () => Promise.resolve({ org_id: 1 }) },
+      forward: { events: { write: () => Promise.resolve([]) } },
+      sdk: { group: 'g', topic: 't', waitMs: 0 },
+      pastWindowMs: 3_600_000,
+      futureWindowMs: 3_600_000,
+      maxInflatedBytes: 64 * 1024 * 1024,
+    })
+    // The first delivery looks ahead to records 1-2; then record 0 is delivered again (a retry) and
+    // only then records 1-3: the early parses are gone with the retry, so they are parsed anew.
+    let looks = 0
+    // The second look (after the write) finds record 2 arrived as well: it goes to the pool too.
+    const ahead = () => (++looks === 1 ? [records[1]!] : [records[1]!, records[2]!])
+    await splitter({ topic: 'uploads', partition: 0, records: [records[0]!], ahead })
+    expect([looks, pool.started]).toEqual([2, 3])
+    await splitter({ topic: 'uploads', partition: 0, records: [records[0]!] })
+    await splitter({ topic: 'uploads', partition: 0, records: records.slice(1) })
+    expect(pool.started).toBe(7)
+    const receipts = (inserted.get('upload_receipts') ?? []) as { transaction_id: string; direct: number }[]
+    expect(receipts.map((r) => [r.transaction_id, r.direct])).toEqual(
+      ['tx-0', 'tx-0', 'tx-1', 'tx-2', 'tx-3'].map((tx) => [tx, 10]),
+    )
+  })
 })

@@ -35,6 +35,13 @@ export interface RecordBatch {
   topic: string
   partition: number
   records: BusRecord[]
+  /**
+   * The records after this batch that are on the log now (at most the consumer's batch limits and
+   * `maxBytes` of values), for pure work on them to start while this batch is handled; they are
+   * delivered again, in order, by later calls, whatever was done with them here. Where the
+   * transport offers it (the local log); a handler must not depend on it.
+   */
+  ahead?: (maxBytes: number) => BusRecord[]
 }
 
 export interface TopicSpec {

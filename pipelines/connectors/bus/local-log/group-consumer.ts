@@ -108,8 +108,11 @@ export class LocalConsumer implements Consumer {
       await wakeups.wait(partitionSignal(topic, partition), pollIntervalMs, this.stopping.signal)
       return position
     }
-    if (!(await this.deliver({ topic, partition, records }))) return undefined
     const next = Number(last.offset) + 1
+    // A look at what follows, for the handler's pure work (the splitter parses ahead with it).
+    const ahead = (maxBytes: number) =>
+      store.readBatch(topic, partition, next, maxBatchRecords, Math.min(maxBytes, maxBatchBytes))
+    if (!(await this.deliver({ topic, partition, records, ahead }))) return undefined
     await store.commit(this.settings.group, topic, partition, next)
     return next
   }
