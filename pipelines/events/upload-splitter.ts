@@ -73,6 +73,15 @@ export const EVENTS_PER_WRITE = 50_000
 export const PARSE_AHEAD_BYTES = 1024 * 1024
 
 /**
+ * Upload bytes, as parsed (a gzip body counted at its inflated size), of a partition's next batch
+ * given to the CPU pool while a batch is written: the memory PARSE_AHEAD_BYTES of gzip bodies
+ * takes once inflated (~8 MB: the bench's bodies inflate 8.3 times), so look-ahead holds no more
+ * than parsing ahead within a batch does. That is 4 gzip bodies of 256 KB, or all of a batch of
+ * plain bodies (at most 4 MB): its parse no longer comes between one batch's write and the next.
+ */
+export const NEXT_BATCH_PARSE_BYTES = 8 * 1024 * 1024
+
+/**
  * Stage 1 of server-side ingestion: split each upload into lines, validate them (on the CPU pool),
  * check the apps, attribute each event to its customer's last device, and forward the events: to
  * the events topic in blocks routed by app + uuid, or straight to the store (`forward`). Rejected
@@ -106,21 +115,23 @@ export function serverUploadSplitter(deps: SplitterDeps) {
       }
     }
     // Once all of this batch is with the pool, the records that follow it on the log go too, within
-    // the same PARSE_AHEAD_BYTES of uploads parsed and not yet written.
+    // NEXT_BATCH_PARSE_BYTES as parsed.
     const parseNextBatch = () => {
       if (!batch.ahead || parsing.length < records.length) return
       const queued =
         early.get(partitionKey) ?? new Map<string, { bytes: number; parsed: Promise<ParsedUpload> }>()
       early.set(partitionKey, queued)
-      let bytes = aheadBytes
+      let bytes = 0
       for (const e of queued.values()) bytes += e.bytes
-      if (bytes >= PARSE_AHEAD_BYTES) return
-      // From the start of the next batch: the first records may be with the pool already.
-      for (const record of batch.ahead(PARSE_AHEAD_BYTES - aheadBytes)) {
+      if (bytes >= NEXT_BATCH_PARSE_BYTES) return
+      // From the start of the next batch (its first records may be with the pool already); as
+      // received, a gzip body is smaller than it is parsed, so this is at least what fits.
+      for (const record of batch.ahead(NEXT_BATCH_PARSE_BYTES)) {
         if (queued.has(record.offset)) continue
-        if (bytes >= PARSE_AHEAD_BYTES) break
-        queued.set(record.offset, { bytes: record.value.length, parsed: parseQuietly(deps, record) })
-        bytes += record.value.length
+        if (bytes >= NEXT_BATCH_PARSE_BYTES) break
+        const parsedBytes = parsedSize(record, deps.maxInflatedBytes)
+        queued.set(record.offset, { bytes: parsedBytes, parsed: parseQuietly(deps, record) })
+        bytes += parsedBytes
       }
     }
     const rejects: RejectRow[] = []
@@ -263,6 +274,17 @@ export function serverUploadSplitter(deps: SplitterDeps) {
       })
     }
   }
+}
+
+/**
+ * The bytes of an upload's body once inflated: a gzip member ends with its inflated size modulo
+ * 2^32 (RFC 1952, ISIZE); for a body of several members that is the last one's, so it is an
+ * estimate, bounded by the inflate limit the CPU pool enforces.
+ */
+export function parsedSize(record: BusRecord, maxInflatedBytes: number): number {
+  const body = record.value
+  if ((record.headers as unknown as UploadHeaders).enc !== 'gzip' || body.length < 18) return body.length
+  return Math.min(Math.max(body.readUInt32LE(body.length - 4), body.length), maxInflatedBytes)
 }
 
 /** parse, whose failure is handled where it is awaited and, until then, not counted as unhandled. */

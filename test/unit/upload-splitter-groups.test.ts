@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib'
 import { describe, expect, it } from 'vitest'
 import type { Bus, BusRecord } from '../../pipelines/connectors/bus/bus.ts'
 import type { Store } from '../../pipelines/connectors/store/store.ts'
@@ -6,7 +7,9 @@ import type { WriterItem } from '../../pipelines/events/classify-stored.ts'
 import type { EventStore } from '../../pipelines/events/store-events.ts'
 import {
   EVENTS_PER_WRITE,
+  NEXT_BATCH_PARSE_BYTES,
   PARSE_AHEAD_BYTES,
+  parsedSize,
   serverUploadSplitter,
 } from '../../pipelines/events/upload-splitter.ts'
 import { lines, SCHEMA_URL, uuid } from '../helpers/ingestion-scenario.ts'
@@ -220,10 +223,15 @@ describe('upload splitter: groups and parsing ahead', () => {
     ])
   })
 
-  it('parses the uploads that follow a batch on the log while it is written, once each, within PARSE_AHEAD_BYTES', async () => {
+  it('parses the uploads that follow a batch on the log while it is written, once each, within NEXT_BATCH_PARSE_BYTES', async () => {
     const small = Array.from({ length: 6 }, (_, i) => upload(i, 10))
-    const large = Array.from({ length: 4 }, (_, i) => upload(6 + i, 5_000))
-    expect(large[0]!.value.length).toBeGreaterThan(PARSE_AHEAD_BYTES)
+    const large = Array.from({ length: 10 }, (_, i) => upload(6 + i, 5_000))
+    // The large uploads that go while the second batch is written: as many as the bound holds.
+    let early = 0
+    for (let bytes = 0; bytes + large[early]!.value.length <= NEXT_BATCH_PARSE_BYTES; early++)
+      bytes += large[early]!.value.length
+    expect(early).toBeGreaterThan(1)
+    expect(early).toBeLessThan(large.length)
     const pool = countingPool()
     const { store, inserted } = recordingStore()
     const written: string[] = []
@@ -247,11 +255,12 @@ describe('upload splitter: groups and parsing ahead', () => {
       maxInflatedBytes: 64 * 1024 * 1024,
     })
     const all = [...small, ...large]
-    // What the local log's consumer offers: the records after the batch, within the bytes asked for.
-    const aheadOf = (from: number) => (maxBytes: number) => {
+    // What the local log's consumer offers: the records after the batch, within its batch limits
+    // (the next batch ends at `to`) and the bytes asked for.
+    const aheadOf = (from: number, to: number) => (maxBytes: number) => {
       const out: BusRecord[] = []
       let bytes = 0
-      for (const r of all.slice(from)) {
+      for (const r of all.slice(from, to)) {
         if (out.length > 0 && bytes + r.value.length > maxBytes) break
         out.push(r)
         bytes += r.value.length
@@ -259,17 +268,17 @@ describe('upload splitter: groups and parsing ahead', () => {
       return out
     }
     // The first batch's write starts with its own 3 uploads and the next batch's 3 with the pool.
-    await splitter({ topic: 'uploads', partition: 0, records: small.slice(0, 3), ahead: aheadOf(3) })
+    await splitter({ topic: 'uploads', partition: 0, records: small.slice(0, 3), ahead: aheadOf(3, 6) })
     expect(startedAtWrite).toEqual([6])
     expect(pool.started).toBe(6)
-    // The second batch was parsed already; during its write, one large upload of the third goes
-    // (it alone passes PARSE_AHEAD_BYTES).
-    await splitter({ topic: 'uploads', partition: 0, records: small.slice(3), ahead: aheadOf(6) })
-    expect(startedAtWrite).toEqual([6, 7])
-    expect(pool.started).toBe(7)
-    await splitter({ topic: 'uploads', partition: 0, records: large, ahead: aheadOf(10) })
+    // The second batch was parsed already; during its write, the first large uploads of the third
+    // go, as many as NEXT_BATCH_PARSE_BYTES holds (the consumer offers no more than asked for).
+    await splitter({ topic: 'uploads', partition: 0, records: small.slice(3), ahead: aheadOf(6, 16) })
+    expect(startedAtWrite).toEqual([6, 6 + early])
+    expect(pool.started).toBe(6 + early)
+    await splitter({ topic: 'uploads', partition: 0, records: large, ahead: aheadOf(16, 16) })
     // Each upload parsed once, each event written once, in order, with its receipt.
-    expect(pool.started).toBe(10)
+    expect(pool.started).toBe(16)
     const sent = all.flatMap((r) =>
       r.value
         .toString()
@@ -313,5 +322,14 @@ describe('upload splitter: groups and parsing ahead', () => {
     expect(receipts.map((r) => [r.transaction_id, r.direct])).toEqual(
       ['tx-0', 'tx-0', 'tx-1', 'tx-2', 'tx-3'].map((tx) => [tx, 10]),
     )
+  })
+
+  it('counts a gzip body at its inflated size against NEXT_BATCH_PARSE_BYTES, within the inflate limit', () => {
+    const plain = upload(0, 100)
+    const gz = { ...plain, value: gzipSync(plain.value), headers: { ...plain.headers, enc: 'gzip' } }
+    expect(gz.value.length).toBeLessThan(plain.value.length / 2)
+    expect(parsedSize(plain, 1 << 30)).toBe(plain.value.length)
+    expect(parsedSize(gz, 1 << 30)).toBe(plain.value.length)
+    expect(parsedSize(gz, 1000)).toBe(1000)
   })
 })
