@@ -36,7 +36,8 @@ export const FRESHNESS_LOAD_SHARE = 0.8
  * Freshness at a fixed rate (80 % of the max sustained rate measured earlier in the run): uploads are
  * sent open-loop; a sample of them (at most `maxSampling` at a time, so the polling itself stays a
  * small load) have their receipt polled until `done`, every `pollMs` (25 ms) at first and then every
- * 5 % of the time waited so far, at most 100 ms (each receipt read is three queries, and the polling
+ * 5 % of the time waited so far, at most 100 ms (each receipt read is a query of the engine, two
+ * once done with rejected lines, three or four once split with a ClickHouse server: the polling
  * must not become a load of its own), so the error stays under 5 %; the time from the 202 to
  * `done` is the freshness of that upload.
  */
