@@ -5,38 +5,18 @@
  * tail, never overwrite a record or leave a gap.
  */
 import { spawn } from 'node:child_process'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { open } from 'lmdb'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { BusRecord } from '../../pipelines/connectors/bus/bus.ts'
-import { LocalLog } from '../../pipelines/connectors/bus/local-log/local-log.ts'
+import type { LocalLog } from '../../pipelines/connectors/bus/local-log/local-log.ts'
+import { localLogTestbed } from '../helpers/local-log-testbed.ts'
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url))
 const producerScript = fileURLToPath(new URL('../fixtures/local-log-producer.ts', import.meta.url))
 
-const openLogs: LocalLog[] = []
-const dirs: string[] = []
-
-afterEach(async () => {
-  await Promise.all(openLogs.splice(0).map((log) => log.close()))
-  await Promise.all(dirs.splice(0).map((dir) => rm(dir, { recursive: true, force: true })))
-})
-
-async function tempDir(): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'sluice-local-log-producers-'))
-  dirs.push(dir)
-  return dir
-}
-
-function openLog(path: string): LocalLog {
-  const log = LocalLog.open({ path, partitions: 1, retention: { intervalMs: 0 } })
-  openLogs.push(log)
-  return log
-}
+const { tempDir, openLog, closeLog } = localLogTestbed('local-log-producers', { partitions: 1 })
 
 /** Every record of partition 0 of `topic`, read by a fresh consumer group until it has `total`. */
 async function readAll(log: LocalLog, topic: string, total: number): Promise<BusRecord[]> {
@@ -140,8 +120,7 @@ describe('local log with several producers', () => {
       'old',
       ['r0', 'r1', 'r2'].map((value) => ({ value: Buffer.from(value) })),
     )
-    await log.close()
-    openLogs.splice(openLogs.indexOf(log), 1)
+    await closeLog(log)
     // What a log of an earlier version looks like: records and `next`, no `tails`.
     const env = open({ path: dir, maxDbs: 4 })
     const tails = env.openDB({ name: 'tails', encoding: 'msgpack', useVersions: true })

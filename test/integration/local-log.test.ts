@@ -1,11 +1,9 @@
 import { spawn } from 'node:child_process'
 import { readFileSync, statSync } from 'node:fs'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import {
   partitionForKey,
   type BusRecord,
@@ -13,35 +11,13 @@ import {
   type Consumer,
   type RecordBatch,
 } from '../../pipelines/connectors/bus/bus.ts'
-import { LocalLog, type LocalLogOptions } from '../../pipelines/connectors/bus/local-log/local-log.ts'
+import { LocalLog } from '../../pipelines/connectors/bus/local-log/local-log.ts'
+import { localLogTestbed } from '../helpers/local-log-testbed.ts'
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url))
 const childScript = fileURLToPath(new URL('../fixtures/local-log-child.ts', import.meta.url))
 
-const openLogs: LocalLog[] = []
-const dirs: string[] = []
-
-afterEach(async () => {
-  await Promise.all(openLogs.splice(0).map((log) => log.close()))
-  await Promise.all(dirs.splice(0).map((dir) => rm(dir, { recursive: true, force: true })))
-})
-
-async function tempDir(): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'sluice-local-log-'))
-  dirs.push(dir)
-  return dir
-}
-
-function openLog(path: string, options: Partial<LocalLogOptions> = {}): LocalLog {
-  const log = LocalLog.open({ path, partitions: 2, retention: { intervalMs: 0 }, ...options })
-  openLogs.push(log)
-  return log
-}
-
-async function closeLog(log: LocalLog): Promise<void> {
-  openLogs.splice(openLogs.indexOf(log), 1)
-  await log.close()
-}
+const { tempDir, openLog, closeLog } = localLogTestbed('local-log', { partitions: 2 })
 
 async function waitFor(
   what: string,
