@@ -272,7 +272,7 @@ export async function runExecutionScenario(sluice: InProcessSluice, store: Store
   )
   const nyDue = Number(later[0]?.due)
   expect(
-    new Date(nyDue).toLocaleString('en-US', { timeZone: 'America/New_York', hour12: false }).slice(-8),
+    new Date(nyDue).toLocaleString('en-US', { timeZone: 'America/New_York', hourCycle: 'h23' }).slice(-8),
   ).toBe(localBegin.toISOString().slice(11, 19))
   expect(nyDue).toBeGreaterThan(Date.now() + 3_600_000)
   expect(Number(later[0]?.slot)).toBeGreaterThan(60)
