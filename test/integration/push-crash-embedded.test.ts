@@ -1,10 +1,10 @@
-import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { createClient, type ClickHouseClient } from '@clickhouse/client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { postSdkTo, sessionRow } from '../helpers/ingestion-scenario.ts'
 import { createTenant, startSluice, type SluiceChild } from '../helpers/sluice-process.ts'
 import { tempDir } from '../helpers/temp.ts'
+import { pushFileLines } from '../helpers/push-file-lines.ts'
 import { waitFor } from '../helpers/wait-for.ts'
 
 const TOKEN = 'push-crash-admin-token-123'
@@ -109,11 +109,9 @@ describe('kill -9 of the embedded process in the middle of a broadcast', () => {
 
       // On the wire (the file transport's lines): every install at least once, and only the batch
       // in flight at the kill a second time.
-      const day = new Date().toISOString().slice(0, 10)
-      const lines = (await readFile(join(dir.path, 'push', APP, `${day}.jsonl`), 'utf8'))
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => JSON.parse(l) as { delivery_id: string; install_uuid: string })
+      const lines = await pushFileLines<{ delivery_id: string; install_uuid: string }>(
+        join(dir.path, 'push', APP),
+      )
       const written = new Map<string, number>()
       for (const l of lines) written.set(l.install_uuid, (written.get(l.install_uuid) ?? 0) + 1)
       expect(new Set(written.keys())).toEqual(new Set(installs))

@@ -1,10 +1,10 @@
-import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { expect } from 'vitest'
 import type { Store } from '../../pipelines/connectors/store/store.ts'
 import { encodePushRequest } from '../../schemas/push.ts'
 import { postSdk, sdkReceiptDone, sessionRow, uuid } from '../helpers/ingestion-scenario.ts'
 import type { InProcessSluice } from '../helpers/sluice-inprocess.ts'
+import { pushFileLines } from '../helpers/push-file-lines.ts'
 import { waitFor } from '../helpers/wait-for.ts'
 
 /**
@@ -94,15 +94,7 @@ export async function runPushScenario(sluice: InProcessSluice, store: Store, suf
       (rows) => rows.length >= count,
       { what: `${count} deliveries of ${requestId}`, timeoutMs: 60_000 },
     )
-  const fileLines = async (): Promise<FileLine[]> => {
-    const day = new Date().toISOString().slice(0, 10)
-    const path = join(sluice.running.runtime.dataDir, 'push', app, `${day}.jsonl`)
-    const text = await readFile(path, 'utf8').catch(() => '')
-    return text
-      .split('\n')
-      .filter(Boolean)
-      .map((l) => JSON.parse(l) as FileLine)
-  }
+  const fileLines = () => pushFileLines<FileLine>(join(sluice.running.runtime.dataDir, 'push', app))
   const linesOf = async (requestId: string) => (await fileLines()).filter((l) => l.request_id === requestId)
 
   // Devices, as the SDK reports them.
