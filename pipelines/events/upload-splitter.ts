@@ -122,14 +122,19 @@ export function serverUploadSplitter(deps: SplitterDeps) {
         early.get(partitionKey) ?? new Map<string, { bytes: number; parsed: Promise<ParsedUpload> }>()
       early.set(partitionKey, queued)
       let bytes = 0
-      for (const e of queued.values()) bytes += e.bytes
+      let last: string | undefined
+      for (const [offset, e] of queued) {
+        bytes += e.bytes
+        last = offset
+      }
       if (bytes >= NEXT_BATCH_PARSE_BYTES) return
-      // From the start of the next batch (its first records may be with the pool already); as
-      // received, a gzip body is smaller than it is parsed, so this is at least what fits.
-      for (const record of batch.ahead(NEXT_BATCH_PARSE_BYTES)) {
+      // Only the records after those with the pool already (each read costs a copy of its body);
+      // as received, a gzip body is smaller than it is parsed, so this is at least what fits.
+      const from = last === undefined ? undefined : String(Number(last) + 1)
+      for (const record of batch.ahead(NEXT_BATCH_PARSE_BYTES - bytes, from)) {
         if (queued.has(record.offset)) continue
-        if (bytes >= NEXT_BATCH_PARSE_BYTES) break
         const parsedBytes = parsedSize(record, deps.maxInflatedBytes)
+        if (bytes > 0 && bytes + parsedBytes > NEXT_BATCH_PARSE_BYTES) break
         queued.set(record.offset, { bytes: parsedBytes, parsed: parseQuietly(deps, record) })
         bytes += parsedBytes
       }

@@ -180,27 +180,37 @@ describe('LocalLog', () => {
       'ahead',
       range(0, 7).map((i) => ({ value: Buffer.from(`r${i}`) })),
     )
-    const seen: { batch: number[]; ahead: number[]; small: number[] }[] = []
+    const seen: { batch: number[]; ahead: number[]; small: number[]; from: number[] }[] = []
+    const delivered: BusRecord[][] = []
+    const lookedAt: BusRecord[] = []
     const consumer = await log.consume({
       group: 'looks-ahead',
       topics: ['ahead'],
       maxBatchRecords: 3,
       handler: async (batch) => {
+        delivered.push(batch.records)
+        const ahead = batch.ahead?.(1 << 20) ?? []
+        lookedAt.push(...ahead)
         seen.push({
           batch: offsets(batch.records),
-          ahead: offsets(batch.ahead?.(1 << 20) ?? []),
+          ahead: offsets(ahead),
           // At least one record, as for a batch, however few bytes are asked for.
           small: offsets(batch.ahead?.(1) ?? []),
+          // From a later offset, within the next batch's record limit.
+          from: offsets(batch.ahead?.(1 << 20, String(Number(batch.records.at(-1)!.offset) + 3)) ?? []),
         })
       },
     })
     await waitFor('every record', () => seen.flatMap((s) => s.batch).length === 7)
     await consumer.stop()
     expect(seen).toEqual([
-      { batch: [0, 1, 2], ahead: [3, 4, 5], small: [3] },
-      { batch: [3, 4, 5], ahead: [6], small: [6] },
-      { batch: [6], ahead: [], small: [] },
+      { batch: [0, 1, 2], ahead: [3, 4, 5], small: [3], from: [5] },
+      { batch: [3, 4, 5], ahead: [6], small: [6], from: [] },
+      { batch: [6], ahead: [], small: [], from: [] },
     ])
+    // A record looked at ahead is delivered as it was read, not read and copied again.
+    expect(delivered[1]![0]).toBe(lookedAt[0])
+    expect(delivered[2]![0]).toBe(lookedAt[3])
   })
 
   it('gives 200 concurrent producers gap-free offsets and delivers every record once', async () => {

@@ -255,16 +255,19 @@ describe('upload splitter: groups and parsing ahead', () => {
       maxInflatedBytes: 64 * 1024 * 1024,
     })
     const all = [...small, ...large]
-    // What the local log's consumer offers: the records after the batch, within its batch limits
-    // (the next batch ends at `to`) and the bytes asked for.
-    const aheadOf = (from: number, to: number) => (maxBytes: number) => {
+    // What the local log's consumer offers: the records after the batch (or from `start`), within
+    // its batch limits (the next batch ends at `to`) and the bytes asked for. Each record handed
+    // out is noted: it is a copy of its body that the splitter should not ask for twice.
+    const handedOut: string[] = []
+    const aheadOf = (from: number, to: number) => (maxBytes: number, start?: string) => {
       const out: BusRecord[] = []
       let bytes = 0
-      for (const r of all.slice(from, to)) {
+      for (const r of all.slice(start === undefined ? from : Number(start), to)) {
         if (out.length > 0 && bytes + r.value.length > maxBytes) break
         out.push(r)
         bytes += r.value.length
       }
+      handedOut.push(...out.map((r) => r.offset))
       return out
     }
     // The first batch's write starts with its own 3 uploads and the next batch's 3 with the pool.
@@ -277,8 +280,11 @@ describe('upload splitter: groups and parsing ahead', () => {
     expect(startedAtWrite).toEqual([6, 6 + early])
     expect(pool.started).toBe(6 + early)
     await splitter({ topic: 'uploads', partition: 0, records: large, ahead: aheadOf(16, 16) })
-    // Each upload parsed once, each event written once, in order, with its receipt.
+    // Each upload parsed once, each event written once, in order, with its receipt; and each
+    // record looked at ahead was read once (the looks after a group read past what the pool has).
     expect(pool.started).toBe(16)
+    expect(handedOut).toEqual([...new Set(handedOut)])
+    expect(handedOut.length).toBeGreaterThanOrEqual(3 + early)
     const sent = all.flatMap((r) =>
       r.value
         .toString()

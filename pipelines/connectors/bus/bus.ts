@@ -36,12 +36,13 @@ export interface RecordBatch {
   partition: number
   records: BusRecord[]
   /**
-   * The records after this batch that are on the log now (at most the consumer's batch limits and
-   * `maxBytes` of values), for pure work on them to start while this batch is handled; they are
-   * delivered again, in order, by later calls, whatever was done with them here. Where the
-   * transport offers it (the local log); a handler must not depend on it.
+   * The records after this batch that are on the log now, from offset `from` (by default the first
+   * after the batch; at most the consumer's batch limits and `maxBytes` of values), for pure work
+   * on them to start while this batch is handled; they are delivered again, in order, by later
+   * calls, whatever was done with them here. Where the transport offers it (the local log); a
+   * handler must not depend on it.
    */
-  ahead?: (maxBytes: number) => BusRecord[]
+  ahead?: (maxBytes: number, from?: string) => BusRecord[]
 }
 
 export interface TopicSpec {

@@ -1,4 +1,4 @@
-import type { Consumer, RecordBatch } from '../bus.ts'
+import type { BusRecord, Consumer, RecordBatch } from '../bus.ts'
 import type { LogStore } from './log-store.ts'
 import { partitionSignal, TOPICS_CHANGED, type Wakeups } from './wakeups.ts'
 
@@ -31,6 +31,8 @@ export class LocalConsumer implements Consumer {
   private readonly workers = new Map<string, Promise<void>>()
   private supervisor: Promise<void> | undefined
   private stopped: Promise<void> | undefined
+  /** Records a handler read ahead, per partition, kept for the batch they belong to. */
+  private readonly readAhead = new Map<string, BusRecord[]>()
 
   constructor(
     private readonly context: ConsumerContext,
@@ -99,9 +101,9 @@ export class LocalConsumer implements Consumer {
 
   /** Delivers and commits one batch; resolves to the new position, or undefined once stopping. */
   private async step(topic: string, partition: number, position: number): Promise<number | undefined> {
-    const { store, wakeups } = this.context
+    const { wakeups } = this.context
     const { maxBatchRecords, maxBatchBytes, pollIntervalMs } = this.settings
-    const records = store.readBatch(topic, partition, position, maxBatchRecords, maxBatchBytes)
+    const records = this.readBatch(topic, partition, position, maxBatchRecords, maxBatchBytes)
     const last = records.at(-1)
     if (last === undefined) {
       // No await between the empty read and registering the waiter, so no wake-up is missed.
@@ -109,12 +111,70 @@ export class LocalConsumer implements Consumer {
       return position
     }
     const next = Number(last.offset) + 1
-    // A look at what follows, for the handler's pure work (the splitter parses ahead with it).
-    const ahead = (maxBytes: number) =>
-      store.readBatch(topic, partition, next, maxBatchRecords, Math.min(maxBytes, maxBatchBytes))
+    // A look at what follows, for the handler's pure work (the splitter parses ahead with it),
+    // within the next batch's record limit.
+    const ahead = (maxBytes: number, from?: string) => {
+      const start = Math.max(next, from === undefined ? next : Number(from))
+      const left = maxBatchRecords - (start - next)
+      if (left <= 0) return []
+      const seen = this.context.store.readBatch(
+        topic,
+        partition,
+        start,
+        left,
+        Math.min(maxBytes, maxBatchBytes),
+      )
+      this.remember(topic, partition, seen)
+      return seen
+    }
     if (!(await this.deliver({ topic, partition, records, ahead }))) return undefined
-    await store.commit(this.settings.group, topic, partition, next)
+    await this.context.store.commit(this.settings.group, topic, partition, next)
     return next
+  }
+
+  /**
+   * A batch from `from` on: the records read ahead for it where they follow on from `from`
+   * (a record of the log never changes, so they need not be read and copied again), the rest
+   * from the store.
+   */
+  private readBatch(topic: string, partition: number, from: number, maxRecords: number, maxBytes: number) {
+    const id = partitionSignal(topic, partition)
+    const seen = this.readAhead.get(id)
+    this.readAhead.delete(id)
+    const batch: BusRecord[] = []
+    let bytes = 0
+    let at = from
+    for (const record of seen ?? []) {
+      if (Number(record.offset) !== at) continue
+      if (batch.length >= maxRecords || (batch.length > 0 && bytes + record.value.length > maxBytes))
+        return batch
+      batch.push(record)
+      bytes += record.value.length
+      at++
+    }
+    if (batch.length >= maxRecords) return batch
+    for (const record of this.context.store.readBatch(
+      topic,
+      partition,
+      at,
+      maxRecords - batch.length,
+      maxBytes,
+    )) {
+      if (batch.length > 0 && bytes + record.value.length > maxBytes) break
+      batch.push(record)
+      bytes += record.value.length
+    }
+    return batch
+  }
+
+  /** Keeps the records read ahead for the partition's next batch, in offset order. */
+  private remember(topic: string, partition: number, records: BusRecord[]): void {
+    if (records.length === 0) return
+    const id = partitionSignal(topic, partition)
+    const kept = this.readAhead.get(id) ?? []
+    const after = kept.length === 0 ? -1 : Number(kept.at(-1)!.offset)
+    for (const record of records) if (Number(record.offset) > after) kept.push(record)
+    this.readAhead.set(id, kept)
   }
 
   /** Calls the handler until it succeeds; false when stopped before it did (redelivered later). */
