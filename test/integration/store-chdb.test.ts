@@ -41,6 +41,8 @@ describe('ChdbStore (embedded engine)', () => {
     expect(events?.engine_full).toMatch(/non_replicated_deduplication_window = 1000/)
     // Migration 019: wider merges of `events` (fewer rewrites of each row).
     expect(events?.engine_full).toMatch(/merge_selector_base = 20/)
+    // Migration 020: inserts of up to 64 MB written as compact parts (one write buffer, not one per column).
+    expect(events?.engine_full).toMatch(/min_bytes_for_wide_part = 67108864/)
   })
 
   it.each([
