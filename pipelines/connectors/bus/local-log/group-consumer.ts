@@ -139,30 +139,23 @@ export class LocalConsumer implements Consumer {
    */
   private readBatch(topic: string, partition: number, from: number, maxRecords: number, maxBytes: number) {
     const id = partitionSignal(topic, partition)
-    const seen = this.readAhead.get(id)
+    const seen = this.readAhead.get(id) ?? []
     this.readAhead.delete(id)
+    const store = this.context.store
     const batch: BusRecord[] = []
     let bytes = 0
     let at = from
-    for (const record of seen ?? []) {
-      if (Number(record.offset) !== at) continue
-      if (batch.length >= maxRecords || (batch.length > 0 && bytes + record.value.length > maxBytes))
-        return batch
+    // The kept records that follow on, then (lazily, from where they end) the store's.
+    function* candidates(): Generator<BusRecord> {
+      for (const record of seen) if (Number(record.offset) === at) yield record
+      if (batch.length < maxRecords)
+        yield* store.readBatch(topic, partition, at, maxRecords - batch.length, maxBytes)
+    }
+    for (const record of candidates()) {
+      if (batch.length >= maxRecords || (batch.length > 0 && bytes + record.value.length > maxBytes)) break
       batch.push(record)
       bytes += record.value.length
       at++
-    }
-    if (batch.length >= maxRecords) return batch
-    for (const record of this.context.store.readBatch(
-      topic,
-      partition,
-      at,
-      maxRecords - batch.length,
-      maxBytes,
-    )) {
-      if (batch.length > 0 && bytes + record.value.length > maxBytes) break
-      batch.push(record)
-      bytes += record.value.length
     }
     return batch
   }
