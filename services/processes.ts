@@ -27,7 +27,7 @@ import { createTransportResolver } from './push/transport-resolver.ts'
 import { uploadRoutes } from './edge/routes/uploads.ts'
 import { listen } from './edge/serve.ts'
 import { LoadShedder } from './edge/uploads/load-shedder.ts'
-import { transactionKey } from './edge/uploads/transaction-id.ts'
+import { transactionKey, TransactionKey } from './edge/uploads/transaction-id.ts'
 import { startOpsServer } from './ops-server.ts'
 import { openRuntime, type Runtime } from './runtime.ts'
 import { startScheduler, type ScheduledJob } from './scheduler/scheduler.ts'
@@ -214,7 +214,9 @@ export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | unde
     topics: { uploads: topology.topics.uploads.topic, sdkUploads: topology.topics.sdkUploads.topic },
     shedder,
     metrics,
-    transactionKey: secrets.adminToken ? transactionKey(secrets.adminToken) : randomBytes(32),
+    transactionKey: secrets.adminToken
+      ? transactionKey(secrets.adminToken)
+      : new TransactionKey(randomBytes(32)),
     limits: {
       maxBytes: config.SLUICE_UPLOAD_MAX_BYTES,
       maxInflatedBytes: config.SLUICE_UPLOAD_MAX_DECOMPRESSED_BYTES,

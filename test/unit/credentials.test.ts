@@ -32,6 +32,15 @@ describe('credentials', () => {
     expect(verifySecret('key-a', 's3cret-é', stored)).toBe(true)
   })
 
+  it('never verifies against a stored value that is not a SHA-256 hex digest', () => {
+    const secret = generateSecret()
+    const hash = hashSecret('key-a', secret)
+    expect(verifySecret('key-a', secret, hash.toUpperCase())).toBe(false)
+    expect(verifySecret('key-a', secret, hash.slice(0, 63))).toBe(false)
+    expect(verifySecret('key-a', secret, `${hash}0`)).toBe(false)
+    expect(verifySecret('key-a', secret, '')).toBe(false)
+  })
+
   it('compares strings of different lengths safely', () => {
     expect(safeEqual('abc', 'abc')).toBe(true)
     expect(safeEqual('abc', 'abcd')).toBe(false)

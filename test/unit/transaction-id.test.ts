@@ -1,18 +1,20 @@
 import { createHmac } from 'node:crypto'
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import {
   mintTransactionId,
   parseTransactionId,
   transactionKey,
+  TransactionKey,
 } from '../../services/edge/uploads/transaction-id.ts'
 
 /** The id as the first implementation laid it out (createHmac, BigInt time), for comparison. */
-function reference(key: Buffer, id: string): string {
+function reference(key: TransactionKey, id: string): string {
   const raw = Buffer.from(id, 'base64url')
   const payload = raw.subarray(0, 22)
   return Buffer.concat([
     payload,
-    createHmac('sha256', key).update(payload).digest().subarray(0, 10),
+    createHmac('sha256', key.key).update(payload).digest().subarray(0, 10),
   ]).toString('base64url')
 }
 
@@ -47,6 +49,27 @@ describe('transaction ids', () => {
     const flipped = (id[5] === 'A' ? 'B' : 'A') + ''
     expect(parseTransactionId(key, id.slice(0, 5) + flipped + id.slice(6))).toBeUndefined()
     expect(parseTransactionId(key, id.slice(1))).toBeUndefined()
+  })
+
+  it('computes the HMAC-SHA256 createHmac computes, for any key of up to 64 bytes and payload', () => {
+    fc.assert(
+      fc.property(
+        fc.uint8Array({ minLength: 0, maxLength: 64 }),
+        fc.array(fc.uint8Array({ minLength: 22, maxLength: 22 }), { minLength: 1, maxLength: 4 }),
+        (keyBytes, messages) => {
+          const k = new TransactionKey(Buffer.from(keyBytes))
+          // Several messages under one key: the scratch pads must not carry one into the next.
+          for (const m of messages) {
+            const message = Buffer.from(m)
+            expect(k.mac(message).toString('hex')).toBe(
+              createHmac('sha256', Buffer.from(keyBytes)).update(message).digest('hex'),
+            )
+          }
+        },
+      ),
+    )
+    expect(() => new TransactionKey(Buffer.alloc(65))).toThrow(RangeError)
+    expect(() => key.mac(Buffer.alloc(21))).toThrow(RangeError)
   })
 
   it('draws fresh random bytes for every id, across refills of the random pool', () => {

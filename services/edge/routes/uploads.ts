@@ -10,6 +10,7 @@ import {
   mintTransactionId,
   parseTransactionId,
   type TransactionInfo,
+  type TransactionKey,
 } from '../uploads/transaction-id.ts'
 import { EVENT_SCHEMA_VERSIONS, eventJsonSchema } from '../../../schemas/events.ts'
 import { badRequest, notFound, SluiceError, unavailable } from '../../shared/errors.ts'
@@ -27,7 +28,7 @@ export interface UploadRouteDeps {
   topics: { uploads: string; sdkUploads: string }
   shedder: LoadShedder
   metrics: Metrics
-  transactionKey: Buffer
+  transactionKey: TransactionKey
   limits: UploadLimits & { ratePerKeyPerSecond: number; sdkRatePerAppPerSecond: number }
 }
 

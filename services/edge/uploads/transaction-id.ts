@@ -1,4 +1,4 @@
-import { createHmac, randomFillSync, timingSafeEqual } from 'node:crypto'
+import { createHmac, hash, randomFillSync, timingSafeEqual } from 'node:crypto'
 
 /**
  * Upload transaction ids carry their org and receipt time, signed, so that any edge can answer
@@ -14,13 +14,13 @@ export interface TransactionInfo {
   receivedAt: number
 }
 
-export function mintTransactionId(key: Buffer, orgId: number, receivedAt: number): string {
+export function mintTransactionId(key: TransactionKey, orgId: number, receivedAt: number): string {
   const id = Buffer.allocUnsafe(PAYLOAD + MAC)
   id.writeUIntBE(Math.floor(receivedAt / 2 ** 32), 0, 4)
   id.writeUInt32BE(receivedAt >>> 0, 4)
   id.writeUIntBE(orgId, 8, 6)
   randomInto(id, 14, 8)
-  macOf(key, id.subarray(0, PAYLOAD)).copy(id, PAYLOAD, 0, MAC)
+  key.mac(id.subarray(0, PAYLOAD)).copy(id, PAYLOAD, 0, MAC)
   return id.toString('base64url')
 }
 
@@ -37,25 +37,60 @@ export function isTransactionIdShaped(id: string): boolean {
 }
 
 /** The org and receipt time of an id this deployment issued; undefined for anything else. */
-export function parseTransactionId(key: Buffer, id: string): TransactionInfo | undefined {
+export function parseTransactionId(key: TransactionKey, id: string): TransactionInfo | undefined {
   if (!SHAPE.test(id)) return undefined
   const raw = Buffer.from(id, 'base64url')
   if (raw.length !== PAYLOAD + MAC) return undefined
   const payload = raw.subarray(0, PAYLOAD)
-  if (!timingSafeEqual(raw.subarray(PAYLOAD), macOf(key, payload).subarray(0, MAC))) return undefined
+  if (!timingSafeEqual(raw.subarray(PAYLOAD), key.mac(payload).subarray(0, MAC))) return undefined
   return { receivedAt: Number(payload.readBigUInt64BE(0)), orgId: payload.readUIntBE(8, 6) }
 }
 
-/** The signing key: derived from a deployment secret shared by every edge (the admin token). */
-export function transactionKey(secret: string): Buffer {
-  return createHmac('sha256', secret).update('sluice transaction ids v1').digest()
+/**
+ * The signing key: derived from a deployment secret shared by every edge (the admin token). An
+ * HMAC key, with its inner and outer pads (RFC 2104) computed once.
+ */
+export function transactionKey(secret: string): TransactionKey {
+  return new TransactionKey(createHmac('sha256', secret).update('sluice transaction ids v1').digest())
 }
 
-function macOf(key: Buffer, message: Buffer): Buffer {
-  // createHmac, not a hand-made HMAC over cached pads: timed alone, the two one-shot hashes saved
-  // under 1 µs of a ~5 µs call (4.1 against 4.8), too little for crypto of our own.
-  return createHmac('sha256', key).update(message).digest()
+/**
+ * HMAC-SHA256 under one key, as RFC 2104 defines it: SHA-256 of the outer pad and the SHA-256 of
+ * the inner pad and the message, the pads XORed with the key once, here. The same bytes createHmac
+ * gives (the unit test checks it against createHmac), as two one-shot hashes: a createHmac per id
+ * made a native Hmac object each time, ~9 µs of the edge's main thread per upload in a steady-state
+ * profile (the object's set-up and its collection), against ~2 µs this way.
+ */
+export class TransactionKey {
+  private readonly inner: Buffer
+  private readonly outer: Buffer
+
+  constructor(readonly key: Buffer) {
+    if (key.length > BLOCK)
+      throw new RangeError('an HMAC-SHA256 key longer than 64 bytes must be hashed first')
+    // Room after each pad for what is hashed with it: the payload, then the inner digest.
+    this.inner = Buffer.alloc(BLOCK + PAYLOAD)
+    this.outer = Buffer.alloc(BLOCK + DIGEST)
+    for (let i = 0; i < BLOCK; i++) {
+      const byte = key[i] ?? 0
+      this.inner[i] = byte ^ 0x36
+      this.outer[i] = byte ^ 0x5c
+    }
+  }
+
+  /** HMAC-SHA256 of a PAYLOAD-byte message. */
+  mac(message: Buffer): Buffer {
+    if (message.length !== PAYLOAD) throw new RangeError(`transaction id payloads are ${PAYLOAD} bytes`)
+    // The event loop is one thread and no await falls between the copy and the hash, so one
+    // scratch buffer per key serves every call.
+    message.copy(this.inner, BLOCK)
+    hash('sha256', this.inner, 'buffer').copy(this.outer, BLOCK)
+    return hash('sha256', this.outer, 'buffer')
+  }
 }
+
+const BLOCK = 64
+const DIGEST = 32
 
 // Random bytes drawn 4 KB at a time: one randomBytes call per id cost a native call each.
 const POOL = 4096
