@@ -3,7 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { closedLoop, HttpClient } from '../http.ts'
-import { cpuSnapshot } from '../machine.ts'
+import { cpuSnapshot, flushDirtyPages } from '../machine.ts'
 import type { Progress } from '../progress.ts'
 import { perSecond, summarize, Timeline, type LatencySummary } from '../stats.ts'
 
@@ -21,9 +21,13 @@ function spawnTs(file: string, args: string[] = []) {
  * least WARM_UP_MS and WARM_UP_BYTES of bodies (until session 8 only the time: the floor, a few
  * hundred lines, was compiled and warm after the ~1,200 plain uploads it took in 300 ms, while the
  * edge, its code paths many times larger, got fewer uploads, a few hundred on a busy machine, and
- * its JIT compilation ran on into the timed seconds, on the CPU the per-CPU ratio counts).
+ * its JIT compilation ran on into the timed seconds, on the CPU the per-CPU ratio counts). 2 s
+ * since session 11: timed in windows of 1,000 plain uploads after 300 of warm-up, the edge's rate
+ * went 1,510, 1,680, 2,240, 3,120, then 3,200–4,100/s from the fifth window on, V8's compiler
+ * threads falling from 200 to 0–30 µs per upload; the 64 MB (~900 plain bodies) it got before
+ * ended in the first of those windows.
  */
-export const WARM_UP_MS = 300
+export const WARM_UP_MS = 2_000
 export const WARM_UP_BYTES = 64 * 1024 * 1024
 const WARM_UP_MAX_MS = 20_000
 
@@ -108,6 +112,7 @@ export async function bareServerBaseline(options: {
       const last = rates[rates.length - 2]?.[1] ?? 0
       return `${(last / 1048576).toFixed(1)} MB/s, ${requests} requests`
     })
+    flushDirtyPages()
     // Warm-up (excluded): open the sockets, JIT the paths. The edge scenarios warm up alike.
     await warmUp({
       concurrency: options.concurrency,

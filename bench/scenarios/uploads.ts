@@ -7,7 +7,7 @@ import {
 } from '../generate.ts'
 import { warmUp } from '../baselines/run.ts'
 import { closedLoop, sleep, type HttpResult } from '../http.ts'
-import type { CpuUse } from '../machine.ts'
+import { flushDirtyPages, type CpuUse } from '../machine.ts'
 import type { ThreadCpu } from '../sluice.ts'
 import { perSecond, ratesOfCounter, summarize, Timeline, type LatencySummary } from '../stats.ts'
 import {
@@ -136,6 +136,7 @@ export async function edgeBurst(
     const last = r[r.length - 2]?.[1] ?? r[r.length - 1]?.[1] ?? 0
     return `accepting ${(last / 1048576).toFixed(1)} MB/s, ${tally.acceptedBodies} bodies, 429/503: ${tally.shed}`
   })
+  flushDirtyPages()
   // The same untimed warm-up as the baselines' servers get (sockets opened, hot paths compiled):
   // without it the edge's first requests on a fresh process were timed and the floor's were not.
   await warmUp({
