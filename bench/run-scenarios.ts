@@ -1,6 +1,8 @@
 import type { BenchRun } from './bench-run.ts'
+import { combineBareResults, type BareResult } from './baselines/run.ts'
 import type { BodyInstance } from './generate.ts'
 import type { BenchLoad } from './load.ts'
+import { httpBaseline } from './run-baselines.ts'
 import { settle, type BenchContext } from './scenarios/context.ts'
 import { freshness } from './scenarios/freshness.ts'
 import { overload } from './scenarios/overload.ts'
@@ -35,6 +37,24 @@ async function edgeBursts(run: BenchRun, load: BenchLoad, launcher: SluiceLaunch
   const edgeSut = await launcher.start('start-sluice (edge)', 'edge')
   if (!edgeSut) return
   const rssEdge = new RssSampler(edgeSut.pid, run.wallStart)
+  const measureFloor = !run.options.skip.has('baselines')
+  const floors = new Map<string, { parts: BareResult[]; latencies: number[] }>()
+  // The edge instance is stopped (SIGSTOP) while the floor is timed: its background work (timers,
+  // the idle pipelines, the engine's own threads) would otherwise take CPU from the floor.
+  const floorHalf = async (kind: 'plain' | 'gzip', when: 'before' | 'after') => {
+    const floor = floors.get(kind) ?? { parts: [], latencies: [] }
+    floors.set(kind, floor)
+    process.kill(edgeSut.pid, 'SIGSTOP')
+    try {
+      const part = await run.step(`baseline:floor-http:${kind} (${when})`, () =>
+        httpBaseline(run, load, 'floor', kind, profile.baselineMs / 2, floor.latencies),
+      )
+      if (part) floor.parts.push(part)
+    } finally {
+      process.kill(edgeSut.pid, 'SIGCONT')
+    }
+    return floor.parts.length > 0 ? floor : undefined
+  }
   const ctx = await launcher.context(' (edge)', edgeSut, rssEdge, load)
   if (ctx) {
     const burst = async (name: string, source: BodySource) => {
@@ -56,26 +76,30 @@ async function edgeBursts(run: BenchRun, load: BenchLoad, launcher: SluiceLaunch
     // e2e scenarios' source), CPU the bench's own process spent on the two cores the edge shares and
     // the floor's client never spent. The edge instance does not read the events, so repeated uuids
     // change nothing it does.
-    await run.step('edge-plain', () =>
-      burst(
-        'edge-plain',
-        cycle(
-          'plain',
-          PLAIN_HEADERS,
-          load.plain.plain.map((t) => fixedInstance(t.buffer, t.kinds)),
-        ),
+    const sources = {
+      plain: cycle(
+        'plain',
+        PLAIN_HEADERS,
+        load.plain.plain.map((t) => fixedInstance(t.buffer, t.kinds)),
       ),
-    )
-    await run.step('edge-gzip', () =>
-      burst(
-        'edge-gzip',
-        cycle(
-          'gzip',
-          GZIP_HEADERS,
-          load.gzip.map((x) => x.instance),
-        ),
+      gzip: cycle(
+        'gzip',
+        GZIP_HEADERS,
+        load.gzip.map((x) => x.instance),
       ),
-    )
+    }
+    for (const kind of ['plain', 'gzip'] as const) {
+      // The floor, edge_ratio's baseline, is timed in two halves, right before and right after the
+      // edge scenario, so a change in the machine's speed during the three falls on both alike
+      // (this machine's drifts by a third within minutes: bench/README.md, "Session 11"; until
+      // then the floor ran first of all the steps, a minute or more before the edge).
+      const floor = measureFloor ? await floorHalf(kind, 'before') : undefined
+      await run.step(`edge-${kind}`, () => burst(`edge-${kind}`, sources[kind]))
+      if (floor) {
+        await floorHalf(kind, 'after')
+        ;(run.results.baselines.floor ??= []).push(combineBareResults(floor.parts, floor.latencies))
+      }
+    }
   }
   rssEdge.stop()
   // Its backlog is of no interest: no graceful drain (unless profiling: the profile is written at exit).

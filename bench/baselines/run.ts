@@ -84,6 +84,8 @@ export async function bareServerBaseline(options: {
   progress: Progress
   /** The floor server's log directory. */
   logDir?: string
+  /** Where each timed request's latency is pushed too (to combine measurements: combineBareResults). */
+  latencySink?: number[]
 }): Promise<BareResult> {
   const child =
     options.server === 'floor'
@@ -131,6 +133,7 @@ export async function bareServerBaseline(options: {
           bytes += b.body.length
           events += b.events
           latencies.push(res.ms)
+          options.latencySink?.push(res.ms)
           timeline.add('bytes', b.body.length, res.at)
         } else errors++
       },
@@ -154,6 +157,31 @@ export async function bareServerBaseline(options: {
   } finally {
     options.progress.stop()
     child.kill('SIGTERM')
+  }
+}
+
+/** Measurements of one server and body kind taken in parts, as one: sums, and `latencies` of them all. */
+export function combineBareResults(parts: readonly BareResult[], latencies: readonly number[]): BareResult {
+  const first = parts[0]
+  if (!first) throw new RangeError('no measurement to combine')
+  const sum = (f: (r: BareResult) => number) => parts.reduce((n, r) => n + f(r), 0)
+  const requests = sum((r) => r.requests)
+  const bytes = sum((r) => r.bytes)
+  const elapsedMs = sum((r) => r.elapsedMs)
+  const events = sum((r) => (r.eventsPerSecond * r.elapsedMs) / 1000)
+  const cpu = parts.every((r) => r.cpuSeconds !== undefined) ? sum((r) => r.cpuSeconds!) : undefined
+  return {
+    kind: first.kind,
+    ...(first.server ? { server: first.server } : {}),
+    ...(cpu === undefined ? {} : { cpuSeconds: cpu }),
+    requests,
+    bytes,
+    elapsedMs,
+    bytesPerSecond: perSecond(bytes, elapsedMs),
+    requestsPerSecond: perSecond(requests, elapsedMs),
+    eventsPerSecond: perSecond(events, elapsedMs),
+    errors: sum((r) => r.errors),
+    latencyMs: summarize([...latencies]),
   }
 }
 
