@@ -141,19 +141,11 @@ export async function bareServerBaseline(options: {
     const cpuSeconds = (cpuSnapshot(child.pid).sluice - cpuBefore.sluice) / 100
     options.progress.stop()
     client.close()
-    return {
-      kind: options.kind,
-      server: options.server,
-      cpuSeconds,
-      requests,
-      bytes,
-      elapsedMs,
-      bytesPerSecond: perSecond(bytes, elapsedMs),
-      requestsPerSecond: perSecond(requests, elapsedMs),
-      eventsPerSecond: perSecond(events, elapsedMs),
-      errors,
-      latencyMs: summarize(latencies),
-    }
+    return bareResult(
+      { kind: options.kind, server: options.server, cpuSeconds },
+      { requests, bytes, events, elapsedMs, errors },
+      latencies,
+    )
   } finally {
     options.progress.stop()
     child.kill('SIGTERM')
@@ -165,23 +157,38 @@ export function combineBareResults(parts: readonly BareResult[], latencies: read
   const first = parts[0]
   if (!first) throw new RangeError('no measurement to combine')
   const sum = (f: (r: BareResult) => number) => parts.reduce((n, r) => n + f(r), 0)
-  const requests = sum((r) => r.requests)
-  const bytes = sum((r) => r.bytes)
-  const elapsedMs = sum((r) => r.elapsedMs)
-  const events = sum((r) => (r.eventsPerSecond * r.elapsedMs) / 1000)
   const cpu = parts.every((r) => r.cpuSeconds !== undefined) ? sum((r) => r.cpuSeconds!) : undefined
+  return bareResult(
+    { kind: first.kind, server: first.server, cpuSeconds: cpu },
+    {
+      requests: sum((r) => r.requests),
+      bytes: sum((r) => r.bytes),
+      events: sum((r) => (r.eventsPerSecond * r.elapsedMs) / 1000),
+      elapsedMs: sum((r) => r.elapsedMs),
+      errors: sum((r) => r.errors),
+    },
+    latencies,
+  )
+}
+
+function bareResult(
+  who: { kind: string; server: BareResult['server']; cpuSeconds: number | undefined },
+  counts: { requests: number; bytes: number; events: number; elapsedMs: number; errors: number },
+  latencies: readonly number[],
+): BareResult {
+  const { requests, bytes, events, elapsedMs, errors } = counts
   return {
-    kind: first.kind,
-    ...(first.server ? { server: first.server } : {}),
-    ...(cpu === undefined ? {} : { cpuSeconds: cpu }),
+    kind: who.kind,
+    ...(who.server ? { server: who.server } : {}),
+    ...(who.cpuSeconds === undefined ? {} : { cpuSeconds: who.cpuSeconds }),
     requests,
     bytes,
     elapsedMs,
     bytesPerSecond: perSecond(bytes, elapsedMs),
     requestsPerSecond: perSecond(requests, elapsedMs),
     eventsPerSecond: perSecond(events, elapsedMs),
-    errors: sum((r) => r.errors),
-    latencyMs: summarize([...latencies]),
+    errors,
+    latencyMs: summarize(latencies),
   }
 }
 
