@@ -38,22 +38,23 @@ async function edgeBursts(run: BenchRun, load: BenchLoad, launcher: SluiceLaunch
   if (!edgeSut) return
   const rssEdge = new RssSampler(edgeSut.pid, run.wallStart)
   const measureFloor = !run.options.skip.has('baselines')
-  const floors = new Map<string, { parts: BareResult[]; latencies: number[] }>()
   // The edge instance is stopped (SIGSTOP) while the floor is timed: its background work (timers,
   // the idle pipelines, the engine's own threads) would otherwise take CPU from the floor.
-  const floorHalf = async (kind: 'plain' | 'gzip', when: 'before' | 'after') => {
-    const floor = floors.get(kind) ?? { parts: [], latencies: [] }
-    floors.set(kind, floor)
-    process.kill(edgeSut.pid, 'SIGSTOP')
+  const floorHalf = async (
+    kind: 'plain' | 'gzip',
+    when: 'before' | 'after',
+    floor: { parts: BareResult[]; latencies: number[] },
+  ) => {
+    const signalEdge = (signal: 'SIGSTOP' | 'SIGCONT') => edgeSut.alive && process.kill(edgeSut.pid, signal)
+    signalEdge('SIGSTOP')
     try {
       const part = await run.step(`baseline:floor-http:${kind} (${when})`, () =>
         httpBaseline(run, load, 'floor', kind, profile.baselineMs / 2, floor.latencies),
       )
       if (part) floor.parts.push(part)
     } finally {
-      process.kill(edgeSut.pid, 'SIGCONT')
+      signalEdge('SIGCONT')
     }
-    return floor.parts.length > 0 ? floor : undefined
   }
   const ctx = await launcher.context(' (edge)', edgeSut, rssEdge, load)
   if (ctx) {
@@ -91,14 +92,14 @@ async function edgeBursts(run: BenchRun, load: BenchLoad, launcher: SluiceLaunch
     for (const kind of ['plain', 'gzip'] as const) {
       // The floor, edge_ratio's baseline, is timed in two halves, right before and right after the
       // edge scenario, so a change in the machine's speed during the three falls on both alike
-      // (this machine's drifts by a third within minutes: bench/README.md, "Session 11"; until
+      // (this machine's speed drifts by a third within minutes: bench/README.md, "Session 11"; until
       // then the floor ran first of all the steps, a minute or more before the edge).
-      const floor = measureFloor ? await floorHalf(kind, 'before') : undefined
+      const floor = { parts: [] as BareResult[], latencies: [] as number[] }
+      if (measureFloor) await floorHalf(kind, 'before', floor)
       await run.step(`edge-${kind}`, () => burst(`edge-${kind}`, sources[kind]))
-      if (floor) {
-        await floorHalf(kind, 'after')
-        ;(run.results.baselines.floor ??= []).push(combineBareResults(floor.parts, floor.latencies))
-      }
+      if (measureFloor) await floorHalf(kind, 'after', floor)
+      if (floor.parts.length > 0)
+        (run.results.baselines.floor ??= []).push(combineBareResults(floor.parts, floor.latencies))
     }
   }
   rssEdge.stop()

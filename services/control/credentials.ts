@@ -18,7 +18,11 @@ export function generateAppKey(): string {
  * needed); binding the key into the hash stops a stored hash being reused under another key.
  */
 export function hashSecret(apiKey: string, secret: string): string {
-  return hash('sha256', `sluice:v1:${apiKey}:${secret}`, 'hex')
+  return secretDigest(apiKey, secret).toString('hex')
+}
+
+function secretDigest(apiKey: string, secret: string): Buffer {
+  return hash('sha256', `sluice:v1:${apiKey}:${secret}`, 'buffer')
 }
 
 /**
@@ -39,10 +43,7 @@ const DIGEST_HEX = /^[0-9a-f]{64}$/
  */
 export function verifySecret(apiKey: string, secret: string, storedHash: string): boolean {
   if (!DIGEST_HEX.test(storedHash)) return false
-  return timingSafeEqual(
-    hash('sha256', `sluice:v1:${apiKey}:${secret}`, 'buffer'),
-    Buffer.from(storedHash, 'hex'),
-  )
+  return timingSafeEqual(secretDigest(apiKey, secret), Buffer.from(storedHash, 'hex'))
 }
 
 /** Parse `Authorization: Basic base64(user:pass)`; undefined when absent or malformed. */
