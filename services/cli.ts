@@ -6,6 +6,8 @@ import { ConfigError, loadConfig, type Config } from './config.ts'
 import { EXPORT_CLI_OPTIONS, EXPORT_CLI_USAGE, exportAdminRequest } from './cli-exports.ts'
 import { currentNodeFlags, processMemoryWarning } from './shared/process-memory.ts'
 import type { Role } from './topology.ts'
+import type { Logger } from './shared/logger.ts'
+import type { MallocTrimmer } from './shared/malloc-trim.ts'
 
 // The engine (chdb), the bus and the logger are imported by the commands that run them, so
 // `sluice admin`, an HTTP client, starts without loading ClickHouse into the process.
@@ -81,6 +83,7 @@ async function runRoles(config: Config, roles: Role[], distributed: boolean): Pr
   const memoryWarning = processMemoryWarning(config.MALLOC_ARENA_MAX, currentNodeFlags())
   if (memoryWarning) logger.warn(memoryWarning)
   const running = await startProcess(config, logger, roles)
+  const trimmer = await startTrimmer(config, logger)
   const banner = [`sluice ${roles.join('+')} running (${running.runtime.mode} mode)`]
   if (running.url) banner.push(`  API:       ${running.url}`)
   if (running.opsPort !== undefined)
@@ -114,8 +117,22 @@ async function runRoles(config: Config, roles: Role[], distributed: boolean): Pr
   }, config.SLUICE_SHUTDOWN_TIMEOUT_MS)
   timer.unref()
   await running.shutdown()
+  await trimmer?.stop()
   logger.info('stopped')
   return 0
+}
+
+async function startTrimmer(config: Config, logger: Logger): Promise<MallocTrimmer | undefined> {
+  if (config.SLUICE_MALLOC_TRIM_INTERVAL_MS === 0) return undefined
+  const { loadMallocTrim, startMallocTrimmer } = await import('./shared/malloc-trim.ts')
+  const trim = await loadMallocTrim().catch((err: unknown) => {
+    logger.warn({ err }, 'malloc_trim unavailable: freed heap pages stay resident until reused')
+    return undefined
+  })
+  if (!trim) return undefined
+  return startMallocTrimmer(trim, config.SLUICE_MALLOC_TRIM_INTERVAL_MS, (err) =>
+    logger.warn({ err }, 'malloc_trim failed'),
+  )
 }
 
 async function runMigrate(config: Config): Promise<number> {

@@ -38,6 +38,8 @@ export const configSchema = z.object({
   SLUICE_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** Read by glibc when the process starts, not by Sluice: only checked to be set (services/shared/process-memory.ts). */
   MALLOC_ARENA_MAX: optionalString,
+  /** How often glibc is asked to give freed heap pages back (services/shared/malloc-trim.ts); 0: never. */
+  SLUICE_MALLOC_TRIM_INTERVAL_MS: int(10_000, 0),
   KAFKA_BROKERS: optionalString.transform((v) =>
     v === undefined
       ? undefined
