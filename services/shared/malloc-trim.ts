@@ -19,7 +19,9 @@ export async function loadMallocTrim(): Promise<MallocTrim | undefined> {
   return () =>
     new Promise((resolve, reject) => {
       trim.async(0, (err: unknown, released: number) =>
-        err ? reject(err instanceof Error ? err : new Error(String(err))) : resolve(released === 1),
+        err
+          ? reject(err instanceof Error ? err : new Error(`malloc_trim: ${JSON.stringify(err)}`))
+          : resolve(released === 1),
       )
     })
 }
