@@ -8,6 +8,7 @@ import { currentNodeFlags, processMemoryWarning } from './shared/process-memory.
 import type { Role } from './topology.ts'
 import type { Logger } from './shared/logger.ts'
 import type { MallocTrimmer } from './shared/malloc-trim.ts'
+import type { MemoryGovernor } from './shared/memory-governor.ts'
 
 // The engine (chdb), the bus and the logger are imported by the commands that run them, so
 // `sluice admin`, an HTTP client, starts without loading ClickHouse into the process.
@@ -84,6 +85,7 @@ async function runRoles(config: Config, roles: Role[], distributed: boolean): Pr
   if (memoryWarning) logger.warn(memoryWarning)
   const running = await startProcess(config, logger, roles)
   const trimmer = await startTrimmer(config, logger)
+  const governor = await startGovernor(config, logger)
   const banner = [`sluice ${roles.join('+')} running (${running.runtime.mode} mode)`]
   if (running.url) banner.push(`  API:       ${running.url}`)
   if (running.opsPort !== undefined)
@@ -118,6 +120,7 @@ async function runRoles(config: Config, roles: Role[], distributed: boolean): Pr
   timer.unref()
   await running.shutdown()
   await trimmer?.stop()
+  governor?.stop()
   logger.info('stopped')
   return 0
 }
@@ -133,6 +136,22 @@ async function startTrimmer(config: Config, logger: Logger): Promise<MallocTrimm
   return startMallocTrimmer(trim, config.SLUICE_MALLOC_TRIM_INTERVAL_MS, (err) =>
     logger.warn({ err }, 'malloc_trim failed'),
   )
+}
+
+async function startGovernor(config: Config, logger: Logger): Promise<MemoryGovernor | undefined> {
+  if (config.SLUICE_MEMORY_SOFT_LIMIT_MB === 0) return undefined
+  const { setHeapGrowingPercent, startMemoryGovernor } = await import('./shared/memory-governor.ts')
+  return startMemoryGovernor({
+    softLimitBytes: config.SLUICE_MEMORY_SOFT_LIMIT_MB * 1024 * 1024,
+    intervalMs: 1000,
+    readRss: () => process.memoryUsage.rss(),
+    setGrowingPercent: setHeapGrowingPercent,
+    onChange: (engaged, rss) =>
+      logger.debug(
+        { rssMb: Math.round(rss / 1048576), softLimitMb: config.SLUICE_MEMORY_SOFT_LIMIT_MB },
+        engaged ? 'over the memory soft limit: V8 collects sooner' : 'back under the memory soft limit',
+      ),
+  })
 }
 
 async function runMigrate(config: Config): Promise<number> {

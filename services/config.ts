@@ -40,6 +40,8 @@ export const configSchema = z.object({
   MALLOC_ARENA_MAX: optionalString,
   /** How often glibc is asked to give freed heap pages back (services/shared/malloc-trim.ts); 0: never. */
   SLUICE_MALLOC_TRIM_INTERVAL_MS: int(10_000, 0),
+  /** Resident memory over which V8 is made to collect sooner (services/shared/memory-governor.ts); 0: never. */
+  SLUICE_MEMORY_SOFT_LIMIT_MB: int(850, 0),
   KAFKA_BROKERS: optionalString.transform((v) =>
     v === undefined
       ? undefined
