@@ -143,27 +143,45 @@ export function serverUploadSplitter(deps: SplitterDeps) {
     const receipts: object[] = []
     const byReason = new Map<string, number>()
     const deviceTails = new Map<DeviceDims, Buffer>()
-    while (next < records.length) {
-      const group: ParsedUpload[] = []
-      let events = 0
-      while (next < records.length && (events < EVENTS_PER_WRITE || group.length === 0)) {
-        parseAhead()
-        const upload = await parsing[next]!
-        parsing[next] = undefined
-        aheadBytes -= records[next]!.value.length
-        next++
-        group.push(upload)
-        events += upload.events.uuid.length
-      }
-      // The pool parses the next uploads while this group is written.
-      parseAhead()
-      parseNextBatch()
-      const groupRejects = await forwardGroup(group)
+    const collect = (groupRejects: GroupOutcome) => {
       // Counted before the writer's duplicates join them: those are counted where they are found.
       for (const r of groupRejects.splitter) byReason.set(r.reason, (byReason.get(r.reason) ?? 0) + 1)
       for (const r of groupRejects.splitter) rejects.push(r)
       for (const r of groupRejects.duplicates) rejects.push(r)
       for (const r of groupRejects.receipts) receipts.push(r)
+    }
+    // One group is written (the engine's threads) while the next is parsed and attributed (the
+    // pool and this thread): done one after the other, each stage waited for the others, and the
+    // splitter was the whole pipeline's limit with a third of the machine idle. At most one write
+    // is in flight, and groups are written in order (the event store also runs its writes one at
+    // a time, in the order they are asked for).
+    let writing: Promise<GroupOutcome> | undefined
+    try {
+      while (next < records.length) {
+        const group: ParsedUpload[] = []
+        let events = 0
+        while (next < records.length && (events < EVENTS_PER_WRITE || group.length === 0)) {
+          parseAhead()
+          const upload = await parsing[next]!
+          parsing[next] = undefined
+          aheadBytes -= records[next]!.value.length
+          next++
+          group.push(upload)
+          events += upload.events.uuid.length
+        }
+        // The pool parses the next uploads while this group is attributed and written.
+        parseAhead()
+        parseNextBatch()
+        const attributed = await attributeGroup(group)
+        if (writing) collect(await writing)
+        writing = forwardGroup(attributed)
+      }
+      if (writing) collect(await writing)
+    } catch (err) {
+      // The batch fails as a whole (and is retried): a write still in flight is let finish first,
+      // so a retry never writes beside it.
+      await writing?.catch(() => undefined)
+      throw err
     }
     // More of the next batch has arrived during the writes.
     parseNextBatch()
@@ -172,8 +190,8 @@ export function serverUploadSplitter(deps: SplitterDeps) {
     await deps.store.insert('upload_receipts', receipts)
     for (const [reason, n] of byReason) deps.onRejected?.(reason, n)
 
-    /** Attributes a group of parsed uploads and forwards its events; gives what it rejected. */
-    async function forwardGroup(group: ParsedUpload[]) {
+    /** Attributes a group of parsed uploads: the events to forward and what it rejected. */
+    async function attributeGroup(group: ParsedUpload[]): Promise<AttributedGroup> {
       const appIds = new Set<string>()
       for (const upload of group) for (const app of upload.events.app) appIds.add(app)
       const appOrg = await appOwners(deps.apps, appIds)
@@ -232,6 +250,12 @@ export function serverUploadSplitter(deps: SplitterDeps) {
         for (const r of uploadRejects) splitter.push(r)
         counts.push({ upload, forwarded, rejected })
       }
+      return { group, forward, items, splitter, counts, processedAt }
+    }
+
+    /** Forwards an attributed group's events; gives what it rejected and its receipts. */
+    async function forwardGroup(attributed: AttributedGroup): Promise<GroupOutcome> {
+      const { group, forward, items, splitter, counts, processedAt } = attributed
       let duplicates: RejectRow[] = []
       if (direct) {
         duplicates = await direct.write(items, {
@@ -279,6 +303,22 @@ export function serverUploadSplitter(deps: SplitterDeps) {
       })
     }
   }
+}
+
+interface AttributedGroup {
+  group: ParsedUpload[]
+  /** Blocks for the events topic, or items for the event store (`forward`). */
+  forward: BlockEvent[]
+  items: WriterItem[]
+  splitter: RejectRow[]
+  counts: { upload: ParsedUpload; forwarded: number; rejected: number }[]
+  processedAt: number
+}
+
+interface GroupOutcome {
+  splitter: RejectRow[]
+  duplicates: RejectRow[]
+  receipts: object[]
 }
 
 /**

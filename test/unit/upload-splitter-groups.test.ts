@@ -330,6 +330,92 @@ describe('upload splitter: groups and parsing ahead', () => {
     )
   })
 
+  it('attributes the next group while a group is written, one write in flight at a time, in order', async () => {
+    // 3 groups of EVENTS_PER_WRITE events.
+    const perUpload = EVENTS_PER_WRITE / 2
+    const records = Array.from({ length: 6 }, (_, i) => upload(i, perUpload))
+    const { store, inserted } = recordingStore()
+    let lookups = 0
+    const countingStore: Store = {
+      ...store,
+      query: <T>() => {
+        lookups++
+        return store.query<T>()
+      },
+    }
+    const pending: { first: string; lookupsAtStart: number; done: () => void }[] = []
+    const events: EventStore = {
+      write(_items, source) {
+        return new Promise((resolve) =>
+          pending.push({ first: source.first, lookupsAtStart: lookups, done: () => resolve([]) }),
+        )
+      },
+    }
+    const splitter = serverUploadSplitter({
+      pool: countingPool(),
+      store: countingStore,
+      bus: { lag: () => Promise.resolve(0) } as unknown as Bus,
+      apps: { getApp: () => Promise.resolve({ org_id: 1 }) },
+      forward: { events },
+      sdk: { group: 'g', topic: 't', waitMs: 0 },
+      pastWindowMs: 3_600_000,
+      futureWindowMs: 3_600_000,
+      maxInflatedBytes: 64 * 1024 * 1024,
+    })
+    let finished = false
+    const run = splitter({ topic: 'uploads', partition: 0, records }).then(() => (finished = true))
+    const settle = async () => {
+      for (let i = 0; i < 200; i++) await new Promise((r) => setImmediate(r))
+    }
+    for (const [n, first] of [
+      [1, '0'],
+      [2, '2'],
+      [3, '4'],
+    ] as const) {
+      await settle()
+      // Write n has started, and no later one while it is in flight.
+      expect(pending).toHaveLength(n)
+      expect(pending[n - 1]!.first).toBe(first)
+      // While it runs, the next group has been parsed and attributed (its devices looked up).
+      expect(lookups).toBe(Math.min(3, n + 1))
+      expect(finished).toBe(false)
+      pending[n - 1]!.done()
+    }
+    await run
+    expect(pending.map((w) => w.lookupsAtStart)).toEqual([1, 2, 3])
+    const receipts = (inserted.get('upload_receipts') ?? []) as { transaction_id: string }[]
+    expect(receipts.map((r) => r.transaction_id)).toEqual(records.map((r) => r.headers.tx))
+  })
+
+  it('fails the whole batch when a group cannot be written, after the write in flight ends, with no receipt', async () => {
+    const perUpload = EVENTS_PER_WRITE / 2
+    const records = Array.from({ length: 6 }, (_, i) => upload(i, perUpload))
+    const { store, inserted } = recordingStore()
+    const started: string[] = []
+    const events: EventStore = {
+      write(_items, source) {
+        started.push(source.first)
+        return source.first === '0' ? Promise.reject(new Error('engine down')) : Promise.resolve([])
+      },
+    }
+    const splitter = serverUploadSplitter({
+      pool: countingPool(),
+      store,
+      bus: { lag: () => Promise.resolve(0) } as unknown as Bus,
+      apps: { getApp: () => Promise.resolve({ org_id: 1 }) },
+      forward: { events },
+      sdk: { group: 'g', topic: 't', waitMs: 0 },
+      pastWindowMs: 3_600_000,
+      futureWindowMs: 3_600_000,
+      maxInflatedBytes: 64 * 1024 * 1024,
+    })
+    await expect(splitter({ topic: 'uploads', partition: 0, records })).rejects.toThrow('engine down')
+    // The second group was attributed during the first write, never written after it failed.
+    expect(started).toEqual(['0'])
+    expect(inserted.get('upload_receipts')).toBeUndefined()
+    expect(inserted.get('rejected_lines')).toBeUndefined()
+  })
+
   it('counts a gzip body at its inflated size against NEXT_BATCH_PARSE_BYTES, within the inflate limit', () => {
     const plain = upload(0, 100)
     const gz = { ...plain, value: gzipSync(plain.value), headers: { ...plain.headers, enc: 'gzip' } }
