@@ -4,6 +4,7 @@ import { copyRow, rowLength, type RowParts } from './event-block.ts'
 import { classifyBatch, type WriterItem } from './classify-stored.ts'
 import { decideScreened, Screened, screenBatch } from './screen-batch.ts'
 import { EVENT_ROW_BINARY, eventKey } from './event-row.ts'
+import type { KeyFilter } from './key-filter.ts'
 import type { StoredKeys } from './stored-keys.ts'
 import type { RejectRow } from './upload-outcomes.ts'
 
@@ -73,97 +74,260 @@ export function eventStore(deps: EventStoreDeps): EventStore {
   // have to take the partition, crash, and wait out a session timeout of 6 s or more), so the
   // index alone answers.
   const settled = new Map<string, number>()
-  // Sole writer: whether the last insert may be half-done (none written yet in this process: the
-  // previous process may have crashed during its last one; or the last write failed).
-  let lastInsertUncertain = true
+  // Sole writer: whether the index may lack what an insert left half-done (none written yet in
+  // this process: the previous process may have crashed during its last one; or a write failed).
+  let indexUncertain = true
+  // Sole writer: a write is being decided or inserted (its insert may yet fail half-way).
+  let deciding = false
+  // Sole writer: inserts that failed so far. A look-up that began before one failed cannot be
+  // trusted even once a later write has repaired the index.
+  let failedInserts = 0
+  // Decisions and inserts, one write at a time, in the order asked.
   let turn: Promise<unknown> = Promise.resolve()
-  const write = async (items: readonly WriterItem[], source: ItemSource): Promise<RejectRow[]> => {
-    if (items.length === 0) return []
+  // Sole writer with the filter: screening and look-ups, one write at a time, in the order asked,
+  // each ahead of its turn, so a write's look-up runs while the write before it is inserted.
+  let screening: Promise<unknown> = Promise.resolve()
+  // Writes looked up and not yet decided: an insert that ends meanwhile gives them its keys, which
+  // their look-up may have run too early to find.
+  const undecided = new Set<LookedUp>()
+
+  const outcome = () => {
+    const toStore: (Buffer | RowParts)[] = []
+    const storedItems: WriterItem[] = []
+    const duplicates: RejectRow[] = []
+    let server = 0
+    let sdk = 0
+    return {
+      toStore,
+      storedItems,
+      duplicates,
+      store(item: WriterItem) {
+        toStore.push(item.value)
+        storedItems.push(item)
+        if (item.headers.s === 'sdk') sdk++
+        else server++
+      },
+      duplicate(item: WriterItem, firstTransaction: string) {
+        const h = item.headers
+        duplicates.push({
+          transaction_id: h.t,
+          org_id: Number(h.o),
+          app_id: h.a,
+          source: h.s,
+          line: Number(h.l),
+          uuid: h.u,
+          reason: 'duplicate',
+          detail: `an event with this uuid was already stored (transaction ${firstTransaction})`,
+          received_at: Number(h.r),
+        })
+      },
+      counted() {
+        if (server > 0) deps.onStored?.(server, 'server')
+        if (sdk > 0) deps.onStored?.(sdk, 'sdk')
+        if (duplicates.length > 0) deps.onDuplicate?.(duplicates.length)
+      },
+    }
+  }
+  type Outcome = ReturnType<typeof outcome>
+
+  const insert = async (out: Outcome, source: ItemSource) => {
+    if (out.toStore.length === 0) return
+    // RowBinary through `events_ingest` (migration 005), whose view converts the LowCardinality
+    // columns whole. One thread: on a busy engine, splitting a block between threads costs more
+    // than it saves.
+    await deps.store.insert('events_ingest', concatRows(out.toStore), {
+      dedupToken: `${source.topic}:${source.partition}:${source.first}-${source.last}`,
+      rowBinary: EVENT_ROW_BINARY,
+      settings: { max_threads: 1, max_insert_threads: 1 },
+    })
+  }
+
+  /**
+   * A write start to end in its turn: where several processes write (no filter, or a filter not
+   * kept whole by this process alone), every batch after a pause repairs the index first.
+   */
+  const writeInTurn = async (items: readonly WriterItem[], source: ItemSource): Promise<RejectRow[]> => {
     const partitionKey = `${source.topic}:${source.partition}`
     const lastWritten = settled.get(partitionKey)
     settled.delete(partitionKey)
     const filter = await deps.storedKeys?.filter()
     let repaired: IndexedKey[] = []
     if (deps.soleWriter) {
-      if (lastInsertUncertain) repaired = await repairLastInserts(deps.store)
-      lastInsertUncertain = true
+      if (indexUncertain) repaired = await repairLastInserts(deps.store)
+      indexUncertain = true
     } else if (lastWritten === undefined || now() - lastWritten > SETTLED_MS) {
       repaired = await repairIndex(deps.store, minReceivedAt(items) - REPAIR_MARGIN_MS)
     }
     for (const key of repaired) filter?.add(key.app_id, key.uuid)
-    const toStore: (Buffer | RowParts)[] = []
-    const duplicates: RejectRow[] = []
-    let server = 0
-    let sdk = 0
-    const store = (item: WriterItem) => {
-      toStore.push(item.value)
-      if (item.headers.s === 'sdk') sdk++
-      else server++
-    }
-    const duplicate = (item: WriterItem, firstTransaction: string) => {
-      const h = item.headers
-      duplicates.push({
-        transaction_id: h.t,
-        org_id: Number(h.o),
-        app_id: h.a,
-        source: h.s,
-        line: Number(h.l),
-        uuid: h.u,
-        reason: 'duplicate',
-        detail: `an event with this uuid was already stored (transaction ${firstTransaction})`,
-        received_at: Number(h.r),
-      })
-    }
+    const out = outcome()
     if (filter) {
-      // A key the filter does not hold was never stored: only the others need the index (the
-      // batch's copies of earlier uploads and of its own items, and ~1 % false positives).
       const { marks, suspects } = screenBatch(items, filter)
       const stored = suspects.length > 0 ? await findStored(deps.store, suspects) : new Map()
-      const decisions = decideScreened(items, marks, stored)
-      let next = 0
-      for (let i = 0; i < items.length; i++) {
-        if (marks[i] === Screened.New) {
-          store(items[i]!)
-          continue
-        }
-        const decision = decisions[next++]!
-        if (decision.kind === 'store') {
-          store(decision.item)
-          // A false positive's key (New ones are in the filter already). Before the insert: if it
-          // fails, the key is a false positive until a retry stores it.
-          if (marks[i] === Screened.Suspect) filter.add(decision.item.headers.a, decision.item.headers.u)
-        } else if (decision.kind === 'duplicate') duplicate(decision.item, decision.firstTransaction)
-      }
+      decide(out, items, marks, stored, filter)
     } else {
       const stored = await findStored(deps.store, items)
       for (const decision of classifyBatch(items, stored)) {
-        if (decision.kind === 'store') store(decision.item)
-        else if (decision.kind === 'duplicate') duplicate(decision.item, decision.firstTransaction)
+        if (decision.kind === 'store') out.store(decision.item)
+        else if (decision.kind === 'duplicate') out.duplicate(decision.item, decision.firstTransaction)
       }
     }
-    if (toStore.length > 0) {
-      // RowBinary through `events_ingest` (migration 005), whose view converts the LowCardinality
-      // columns whole. One thread: on a busy engine, splitting a block between threads costs more
-      // than it saves.
-      await deps.store.insert('events_ingest', concatRows(toStore), {
-        dedupToken: `${source.topic}:${source.partition}:${source.first}-${source.last}`,
-        rowBinary: EVENT_ROW_BINARY,
-        settings: { max_threads: 1, max_insert_threads: 1 },
-      })
-    }
+    await insert(out, source)
     settled.set(partitionKey, now())
-    lastInsertUncertain = false
-    if (server > 0) deps.onStored?.(server, 'server')
-    if (sdk > 0) deps.onStored?.(sdk, 'sdk')
-    if (duplicates.length > 0) deps.onDuplicate?.(duplicates.length)
-    return duplicates
+    indexUncertain = false
+    out.counted()
+    return out.duplicates
   }
+
+  /**
+   * Stage 1 of a write with the filter (sole writer): screen the batch and look its suspects up.
+   * It may run while the write before it is inserted: the look-up then may miss that insert's
+   * keys, which the insert hands over when it ends (`found`), or, if it fails, the decision looks
+   * everything up again.
+   */
+  const lookUp = async (items: readonly WriterItem[], storedKeys: StoredKeys): Promise<LookedUp> => {
+    const filter = await storedKeys.filter()
+    // Nothing being written: the index is made whole before the screening (its repairs go into
+    // the filter, so a copy of a repaired key is a suspect).
+    if (indexUncertain && !deciding) {
+      for (const key of await repairLastInserts(deps.store)) filter.add(key.app_id, key.uuid)
+      indexUncertain = false
+    }
+    const { marks, suspects } = screenBatch(items, filter)
+    const looked: LookedUp = {
+      filter,
+      marks,
+      suspects,
+      keys: suspectKeys(suspects),
+      found: new Map(),
+      stored: new Map(),
+      failedInserts,
+    }
+
+    if (suspects.length === 0) return looked
+    undecided.add(looked)
+    try {
+      looked.stored = await findStored(deps.store, suspects)
+    } catch (err) {
+      undecided.delete(looked)
+      throw err
+    }
+    return looked
+  }
+
+  /** Stage 2: decide each item and insert, in its turn. */
+  const decideAndInsert = async (
+    items: readonly WriterItem[],
+    source: ItemSource,
+    looked: LookedUp,
+  ): Promise<RejectRow[]> => {
+    undecided.delete(looked)
+    deciding = true
+    try {
+      let stored = looked.stored
+      if (indexUncertain || looked.failedInserts !== failedInserts) {
+        // An insert failed since this batch was screened (its keys were in the filter by then, so
+        // copies of them are suspects): the index is made whole and asked again.
+        if (indexUncertain)
+          for (const key of await repairLastInserts(deps.store)) looked.filter.add(key.app_id, key.uuid)
+        indexUncertain = false
+        stored =
+          looked.suspects.length > 0
+            ? await findStored(deps.store, looked.suspects)
+            : new Map<string, { tx: string }>()
+      } else for (const [key, first] of looked.found) if (!stored.has(key)) stored.set(key, first)
+      const out = outcome()
+      decide(out, items, looked.marks, stored, looked.filter)
+      indexUncertain = true
+      try {
+        await insert(out, source)
+      } catch (err) {
+        failedInserts++
+        throw err
+      }
+      indexUncertain = false
+      // Writes looked up while this one was inserted learn its keys.
+      for (const other of undecided) handOver(out.storedItems, other)
+      out.counted()
+      return out.duplicates
+    } finally {
+      deciding = false
+    }
+  }
+
+  /**
+   * Decides a screened batch: a key the filter did not hold was never stored; the others (the
+   * batch's copies of earlier uploads and of its own items, and the false positives) are decided
+   * over what the index found.
+   */
+  const decide = (
+    out: Outcome,
+    items: readonly WriterItem[],
+    marks: Uint8Array,
+    stored: ReadonlyMap<string, { tx: string }>,
+    filter: KeyFilter,
+  ) => {
+    const decisions = decideScreened(items, marks, stored)
+    let next = 0
+    for (let i = 0; i < items.length; i++) {
+      if (marks[i] === Screened.New) {
+        out.store(items[i]!)
+        continue
+      }
+      const decision = decisions[next++]!
+      if (decision.kind === 'store') {
+        out.store(decision.item)
+        // A false positive's key (New ones are in the filter already). Before the insert: if it
+        // fails, the key is a false positive until a retry stores it.
+        if (marks[i] === Screened.Suspect) filter.add(decision.item.headers.a, decision.item.headers.u)
+      } else if (decision.kind === 'duplicate') out.duplicate(decision.item, decision.firstTransaction)
+    }
+  }
+
   return {
     write(items, source) {
-      const done = turn.then(() => write(items, source))
+      if (items.length === 0) return Promise.resolve([])
+      const storedKeys = deps.soleWriter ? deps.storedKeys : undefined
+      if (!storedKeys) {
+        const done = turn.then(() => writeInTurn(items, source))
+        turn = done.catch(() => undefined)
+        return done
+      }
+      const looked = screening.then(() => lookUp(items, storedKeys))
+      screening = looked.catch(() => undefined)
+      const done = turn.then(() => looked).then((l) => decideAndInsert(items, source, l))
       turn = done.catch(() => undefined)
       return done
     },
+  }
+}
+
+/** A write screened and looked up, waiting for its turn to be decided and inserted. */
+interface LookedUp {
+  filter: KeyFilter
+  marks: Uint8Array
+  suspects: WriterItem[]
+  /** The suspects' keys (eventKey). */
+  keys: Set<string>
+  /** Suspects stored by an insert that ended after the look-up began, with its transaction. */
+  found: Map<string, { tx: string }>
+  /** What the index answered. */
+  stored: Map<string, { tx: string }>
+  /** Inserts that had failed when it was screened. */
+  failedInserts: number
+}
+
+function suspectKeys(suspects: readonly WriterItem[]): Set<string> {
+  const keys = new Set<string>()
+  for (const item of suspects) keys.add(eventKey(item.headers.a, item.headers.u))
+  return keys
+}
+
+/** The suspects of `other` that `storedItems` (an insert that just ended) hold. */
+function handOver(storedItems: readonly WriterItem[], other: LookedUp): void {
+  if (other.keys.size === 0) return
+  for (const item of storedItems) {
+    const key = eventKey(item.headers.a, item.headers.u)
+    if (other.keys.has(key) && !other.found.has(key)) other.found.set(key, { tx: item.headers.t })
   }
 }
 

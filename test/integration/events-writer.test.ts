@@ -1,10 +1,10 @@
 import { copyFile, readdir } from 'node:fs/promises'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import type { RecordBatch } from '../../pipelines/connectors/bus/bus.ts'
 import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
 import { MIGRATIONS_DIR, migrate } from '../../pipelines/connectors/store/migrations.ts'
-import type { Store } from '../../pipelines/connectors/store/store.ts'
+import type { QueryParams, Store } from '../../pipelines/connectors/store/store.ts'
 import { encodeBlock, type UploadRef } from '../../pipelines/events/event-block.ts'
 import { EVENT_COLUMNS, EVENT_ROW_BINARY, rowBinaryEventRow } from '../../pipelines/events/event-row.ts'
 import { eventsWriter } from '../../pipelines/events/events-writer.ts'
@@ -345,6 +345,105 @@ describe('events writer against the embedded engine', () => {
       const duplicates = await events.write([item('f9', 'tx-29', 1)], { ...source, first: '9', last: '9' })
       expect(duplicates).toMatchObject([{ transaction_id: 'tx-29', uuid: 'f9', reason: 'duplicate' }])
       expect((await counts()).f9).toBe(1)
+    })
+
+    describe('a write looked up while the one before it is inserted', () => {
+      const item = (uuid: string, tx: string, line: number, recv: number) => ({
+        headers: { a: 'app', u: uuid, t: tx, l: String(line), r: String(recv), o: '1', s: 'server' as const },
+        value: row(uuid, upload(tx, recv)),
+      })
+      /** The store, holding the insert into events_ingest until released, logging what happens. */
+      const gated = (onInsert?: () => Promise<void>) => {
+        const log: string[] = []
+        let release!: () => void
+        const released = new Promise<void>((r) => (release = r))
+        let held = true
+        const spy: Store = {
+          kind: store.kind,
+          command: (sql, params) => store.command(sql, params),
+          query: async <T>(sql: string, params?: QueryParams) => {
+            const rows = await store.query<T>(sql, params)
+            if (sql.includes('argMin(transaction_id, received_at)'))
+              log.push(`look-up ${String(params?.uuids)}`)
+            return rows
+          },
+          queryStream: (sql, params, format) => store.queryStream(sql, params, format),
+          insert: async (table, rows, options) => {
+            if (table !== 'events_ingest') return store.insert(table, rows, options)
+            if (held) {
+              held = false
+              log.push('insert held')
+              await released
+            }
+            await store.insert(table, rows, options)
+            await onInsert?.()
+            log.push('insert done')
+          },
+          ping: () => store.ping(),
+          close: async () => {},
+        }
+        return { spy, log, release }
+      }
+
+      it('learns the keys that insert stored when it ends: a copy is a duplicate, stored once', async () => {
+        const recv = 1_795_300_040_000
+        const { spy, log, release } = gated()
+        const events = eventStore({ store: spy, soleWriter: true, storedKeys: new StoredKeys(spy) })
+        const source = (n: number) => ({ topic: 'uploads', partition: 0, first: String(n), last: String(n) })
+        const first = events.write([item('p1', 'tx-40', 1, recv), item('p2', 'tx-40', 2, recv)], source(40))
+        // Copies of p1 and p2 from another upload, and a new key.
+        const second = events.write(
+          [
+            item('p1', 'tx-41', 1, recv + 1),
+            item('p3', 'tx-41', 2, recv + 1),
+            item('p2', 'tx-41', 3, recv + 1),
+          ],
+          source(41),
+        )
+        await vi.waitFor(() => expect(log).toEqual(['insert held', 'look-up p1\np2']))
+        release()
+        expect(await first).toEqual([])
+        expect((await second).map((d) => [d.transaction_id, d.uuid, d.line, d.detail])).toEqual([
+          ['tx-41', 'p1', 1, 'an event with this uuid was already stored (transaction tx-40)'],
+          ['tx-41', 'p2', 3, 'an event with this uuid was already stored (transaction tx-40)'],
+        ])
+        // The second look-up ran before the first insert ended, and nothing else was asked later.
+        expect(log).toEqual(['insert held', 'look-up p1\np2', 'insert done', 'insert done'])
+        const stored = await counts()
+        expect([stored.p1, stored.p2, stored.p3]).toEqual([1, 1, 1])
+      })
+
+      it('asks the index again when that insert fails half-way, after repairing it', async () => {
+        const recv = 1_795_300_042_000
+        let failed = false
+        const { spy, log, release } = gated(async () => {
+          if (failed) return
+          failed = true
+          // The events are written, the index misses one of them, and the insert fails.
+          await store.command(
+            "ALTER TABLE event_uuid_index DELETE WHERE uuid = 'p4' SETTINGS mutations_sync = 1",
+          )
+          throw new Error('view write failed')
+        })
+        const events = eventStore({ store: spy, soleWriter: true, storedKeys: new StoredKeys(spy) })
+        const source = (n: number) => ({ topic: 'uploads', partition: 0, first: String(n), last: String(n) })
+        const first = events.write([item('p4', 'tx-42', 1, recv)], source(42))
+        const firstFailed = expect(first).rejects.toThrow('view write failed')
+        const second = events.write(
+          [item('p4', 'tx-43', 1, recv + 1), item('p5', 'tx-43', 2, recv + 1)],
+          source(43),
+        )
+        await vi.waitFor(() => expect(log).toEqual(['insert held', 'look-up p4']))
+        release()
+        await firstFailed
+        expect((await second).map((d) => [d.transaction_id, d.uuid, d.detail])).toEqual([
+          ['tx-43', 'p4', 'an event with this uuid was already stored (transaction tx-42)'],
+        ])
+        // Looked up again once the failed insert was repaired into the index.
+        expect(log).toEqual(['insert held', 'look-up p4', 'look-up p4', 'insert done'])
+        const stored = await counts()
+        expect([stored.p4, stored.p5]).toEqual([1, 1])
+      })
     })
 
     it('after a restart, a key an interrupted insert left unindexed is repaired into the filter too', async () => {
