@@ -63,9 +63,11 @@ const LAST_INSERT_BLOCKS = 16
  * block a no-op as well. Copies from other uploads become `duplicate` rejects.
  *
  * A key must have one writer at a time: two writes of the same key at once would both find it
- * missing. The writes of one EventStore run one at a time; a process runs one EventStore, and
- * where several processes write (Kafka + ClickHouse) each partition of the events topic, keyed by
- * app + uuid, has one owner.
+ * missing. The writes of one EventStore are decided and inserted one at a time, in the order asked;
+ * a process runs one EventStore, and where several processes write (Kafka + ClickHouse) each
+ * partition of the events topic, keyed by app + uuid, has one owner. The sole writer (embedded)
+ * screens and looks up a write while the one before it is inserted (docs/events.md, "Three stages
+ * at once"): what that look-up could miss, the insert hands over when it ends.
  */
 export function eventStore(deps: EventStoreDeps): EventStore {
   const now = deps.now ?? Date.now
