@@ -69,6 +69,21 @@ function recordingStore() {
   return { store: store satisfies Store, inserted }
 }
 
+/** The splitter over a pool, a store and an event store, as every test here builds it. */
+function splitterOf(pool: CpuRunner, store: Store, events: EventStore, bus?: Bus) {
+  return serverUploadSplitter({
+    pool,
+    store,
+    bus: bus ?? ({ lag: () => Promise.resolve(0) } as unknown as Bus),
+    apps: { getApp: () => Promise.resolve({ org_id: 1 }) },
+    forward: { events },
+    sdk: { group: 'g', topic: 't', waitMs: 0 },
+    pastWindowMs: 3_600_000,
+    futureWindowMs: 3_600_000,
+    maxInflatedBytes: 64 * 1024 * 1024,
+  })
+}
+
 function upload(offset: number, events: number): BusRecord {
   const now = Date.now()
   const body = lines(
@@ -114,17 +129,7 @@ describe('upload splitter: groups and parsing ahead', () => {
       },
     }
     const bus = { lag: () => Promise.resolve(0) } as unknown as Bus
-    const splitter = serverUploadSplitter({
-      pool,
-      store,
-      bus,
-      apps: { getApp: () => Promise.resolve({ org_id: 1 }) },
-      forward: { events },
-      sdk: { group: 'g', topic: 't', waitMs: 0 },
-      pastWindowMs: 3_600_000,
-      futureWindowMs: 3_600_000,
-      maxInflatedBytes: 64 * 1024 * 1024,
-    })
+    const splitter = splitterOf(pool, store, events, bus)
     await splitter({ topic: 'uploads', partition: 0, records })
 
     // Groups: each reaches EVENTS_PER_WRITE (the last may be smaller), in offset order.
@@ -189,17 +194,7 @@ describe('upload splitter: groups and parsing ahead', () => {
         )
       },
     }
-    const splitter = serverUploadSplitter({
-      pool: countingPool(),
-      store,
-      bus: { lag: () => Promise.resolve(0) } as unknown as Bus,
-      apps: { getApp: () => Promise.resolve({ org_id: 1 }) },
-      forward: { events },
-      sdk: { group: 'g', topic: 't', waitMs: 0 },
-      pastWindowMs: 3_600_000,
-      futureWindowMs: 3_600_000,
-      maxInflatedBytes: 64 * 1024 * 1024,
-    })
+    const splitter = splitterOf(countingPool(), store, events)
     await splitter({ topic: 'uploads', partition: 0, records })
     const receipts = (inserted.get('upload_receipts') ?? []) as {
       transaction_id: string
@@ -243,17 +238,7 @@ describe('upload splitter: groups and parsing ahead', () => {
         return Promise.resolve([])
       },
     }
-    const splitter = serverUploadSplitter({
-      pool,
-      store,
-      bus: { lag: () => Promise.resolve(0) } as unknown as Bus,
-      apps: { getApp: () => Promise.resolve({ org_id: 1 }) },
-      forward: { events },
-      sdk: { group: 'g', topic: 't', waitMs: 0 },
-      pastWindowMs: 3_600_000,
-      futureWindowMs: 3_600_000,
-      maxInflatedBytes: 64 * 1024 * 1024,
-    })
+    const splitter = splitterOf(pool, store, events)
     const all = [...small, ...large]
     // What the local log's consumer offers: the records after the batch (or from `start`), within
     // its batch limits (the next batch ends at `to`) and the bytes asked for. Each record handed
@@ -303,17 +288,7 @@ describe('upload splitter: groups and parsing ahead', () => {
     const records = Array.from({ length: 4 }, (_, i) => upload(i, 10))
     const pool = countingPool()
     const { store, inserted } = recordingStore()
-    const splitter = serverUploadSplitter({
-      pool,
-      store,
-      bus: { lag: () => Promise.resolve(0) } as unknown as Bus,
-      apps: { getApp: () => Promise.resolve({ org_id: 1 }) },
-      forward: { events: { write: () => Promise.resolve([]) } },
-      sdk: { group: 'g', topic: 't', waitMs: 0 },
-      pastWindowMs: 3_600_000,
-      futureWindowMs: 3_600_000,
-      maxInflatedBytes: 64 * 1024 * 1024,
-    })
+    const splitter = splitterOf(pool, store, { write: () => Promise.resolve([]) })
     // The first delivery looks ahead to records 1-2; then record 0 is delivered again (a retry) and
     // only then records 1-3: the early parses are gone with the retry, so they are parsed anew.
     let looks = 0
@@ -351,17 +326,7 @@ describe('upload splitter: groups and parsing ahead', () => {
         )
       },
     }
-    const splitter = serverUploadSplitter({
-      pool: countingPool(),
-      store: countingStore,
-      bus: { lag: () => Promise.resolve(0) } as unknown as Bus,
-      apps: { getApp: () => Promise.resolve({ org_id: 1 }) },
-      forward: { events },
-      sdk: { group: 'g', topic: 't', waitMs: 0 },
-      pastWindowMs: 3_600_000,
-      futureWindowMs: 3_600_000,
-      maxInflatedBytes: 64 * 1024 * 1024,
-    })
+    const splitter = splitterOf(countingPool(), countingStore, events)
     let finished = false
     const run = splitter({ topic: 'uploads', partition: 0, records }).then(() => (finished = true))
     const settle = async () => {
@@ -397,17 +362,7 @@ describe('upload splitter: groups and parsing ahead', () => {
         return source.first === '0' ? Promise.reject(new Error('engine down')) : Promise.resolve([])
       },
     }
-    const splitter = serverUploadSplitter({
-      pool: countingPool(),
-      store,
-      bus: { lag: () => Promise.resolve(0) } as unknown as Bus,
-      apps: { getApp: () => Promise.resolve({ org_id: 1 }) },
-      forward: { events },
-      sdk: { group: 'g', topic: 't', waitMs: 0 },
-      pastWindowMs: 3_600_000,
-      futureWindowMs: 3_600_000,
-      maxInflatedBytes: 64 * 1024 * 1024,
-    })
+    const splitter = splitterOf(countingPool(), store, events)
     await expect(splitter({ topic: 'uploads', partition: 0, records })).rejects.toThrow('engine down')
     // The second group was attributed and handed over during the first write; the third never.
     expect(started).toEqual(['0', '2'])
