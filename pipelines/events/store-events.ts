@@ -79,8 +79,11 @@ export function eventStore(deps: EventStoreDeps): EventStore {
   // Sole writer: whether the index may lack what an insert left half-done (none written yet in
   // this process: the previous process may have crashed during its last one; or a write failed).
   let indexUncertain = true
-  // Sole writer: a write is being decided or inserted (its insert may yet fail half-way).
-  let deciding = false
+  // Sole writer with the filter: writes asked for so far, and the last of them decided (or failed).
+  // Decisions run in the order asked, so a write whose predecessors are all decided can repair the
+  // index in its look-up stage: no insert can run meanwhile.
+  let asked = 0
+  let decidedThrough = 0
   // Sole writer: inserts that failed so far. A look-up that began before one failed cannot be
   // trusted even once a later write has repaired the index.
   let failedInserts = 0
@@ -186,11 +189,15 @@ export function eventStore(deps: EventStoreDeps): EventStore {
    * keys, which the insert hands over when it ends (`found`), or, if it fails, the decision looks
    * everything up again.
    */
-  const lookUp = async (items: readonly WriterItem[], storedKeys: StoredKeys): Promise<LookedUp> => {
+  const lookUp = async (
+    items: readonly WriterItem[],
+    storedKeys: StoredKeys,
+    seq: number,
+  ): Promise<LookedUp> => {
     const filter = await storedKeys.filter()
     // Nothing being written: the index is made whole before the screening (its repairs go into
     // the filter, so a copy of a repaired key is a suspect).
-    if (indexUncertain && !deciding) {
+    if (indexUncertain && decidedThrough === seq - 1) {
       for (const key of await repairLastInserts(deps.store)) filter.add(key.app_id, key.uuid)
       indexUncertain = false
     }
@@ -223,37 +230,32 @@ export function eventStore(deps: EventStoreDeps): EventStore {
     looked: LookedUp,
   ): Promise<RejectRow[]> => {
     undecided.delete(looked)
-    deciding = true
-    try {
-      let stored = looked.stored
-      if (indexUncertain || looked.failedInserts !== failedInserts) {
-        // An insert failed since this batch was screened (its keys were in the filter by then, so
-        // copies of them are suspects): the index is made whole and asked again.
-        if (indexUncertain)
-          for (const key of await repairLastInserts(deps.store)) looked.filter.add(key.app_id, key.uuid)
-        indexUncertain = false
-        stored =
-          looked.suspects.length > 0
-            ? await findStored(deps.store, looked.suspects)
-            : new Map<string, { tx: string }>()
-      } else for (const [key, first] of looked.found) if (!stored.has(key)) stored.set(key, first)
-      const out = outcome()
-      decide(out, items, looked.marks, stored, looked.filter)
-      indexUncertain = true
-      try {
-        await insert(out, source)
-      } catch (err) {
-        failedInserts++
-        throw err
-      }
+    let stored = looked.stored
+    if (indexUncertain || looked.failedInserts !== failedInserts) {
+      // An insert failed since this batch was screened (its keys were in the filter by then, so
+      // copies of them are suspects): the index is made whole and asked again.
+      if (indexUncertain)
+        for (const key of await repairLastInserts(deps.store)) looked.filter.add(key.app_id, key.uuid)
       indexUncertain = false
-      // Writes looked up while this one was inserted learn its keys.
-      for (const other of undecided) handOver(out.storedItems, other)
-      out.counted()
-      return out.duplicates
-    } finally {
-      deciding = false
+      stored =
+        looked.suspects.length > 0
+          ? await findStored(deps.store, looked.suspects)
+          : new Map<string, { tx: string }>()
+    } else for (const [key, first] of looked.found) if (!stored.has(key)) stored.set(key, first)
+    const out = outcome()
+    decide(out, items, looked.marks, stored, looked.filter)
+    indexUncertain = true
+    try {
+      await insert(out, source)
+    } catch (err) {
+      failedInserts++
+      throw err
     }
+    indexUncertain = false
+    // Writes looked up while this one was inserted learn its keys.
+    for (const other of undecided) handOver(out.storedItems, other)
+    out.counted()
+    return out.duplicates
   }
 
   /**
@@ -294,10 +296,14 @@ export function eventStore(deps: EventStoreDeps): EventStore {
         turn = done.catch(() => undefined)
         return done
       }
-      const looked = screening.then(() => lookUp(items, storedKeys))
+      const seq = ++asked
+      const looked = screening.then(() => lookUp(items, storedKeys, seq))
       screening = looked.catch(() => undefined)
       const done = turn.then(() => looked).then((l) => decideAndInsert(items, source, l))
-      turn = done.catch(() => undefined)
+      const decided = () => {
+        decidedThrough = seq
+      }
+      turn = done.then(decided, decided)
       return done
     },
   }

@@ -434,13 +434,30 @@ describe('events writer against the embedded engine', () => {
           source(43),
         )
         await vi.waitFor(() => expect(log).toEqual(['insert held', 'look-up p4']))
+        // A third write, asked for before the first fails: copies of what the first and second store.
+        const third = events.write(
+          [item('p5', 'tx-44', 1, recv + 2), item('p4', 'tx-44', 2, recv + 2)],
+          source(44),
+        )
         release()
         await firstFailed
         expect((await second).map((d) => [d.transaction_id, d.uuid, d.detail])).toEqual([
           ['tx-43', 'p4', 'an event with this uuid was already stored (transaction tx-42)'],
         ])
-        // Looked up again once the failed insert was repaired into the index.
-        expect(log).toEqual(['insert held', 'look-up p4', 'look-up p4', 'insert done'])
+        expect((await third).map((d) => [d.transaction_id, d.uuid, d.detail])).toEqual([
+          ['tx-44', 'p5', 'an event with this uuid was already stored (transaction tx-43)'],
+          ['tx-44', 'p4', 'an event with this uuid was already stored (transaction tx-42)'],
+        ])
+        // Both were looked up during the first insert, and again once it had failed and was
+        // repaired into the index (the third stores nothing: no insert).
+        expect(log).toEqual([
+          'insert held',
+          'look-up p4',
+          'look-up p5\np4',
+          'look-up p4',
+          'insert done',
+          'look-up p5\np4',
+        ])
         const stored = await counts()
         expect([stored.p4, stored.p5]).toEqual([1, 1])
       })
