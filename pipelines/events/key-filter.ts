@@ -8,8 +8,8 @@
  * events writer asks the index only about those.
  *
  * Layers: the first is sized for the index when the filter was filled (at least 4M keys, 5 MB: at
- * 1M the first layer filled within 20 s of ingestion and layers multiplied);
- * when a layer holds its capacity a new one of twice the size takes the new keys. A key is looked
+ * 1M it filled within 20 s of ingestion and layers multiplied); when a layer holds its capacity a
+ * new one of twice the size takes the new keys. A key is looked
  * up in every layer, so their false positives add up: with each at 1 % a process that had stored
  * 10M keys since it started sent 2.8 % of new keys to the index, and the look-ups were most of
  * what the events writer's batches came to cost more as the run went on. Each new layer therefore

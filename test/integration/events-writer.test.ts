@@ -61,6 +61,18 @@ describe('events writer against the embedded engine', () => {
       'SELECT transaction_id, line, reason FROM rejected_lines FINAL ORDER BY transaction_id, line',
     )
 
+  /** The engine's store with some of its calls replaced (the rest pass through; close is a no-op). */
+  const over = (overrides: Partial<Store>): Store => ({
+    kind: store.kind,
+    command: (sql, params) => store.command(sql, params),
+    query: (sql, params) => store.query(sql, params),
+    queryStream: (sql, params, format) => store.queryStream(sql, params, format),
+    insert: (table, rows, options) => store.insert(table, rows, options),
+    ping: () => store.ping(),
+    close: async () => {},
+    ...overrides,
+  })
+
   it('stores once, reports later copies from other uploads as duplicates, skips replays', async () => {
     const up1 = upload('tx-1', 1_795_300_000_000)
     const up2 = upload('tx-2', 1_795_300_001_000)
@@ -230,9 +242,7 @@ describe('events writer against the embedded engine', () => {
     /** The store, counting the uuids the writer asks the dedupe index about. */
     const counting = () => {
       const asked: string[] = []
-      const spy: Store = {
-        kind: store.kind,
-        command: (sql, params) => store.command(sql, params),
+      const spy = over({
         query: (sql, params) => {
           const uuids = params?.uuids
           // One newline-joined string, or an array when a uuid holds a newline (string-set.ts).
@@ -240,11 +250,7 @@ describe('events writer against the embedded engine', () => {
             asked.push(...(typeof uuids === 'string' ? uuids.split('\n') : (uuids as string[])))
           return store.query(sql, params)
         },
-        queryStream: (sql, params, format) => store.queryStream(sql, params, format),
-        insert: (table, rows, options) => store.insert(table, rows, options),
-        ping: () => store.ping(),
-        close: async () => {},
-      }
+      })
       return { spy, asked }
     }
 
@@ -316,11 +322,7 @@ describe('events writer against the embedded engine', () => {
       // An insert that writes the events and then fails before the index has them (the view's
       // write failing, say).
       let halfFail = false
-      const flaky: Store = {
-        kind: store.kind,
-        command: (sql, params) => store.command(sql, params),
-        query: (sql, params) => store.query(sql, params),
-        queryStream: (sql, params, format) => store.queryStream(sql, params, format),
+      const flaky = over({
         insert: async (table, rows, options) => {
           await store.insert(table, rows, options)
           if (halfFail && table === 'events_ingest') {
@@ -331,9 +333,7 @@ describe('events writer against the embedded engine', () => {
             throw new Error('view write failed')
           }
         },
-        ping: () => store.ping(),
-        close: async () => {},
-      }
+      })
       const events = eventStore({ store: flaky, soleWriter: true, storedKeys: new StoredKeys(flaky) })
       const source = { topic: 'uploads', partition: 0, first: '7', last: '7' }
       await events.write([item('f8', 'tx-28', 1)], source)
@@ -358,16 +358,13 @@ describe('events writer against the embedded engine', () => {
         let release!: () => void
         const released = new Promise<void>((r) => (release = r))
         let held = true
-        const spy: Store = {
-          kind: store.kind,
-          command: (sql, params) => store.command(sql, params),
+        const spy = over({
           query: async <T>(sql: string, params?: QueryParams) => {
             const rows = await store.query<T>(sql, params)
             if (sql.includes('argMin(transaction_id, received_at)'))
               log.push(`look-up ${String(params?.uuids)}`)
             return rows
           },
-          queryStream: (sql, params, format) => store.queryStream(sql, params, format),
           insert: async (table, rows, options) => {
             if (table !== 'events_ingest') return store.insert(table, rows, options)
             if (held) {
@@ -379,9 +376,7 @@ describe('events writer against the embedded engine', () => {
             await onInsert?.()
             log.push('insert done')
           },
-          ping: () => store.ping(),
-          close: async () => {},
-        }
+        })
         return { spy, log, release }
       }
 
@@ -500,18 +495,12 @@ describe('events writer against the embedded engine', () => {
     const up15 = upload('tx-15', 1_795_300_011_000)
     let now = 1_795_500_000_000
     const repairs: number[] = []
-    const spy: Store = {
-      kind: store.kind,
-      command: (sql, params) => store.command(sql, params),
+    const spy = over({
       query: (sql, params) => {
         if (/FROM events\s+WHERE received_at >=/.test(sql)) repairs.push(now)
         return store.query(sql, params)
       },
-      insert: (table, rows, options) => store.insert(table, rows, options),
-      queryStream: (sql, params, format) => store.queryStream(sql, params, format),
-      ping: () => store.ping(),
-      close: async () => {},
-    }
+    })
     const writer = eventsWriter({ store: spy, now: () => now })
     const t0 = now
     await writer(batch([['u15', up15, 1]]))
