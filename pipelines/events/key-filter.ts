@@ -9,12 +9,12 @@
  *
  * Layers: the first is sized for the index when the filter was filled (at least 4M keys, 5 MB: at
  * 1M it filled within 20 s of ingestion and layers multiplied); when a layer holds its capacity a
- * new one of twice the size takes the new keys. A key is looked
- * up in every layer, so their false positives add up: with each at 1 % a process that had stored
- * 10M keys since it started sent 2.8 % of new keys to the index, and the look-ups were most of
- * what the events writer's batches came to cost more as the run went on. Each new layer therefore
- * aims at half the false positives of the one before (a scalable Bloom filter, Almeida et al.
- * 2007): one hash and ~1.6 bits per key more each time, and the sum stays under 2 % for good.
+ * new one of twice the size takes the new keys. A key is looked up in every layer, so their false
+ * positives add up: with each at 1 % a process that had stored 10M keys since it started sent
+ * 2.8 % of new keys to the index, and the look-ups were most of what the events writer's batches
+ * came to cost more as the run went on. Each new layer therefore aims at half the false positives
+ * of the one before (a scalable Bloom filter, Almeida et al. 2007): one hash and ~1.6 bits per key
+ * more each time, and the sum stays under 2 % for good.
  */
 const HASHES = 7
 /** ~1 % false positives with 7 hashes in blocks of 512 bits (blocking costs ~10 % more bits). */
