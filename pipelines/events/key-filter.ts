@@ -1,24 +1,31 @@
 /**
  * A Bloom filter over (app, uuid) keys, whose bit positions ClickHouse computes the same way
  * (`murmurHash3_32` and `xxHash32` of `app_id || '\n' || uuid`: the first picks a block of 512 bits,
- * a cache line, and both pick the 7 bits in it by double hashing, so a look-up costs one cache miss
- * instead of seven), so the engine can
+ * a cache line, and both pick the 9 bits in it by double hashing, so a look-up costs one cache miss
+ * instead of nine), so the engine can
  * fill it from the dedupe index in one aggregate (FILTER_BITS_SQL) and JavaScript adds the keys it
  * stores afterwards. "Not in the filter" means "never stored"; "in it" means "look it up": the
  * events writer asks the index only about those.
  *
- * Layers: the first is sized for the index when the filter was filled (at least 4M keys, 5 MB: at
+ * Layers: the first is sized for the index when the filter was filled (at least 4M keys, 7 MB: at
  * 1M it filled within 20 s of ingestion and layers multiplied); when a layer holds its capacity a
  * new one of twice the size takes the new keys. A key is looked up in every layer, so their false
  * positives add up: with each at 1 % a process that had stored 10M keys since it started sent
  * 2.8 % of new keys to the index, and the look-ups were most of what the events writer's batches
  * came to cost more as the run went on. Each new layer therefore aims at half the false positives
  * of the one before (a scalable Bloom filter, Almeida et al. 2007): one hash and ~1.6 bits per key
- * more each time, and the sum stays under 2 % for good.
+ * more each time, and the sum stays under 0.5 % for good (at 10M keys 0.47 %, 1.13 % from a
+ * first layer at 1 %).
  */
-const HASHES = 7
-/** ~1 % false positives with 7 hashes in blocks of 512 bits (blocking costs ~10 % more bits). */
-const BITS_PER_KEY = 10.5
+const HASHES = 9
+/**
+ * ~0.25 % false positives with 9 hashes in blocks of 512 bits (blocking costs ~10 % more bits;
+ * full 4M-key layers measure ~0.35 %). Every false positive is a key the events writer looks up
+ * (~15 us of engine time per part of the index it may be in: ~120 us at 10M keys), while a bit
+ * per key more costs 1.25 MB per million keys: at 1 % (10.5 bits, 7 hashes) the false
+ * positives were ~550 of each 50,000-event write's look-ups at 10M keys, now ~230.
+ */
+const BITS_PER_KEY = 13.7
 /** What halving a layer's false positives costs in bits per key (log2(2) / ln 2, +10 % blocked). */
 const BITS_PER_HALVING = 1.6
 const BLOCK_BITS = 512
@@ -153,7 +160,7 @@ function writeAscii(b: Buffer, at: number, s: string): number {
   return at + n
 }
 
-/** Layer `level` (0: the first, whose bits FILTER_BITS_SQL computes) at 1 % / 2^level false positives. */
+/** Layer `level` (0: the first, whose bits FILTER_BITS_SQL computes) at 0.25 % / 2^level false positives. */
 function layer(capacity: number, level: number): Layer {
   const blocks = Math.ceil((capacity * (BITS_PER_KEY + level * BITS_PER_HALVING)) / BLOCK_BITS)
   return {
