@@ -14,16 +14,22 @@ export const Screened = {
 export interface ScreenedBatch {
   /** One mark per item, in the batch's order. */
   marks: Uint8Array
-  /** The Suspect items, in order: the ones the dedupe index is asked about. */
+  /** The Suspect items, in order. */
   suspects: WriterItem[]
+  /**
+   * The Suspects the dedupe index is asked about: all but the later copies of a key whose first
+   * item in the batch was New (that key was never stored: its copies are this batch's duplicates).
+   */
+  lookups: WriterItem[]
 }
 
 /**
  * Screens a batch with the filter of stored keys, hashing each key once: a key the filter does
  * not hold was never stored and is added to it at once, so a later copy in the same batch finds it
  * and becomes a Suspect too (a Bloom filter has no false negatives). Only Suspects, and the earlier
- * items sharing their keys, need the exact rule (`classifyBatch`) and a look-up; the ~97 % of
- * items left are stored as they are, without a key string, a map entry or a decision each.
+ * items sharing their keys, need the exact rule (`classifyBatch`), and only Suspects whose key
+ * the batch did not bring first need a look-up; the ~97 % of items left are stored as they are,
+ * without a key string, a map entry or a decision each.
  *
  * The filter gets every New key before the insert: if the insert fails, those keys are false
  * positives until a retry stores them (as with any key added before an insert).
@@ -49,13 +55,23 @@ export function screenBatch(items: readonly WriterItem[], filter: KeyFilter): Sc
     if (!uuids) suspectKeys.set(h.a, (uuids = new Set()))
     uuids.add(h.u)
   }
-  if (suspects.length > 0)
-    for (let i = 0; i < items.length; i++) {
-      if (marks[i] !== Screened.New) continue
-      const h = items[i]!.headers
-      if (suspectKeys.get(h.a)?.has(h.u)) marks[i] = Screened.NewWithCopies
-    }
-  return { marks, suspects }
+  if (suspects.length === 0) return { marks, suspects, lookups: suspects }
+  // Keys first seen New in this batch: the filter did not hold them, so no earlier write had them.
+  let newWithCopies: Map<string, Set<string>> | undefined
+  for (let i = 0; i < items.length; i++) {
+    if (marks[i] !== Screened.New) continue
+    const h = items[i]!.headers
+    if (!suspectKeys.get(h.a)?.has(h.u)) continue
+    marks[i] = Screened.NewWithCopies
+    newWithCopies ??= new Map()
+    let uuids = newWithCopies.get(h.a)
+    if (!uuids) newWithCopies.set(h.a, (uuids = new Set()))
+    uuids.add(h.u)
+  }
+  const lookups = newWithCopies
+    ? suspects.filter((item) => !newWithCopies.get(item.headers.a)?.has(item.headers.u))
+    : suspects
+  return { marks, suspects, lookups }
 }
 
 /**

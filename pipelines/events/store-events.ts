@@ -166,8 +166,8 @@ export function eventStore(deps: EventStoreDeps): EventStore {
     for (const key of repaired) filter?.add(key.app_id, key.uuid)
     const out = outcome()
     if (filter) {
-      const { marks, suspects } = screenBatch(items, filter)
-      const stored = suspects.length > 0 ? await findStored(deps.store, suspects) : new Map()
+      const { marks, lookups } = screenBatch(items, filter)
+      const stored = lookups.length > 0 ? await findStored(deps.store, lookups) : new Map()
       decide(out, items, marks, stored, filter)
     } else {
       const stored = await findStored(deps.store, items)
@@ -201,21 +201,21 @@ export function eventStore(deps: EventStoreDeps): EventStore {
       for (const key of await repairLastInserts(deps.store)) filter.add(key.app_id, key.uuid)
       indexUncertain = false
     }
-    const { marks, suspects } = screenBatch(items, filter)
+    const { marks, lookups } = screenBatch(items, filter)
     const looked: LookedUp = {
       filter,
       marks,
-      suspects,
-      keys: suspectKeys(suspects),
+      lookups,
+      keys: suspectKeys(lookups),
       found: new Map(),
       stored: new Map(),
       failedInserts,
     }
 
-    if (suspects.length === 0) return looked
+    if (lookups.length === 0) return looked
     undecided.add(looked)
     try {
-      looked.stored = await findStored(deps.store, suspects)
+      looked.stored = await findStored(deps.store, lookups)
     } catch (err) {
       undecided.delete(looked)
       throw err
@@ -238,8 +238,8 @@ export function eventStore(deps: EventStoreDeps): EventStore {
         for (const key of await repairLastInserts(deps.store)) looked.filter.add(key.app_id, key.uuid)
       indexUncertain = false
       stored =
-        looked.suspects.length > 0
-          ? await findStored(deps.store, looked.suspects)
+        looked.lookups.length > 0
+          ? await findStored(deps.store, looked.lookups)
           : new Map<string, { tx: string }>()
     } else for (const [key, first] of looked.found) if (!stored.has(key)) stored.set(key, first)
     const out = outcome()
@@ -313,8 +313,9 @@ export function eventStore(deps: EventStoreDeps): EventStore {
 interface LookedUp {
   filter: KeyFilter
   marks: Uint8Array
-  suspects: WriterItem[]
-  /** The suspects' keys (eventKey). */
+  /** The suspects the index is asked about (screenBatch's `lookups`). */
+  lookups: WriterItem[]
+  /** Their keys (eventKey). */
   keys: Set<string>
   /** Suspects stored by an insert that ended after the look-up began, with its transaction. */
   found: Map<string, { tx: string }>
@@ -324,9 +325,9 @@ interface LookedUp {
   failedInserts: number
 }
 
-function suspectKeys(suspects: readonly WriterItem[]): Set<string> {
+function suspectKeys(lookups: readonly WriterItem[]): Set<string> {
   const keys = new Set<string>()
-  for (const item of suspects) keys.add(eventKey(item.headers.a, item.headers.u))
+  for (const item of lookups) keys.add(eventKey(item.headers.a, item.headers.u))
   return keys
 }
 

@@ -15,9 +15,9 @@ const name = (i: WriterItem) => `${i.headers.a}/${i.headers.u}/${i.headers.t}/${
 
 /** What the screened write decides for each item: the decision kind, and the first transaction of a duplicate. */
 function screenedOutcome(items: WriterItem[], filter: KeyFilter, stored: Map<string, { tx: string }>) {
-  const { marks, suspects } = screenBatch(items, filter)
-  // The index is asked about suspects only: give it only what it would find for them.
-  const asked = new Set(suspects.map((i) => eventKey(i.headers.a, i.headers.u)))
+  const { marks, lookups } = screenBatch(items, filter)
+  // The index is asked about the look-ups only: give it only what it would find for them.
+  const asked = new Set(lookups.map((i) => eventKey(i.headers.a, i.headers.u)))
   const found = new Map([...stored].filter(([key]) => asked.has(key)))
   const decisions = decideScreened(items, marks, found)
   let next = 0
@@ -82,25 +82,36 @@ describe('screening a batch with the filter of stored keys', () => {
     )
   })
 
-  it('asks about no key the filter does not hold, and adds each new key once', () => {
+  it('asks about no key the filter did not hold before the batch, and adds each new key once', () => {
     const filter = new KeyFilter()
     filter.add('app', 'old')
     const items = [
       item('app', 'old', 'tx-2', 1), // stored before: a suspect
       item('app', 'n1', 'tx-2', 2), // new, copied later in the batch
       item('app', 'n2', 'tx-2', 3), // new
-      item('app', 'n1', 'tx-3', 1), // a copy of line 2: a suspect
+      item('app', 'n1', 'tx-3', 1), // a copy of line 2: a suspect, but line 2 was new: not asked
+      item('app', 'old', 'tx-3', 2), // a second copy of a stored key: asked
     ]
-    const { marks, suspects } = screenBatch(items, filter)
-    expect([...marks]).toEqual([Screened.Suspect, Screened.NewWithCopies, Screened.New, Screened.Suspect])
-    expect(suspects.map((i) => i.headers.u)).toEqual(['old', 'n1'])
+    const { marks, suspects, lookups } = screenBatch(items, filter)
+    expect([...marks]).toEqual([
+      Screened.Suspect,
+      Screened.NewWithCopies,
+      Screened.New,
+      Screened.Suspect,
+      Screened.Suspect,
+    ])
+    expect(suspects.map((i) => i.headers.u)).toEqual(['old', 'n1', 'old'])
+    expect(lookups.map((i) => `${i.headers.u}/${i.headers.t}`)).toEqual(['old/tx-2', 'old/tx-3'])
     expect(filter.size).toBe(3)
     expect(filter.mightContain('app', 'n2')).toBe(true)
     const decisions = decideScreened(items, marks, new Map([[eventKey('app', 'old'), { tx: 'tx-1' }]]))
-    expect(decisions.map((d) => [d.kind, d.item.headers.u])).toEqual([
-      ['duplicate', 'old'],
-      ['store', 'n1'],
-      ['duplicate', 'n1'],
+    expect(
+      decisions.map((d) => [d.kind, d.item.headers.u, d.kind === 'duplicate' ? d.firstTransaction : '']),
+    ).toEqual([
+      ['duplicate', 'old', 'tx-1'],
+      ['store', 'n1', ''],
+      ['duplicate', 'n1', 'tx-2'],
+      ['duplicate', 'old', 'tx-1'],
     ])
   })
 })
