@@ -137,10 +137,10 @@ export function keyHashes(apps: readonly string[], uuids: readonly string[]): Ui
 }
 
 // The length of the key keyBytes wrote last (a module variable: no object per key).
-let keyLength = 0
+export let keyLength = 0
 
 /** The key's UTF-8 bytes (`app`, a newline, `uuid`) in `scratch`, or in a bigger buffer it returns. */
-function keyBytes(scratch: Buffer, app: string, uuid: string): Buffer {
+export function keyBytes(scratch: Buffer, app: string, uuid: string): Buffer {
   const most = (app.length + uuid.length) * 3 + 1
   const b = scratch.length < most ? Buffer.allocUnsafe(most * 2) : scratch
   let n = writeAscii(b, 0, app)

@@ -1,6 +1,7 @@
 import type { Store } from '../connectors/store/store.ts'
 import { stringSet } from '../connectors/store/string-set.ts'
 import { copyRow, rowLength, type RowParts } from './event-block.ts'
+import { RecentKeys } from './recent-keys.ts'
 import { classifyBatch, type WriterItem } from './classify-stored.ts'
 import { decideScreened, Screened, screenBatch } from './screen-batch.ts'
 import { EVENT_ROW_BINARY, eventKey } from './event-row.ts'
@@ -24,6 +25,8 @@ export interface EventStoreDeps {
    * looked up.
    */
   storedKeys?: StoredKeys
+  /** Keys the sole writer remembers having stored, for copies sent again soon (RecentKeys). */
+  recentKeys?: number
   onStored?: (count: number, source: string) => void
   onDuplicate?: (count: number) => void
   /** The clock of the settle-time rule (tests move it instead of sleeping). Default Date.now. */
@@ -55,6 +58,9 @@ const REPAIR_MARGIN_MS = 10_000
 // Blocks of `events` the sole writer's repair reads: an insert writes one per month of event_time
 // it spans (at most 6 with the default windows), so this covers the last insert and then some.
 const LAST_INSERT_BLOCKS = 16
+// ~26 s of keys at 10,000 events/s, ~27 MB (the uuid strings, 3 rings, the slots): a sender's retry of a timed-out upload, or the same
+// events sent again by another server, mostly come within that.
+const RECENT_KEYS = 262_144
 
 /**
  * The exactly-once write of events: what was stored before (an earlier upload, or a batch's own
@@ -71,6 +77,8 @@ const LAST_INSERT_BLOCKS = 16
  */
 export function eventStore(deps: EventStoreDeps): EventStore {
   const now = deps.now ?? Date.now
+  const recent =
+    deps.soleWriter && deps.storedKeys ? new RecentKeys(deps.recentKeys ?? RECENT_KEYS) : undefined
   // Several owners: when each source partition's last batch was written here. A batch that follows
   // one written moments ago cannot be a replay of a half-finished insert (another owner would first
   // have to take the partition, crash, and wait out a session timeout of 6 s or more), so the
@@ -202,20 +210,24 @@ export function eventStore(deps: EventStoreDeps): EventStore {
       indexUncertain = false
     }
     const { marks, lookups } = screenBatch(items, filter)
+    // Copies of keys this process stored recently are answered here; the rest go to the index.
+    const known = new Map<string, { tx: string }>()
+    const ask = recent && lookups.length > 0 ? recall(lookups, recent, known) : lookups
     const looked: LookedUp = {
       filter,
       marks,
-      lookups,
-      keys: suspectKeys(lookups),
+      lookups: ask,
+      keys: suspectKeys(ask),
+      known,
       found: new Map(),
       stored: new Map(),
       failedInserts,
     }
 
-    if (lookups.length === 0) return looked
+    if (ask.length === 0) return looked
     undecided.add(looked)
     try {
-      looked.stored = await findStored(deps.store, lookups)
+      looked.stored = await findStored(deps.store, ask)
     } catch (err) {
       undecided.delete(looked)
       throw err
@@ -242,6 +254,7 @@ export function eventStore(deps: EventStoreDeps): EventStore {
           ? await findStored(deps.store, looked.lookups)
           : new Map<string, { tx: string }>()
     } else for (const [key, first] of looked.found) if (!stored.has(key)) stored.set(key, first)
+    for (const [key, first] of looked.known) stored.set(key, first)
     const out = outcome()
     decide(out, items, looked.marks, stored, looked.filter)
     indexUncertain = true
@@ -254,6 +267,8 @@ export function eventStore(deps: EventStoreDeps): EventStore {
     indexUncertain = false
     // Writes looked up while this one was inserted learn its keys.
     for (const other of undecided) handOver(out.storedItems, other)
+    if (recent)
+      for (const item of out.storedItems) recent.add(item.headers.a, item.headers.u, item.headers.t, h1(item))
     out.counted()
     return out.duplicates
   }
@@ -313,10 +328,12 @@ export function eventStore(deps: EventStoreDeps): EventStore {
 interface LookedUp {
   filter: KeyFilter
   marks: Uint8Array
-  /** The suspects the index is asked about (screenBatch's `lookups`). */
+  /** The suspects the index is asked about (screenBatch's `lookups` less the recently stored). */
   lookups: WriterItem[]
   /** Their keys (eventKey). */
   keys: Set<string>
+  /** Suspects this process stored recently (RecentKeys), with the transaction that stored each. */
+  known: Map<string, { tx: string }>
   /** Suspects stored by an insert that ended after the look-up began, with its transaction. */
   found: Map<string, { tx: string }>
   /** What the index answered. */
@@ -329,6 +346,24 @@ function suspectKeys(lookups: readonly WriterItem[]): Set<string> {
   const keys = new Set<string>()
   for (const item of lookups) keys.add(eventKey(item.headers.a, item.headers.u))
   return keys
+}
+
+/** The key's h1 where the CPU pool hashed it (RecentKeys hashes the others). */
+const h1 = (item: WriterItem): number | undefined => item.keyHash?.[2 * (item.keyIndex ?? 0)]
+
+/** The look-ups that `recent` does not answer; those it answers go into `known`. */
+function recall(
+  lookups: readonly WriterItem[],
+  recent: RecentKeys,
+  known: Map<string, { tx: string }>,
+): WriterItem[] {
+  const ask: WriterItem[] = []
+  for (const item of lookups) {
+    const tx = recent.get(item.headers.a, item.headers.u, h1(item))
+    if (tx === undefined) ask.push(item)
+    else known.set(eventKey(item.headers.a, item.headers.u), { tx })
+  }
+  return ask
 }
 
 /** The suspects of `other` that `storedItems` (an insert that just ended) hold. */

@@ -281,6 +281,42 @@ describe('events writer against the embedded engine', () => {
       expect(asked).toEqual(expect.arrayContaining(['f1', 'f2']))
     })
 
+    it('the sole writer answers copies of keys it stored recently itself, without the index', async () => {
+      const recv = 1_795_300_030_000
+      const { spy, asked } = counting()
+      // Room for two keys: the oldest of three is forgotten.
+      const events = eventStore({
+        store: spy,
+        soleWriter: true,
+        storedKeys: new StoredKeys(spy),
+        recentKeys: 2,
+      })
+      const item = (uuid: string, tx: string, line: number) => ({
+        headers: { a: 'app', u: uuid, t: tx, l: String(line), r: String(recv), o: '1', s: 'server' as const },
+        value: row(uuid, upload(tx, recv)),
+      })
+      const source = (n: number) => ({ topic: 'uploads', partition: 0, first: String(n), last: String(n) })
+      expect(
+        await events.write(
+          [item('r1', 'tx-30', 1), item('r2', 'tx-30', 2), item('r3', 'tx-30', 3)],
+          source(30),
+        ),
+      ).toEqual([])
+      const copies = await events.write(
+        [item('r3', 'tx-31', 1), item('r4', 'tx-31', 2), item('r2', 'tx-31', 3), item('r1', 'tx-31', 4)],
+        source(31),
+      )
+      expect(copies.map((d) => [d.uuid, d.line, d.detail])).toEqual([
+        ['r3', 1, 'an event with this uuid was already stored (transaction tx-30)'],
+        ['r2', 3, 'an event with this uuid was already stored (transaction tx-30)'],
+        ['r1', 4, 'an event with this uuid was already stored (transaction tx-30)'],
+      ])
+      // r2 and r3 were remembered; r1, forgotten, was asked of the index, which found it.
+      expect(asked).toEqual(['r1'])
+      const stored = await counts()
+      expect([stored.r1, stored.r2, stored.r3, stored.r4]).toEqual([1, 1, 1, 1])
+    })
+
     it('the sole writer repairs what its last insert left unindexed, whatever partition brings a copy', async () => {
       const up26 = upload('tx-26', 1_795_300_026_000)
       const up27 = upload('tx-27', 1_795_300_099_000)
