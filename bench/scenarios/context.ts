@@ -2,7 +2,7 @@ import type { Customer, UuidSpace } from '../generate.ts'
 import type { Progress } from '../progress.ts'
 import type { RssSampler, SluiceUnderTest, Tenant, ThreadCpu } from '../sluice.ts'
 import { cpuSnapshot, cpuUse, type CpuUse } from '../machine.ts'
-import { sleep } from '../http.ts'
+import { sleep, type HttpResult } from '../http.ts'
 
 /** How long and how hard each scenario runs: `--quick` (under 3 minutes on 2 cores) or the full run. */
 export interface BenchProfile {
@@ -104,11 +104,13 @@ export interface BenchContext {
 /** Milliseconds left before the run's time budget ends. */
 export const remaining = (ctx: BenchContext) => Math.max(0, ctx.budgetEnd - performance.now())
 
-/** Statuses of answers, by code ('error' for a failed socket). */
+/** Statuses of answers, by code; a failed socket by its error (`error: socket hang up`). */
 export type StatusCounts = Record<string, number>
 
-export const countStatus = (counts: StatusCounts, status: number | 'error') => {
-  const key = String(status)
+export const countStatus = (counts: StatusCounts, answer: Pick<HttpResult, 'status' | 'error'>) => {
+  // Failed sockets are rare and unexplained when they happen: the report keeps why.
+  const key =
+    answer.status === 'error' ? `error: ${(answer.error ?? 'unknown').slice(0, 80)}` : String(answer.status)
   counts[key] = (counts[key] ?? 0) + 1
 }
 

@@ -100,7 +100,7 @@ export async function freshness(
           { Authorization: ctx.tenant.auth, ...options.source.headers },
           body.body,
         )
-        countStatus(statuses, res.status)
+        countStatus(statuses, res)
         if (res.status !== 202) return
         acceptedEvents += body.events
         if (pollers.size < maxSampling) {

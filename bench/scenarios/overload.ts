@@ -98,7 +98,7 @@ export async function overload(
         const body = options.source.next()
         if (!body) return
         const res = await ctx.sut.http.request('POST', '/v0/uploads', headers, body.body)
-        countStatus(statuses, res.status)
+        countStatus(statuses, res)
         latencies.push(res.ms)
         if (res.status === 202) {
           acceptedBodies++

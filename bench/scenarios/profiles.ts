@@ -110,7 +110,7 @@ export async function profiles(
         const customer = `pc-${n % options.customers}`
         const res = await ctx.sut.http.request('PATCH', `/v1/profiles/${customer}`, headers, item.body)
         requests++
-        countStatus(statuses, res.status)
+        countStatus(statuses, res)
         if (res.status === 202) {
           accepted++
           bySyntax[item.syntax] = (bySyntax[item.syntax] ?? 0) + 1

@@ -44,7 +44,7 @@ export async function sdkSessions(
           { 'Content-Type': 'application/json' },
           b.body,
         )
-        countStatus(statuses, res.status)
+        countStatus(statuses, res)
         if (res.status === 202) {
           receipts.push({
             app: b.app,

@@ -89,7 +89,7 @@ class UploadTally {
   async send(ctx: BenchContext, source: BodySource, body: BodyInstance, deadline: number): Promise<boolean> {
     const res = await sendUntilAccepted(ctx, source, body, deadline, (r) => {
       this.requests++
-      countStatus(this.statuses, r.status)
+      countStatus(this.statuses, r)
       if (r.status !== 202) this.timeline.add('refused', 1, r.at)
     })
     if (!res) return false

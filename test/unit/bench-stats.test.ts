@@ -9,6 +9,7 @@ import {
   Timeline,
 } from '../../bench/stats.ts'
 
+import { countStatus, type StatusCounts } from '../../bench/scenarios/context.ts'
 describe('bench stats', () => {
   const hundred = Array.from({ length: 100 }, (_, i) => 100 - i) // 100..1, unsorted
 
@@ -92,5 +93,17 @@ describe('counter rates', () => {
     expect(counterRate(samples, 0, 2)).toBe(150)
     expect(counterRate(samples, 4, 5)).toBe(1000)
     expect(counterRate(samples, 3, 3)).toBe(0)
+  })
+})
+
+describe('answers counted by status', () => {
+  it('counts codes, and keeps why a socket failed', () => {
+    const counts: StatusCounts = {}
+    countStatus(counts, { status: 202 })
+    countStatus(counts, { status: 202 })
+    countStatus(counts, { status: 'error', error: 'socket hang up' })
+    countStatus(counts, { status: 'error', error: 'socket hang up' })
+    countStatus(counts, { status: 'error' })
+    expect(counts).toEqual({ '202': 2, 'error: socket hang up': 2, 'error: unknown': 1 })
   })
 })
