@@ -14,8 +14,6 @@ export const Screened = {
 export interface ScreenedBatch {
   /** One mark per item, in the batch's order. */
   marks: Uint8Array
-  /** The Suspect items, in order. */
-  suspects: WriterItem[]
   /**
    * The Suspects the dedupe index is asked about: all but the later copies of a key whose first
    * item in the batch was New (that key was never stored: its copies are this batch's duplicates).
@@ -55,7 +53,7 @@ export function screenBatch(items: readonly WriterItem[], filter: KeyFilter): Sc
     if (!uuids) suspectKeys.set(h.a, (uuids = new Set()))
     uuids.add(h.u)
   }
-  if (suspects.length === 0) return { marks, suspects, lookups: suspects }
+  if (suspects.length === 0) return { marks, lookups: suspects }
   // Keys first seen New in this batch: the filter did not hold them, so no earlier write had them.
   let newWithCopies: Map<string, Set<string>> | undefined
   for (let i = 0; i < items.length; i++) {
@@ -71,7 +69,7 @@ export function screenBatch(items: readonly WriterItem[], filter: KeyFilter): Sc
   const lookups = newWithCopies
     ? suspects.filter((item) => !newWithCopies.get(item.headers.a)?.has(item.headers.u))
     : suspects
-  return { marks, suspects, lookups }
+  return { marks, lookups }
 }
 
 /**

@@ -219,7 +219,7 @@ export function eventStore(deps: EventStoreDeps): EventStore {
       filter,
       marks,
       lookups: ask,
-      keys: suspectKeys(ask),
+      keys: keysOf(ask),
       known,
       found: new Map(),
       stored: new Map(),
@@ -344,9 +344,9 @@ interface LookedUp {
   failedInserts: number
 }
 
-function suspectKeys(lookups: readonly WriterItem[]): Set<string> {
+function keysOf(items: readonly WriterItem[]): Set<string> {
   const keys = new Set<string>()
-  for (const item of lookups) keys.add(eventKey(item.headers.a, item.headers.u))
+  for (const item of items) keys.add(eventKey(item.headers.a, item.headers.u))
   return keys
 }
 
