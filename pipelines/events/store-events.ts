@@ -1,6 +1,6 @@
 import type { Store } from '../connectors/store/store.ts'
 import { stringSet } from '../connectors/store/string-set.ts'
-import { copyRow, rowLength, type RowParts } from './event-block.ts'
+import { copyRow, rowLength } from './event-block.ts'
 import { RecentKeys } from './recent-keys.ts'
 import { classifyBatch, type WriterItem } from './classify-stored.ts'
 import { decideScreened, Screened, screenBatch } from './screen-batch.ts'
@@ -107,17 +107,14 @@ export function eventStore(deps: EventStoreDeps): EventStore {
   const undecided = new Set<LookedUp>()
 
   const outcome = () => {
-    const toStore: (Buffer | RowParts)[] = []
     const storedItems: WriterItem[] = []
     const duplicates: RejectRow[] = []
     let server = 0
     let sdk = 0
     return {
-      toStore,
       storedItems,
       duplicates,
       store(item: WriterItem) {
-        toStore.push(item.value)
         storedItems.push(item)
         if (item.headers.s === 'sdk') sdk++
         else server++
@@ -146,11 +143,11 @@ export function eventStore(deps: EventStoreDeps): EventStore {
   type Outcome = ReturnType<typeof outcome>
 
   const insert = async (out: Outcome, source: ItemSource) => {
-    if (out.toStore.length === 0) return
+    if (out.storedItems.length === 0) return
     // RowBinary through `events_ingest` (migration 005), whose view converts the LowCardinality
     // columns whole. One thread: on a busy engine, splitting a block between threads costs more
     // than it saves.
-    await deps.store.insert('events_ingest', concatRows(out.toStore), {
+    await deps.store.insert('events_ingest', concatRows(out.storedItems), {
       dedupToken: `${source.topic}:${source.partition}:${source.first}-${source.last}`,
       rowBinary: EVENT_ROW_BINARY,
       settings: { max_threads: 1, max_insert_threads: 1 },
@@ -377,13 +374,13 @@ function handOver(storedItems: readonly WriterItem[], other: LookedUp): void {
   }
 }
 
-/** The rows, whole or in parts, copied into one buffer. */
-function concatRows(rows: readonly (Buffer | RowParts)[]): Buffer {
+/** The items' rows, whole or in parts, copied into one buffer. */
+function concatRows(items: readonly WriterItem[]): Buffer {
   let bytes = 0
-  for (const row of rows) bytes += rowLength(row)
+  for (const item of items) bytes += rowLength(item.value)
   const out = Buffer.allocUnsafe(bytes)
   let at = 0
-  for (const row of rows) at = copyRow(row, out, at)
+  for (const item of items) at = copyRow(item.value, out, at)
   return out
 }
 
