@@ -19,11 +19,16 @@ const CANONICAL = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
  * case with dashes anywhere; undefined for anything else.
  */
 export function canonicalUuid128(s: string): string | undefined {
-  if (s.length === 36 && CANONICAL.test(s)) return s
+  if (isCanonicalUuid128(s)) return s
   if (s.length < 32 || !HEX_AND_DASHES.test(s)) return undefined
   const hex = s.replaceAll('-', '').toLowerCase()
   if (hex.length !== 32) return undefined
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
+}
+
+/** `s` is a 128-bit UUID in its canonical spelling already (as nearly every client sends it). */
+export function isCanonicalUuid128(s: string): boolean {
+  return s.length === 36 && CANONICAL.test(s)
 }
 
 /**

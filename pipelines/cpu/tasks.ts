@@ -1,5 +1,5 @@
 import { gunzipBounded } from '../events/gzip.ts'
-import { packEvents, type PackedEvents } from '../events/event-row.ts'
+import { EventPacker, type PackedEvents } from '../events/event-row.ts'
 import type { RejectedLine } from '../events/line-checks.ts'
 import { validateEventBody, type EventRejectReason } from '../events/validate-event.ts'
 import { validateSdkBody, type SdkRejectReason, type SdkRow } from '../sdk/validate-sdk-row.ts'
@@ -43,6 +43,9 @@ export type CpuResult =
     }
   | { kind: 'unreadable'; reason: 'invalid_gzip' | 'too_large'; detail: string }
 
+// A typical event line's size, for sizing the packed buffer once (it grows if need be).
+const APPROX_LINE_BYTES = 300
+
 /** Runs tasks off the event loop (the worker's thread pool: services/cpu-pool/pool.ts). */
 export interface CpuRunner {
   run(task: CpuTask): Promise<CpuResult>
@@ -62,15 +65,21 @@ export default function runTask(task: CpuTask): CpuResult {
     }
   }
   if (task.kind === 'server-upload') {
-    const result = validateEventBody(body, {
-      receivedAt: task.receivedAt,
-      pastWindowMs: task.pastWindowMs,
-      futureWindowMs: task.futureWindowMs,
-      maxRejects: task.maxRejects,
-    })
+    // Each event packed as soon as its line is checked (EventPacker says why).
+    const packer = new EventPacker(Math.round(body.length / APPROX_LINE_BYTES))
+    const result = validateEventBody(
+      body,
+      {
+        receivedAt: task.receivedAt,
+        pastWindowMs: task.pastWindowMs,
+        futureWindowMs: task.futureWindowMs,
+        maxRejects: task.maxRejects,
+      },
+      (event) => packer.add(event),
+    )
     return {
       kind: 'server-upload',
-      events: packEvents(result.events),
+      events: packer.packed(),
       rejects: result.rejects,
       rejected: result.rejected,
       lines: result.lines,

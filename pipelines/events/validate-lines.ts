@@ -17,6 +17,11 @@ export function validateLines<T extends { uuid: string }, R extends string>(
    * is built per line (a concatenated key must be flattened to be hashed). One scope if absent.
    */
   scope: (item: T) => string = () => '',
+  /**
+   * Takes each valid item as it is found, instead of the result's `items` (left empty): what the
+   * caller keeps of an item may be far smaller than the item.
+   */
+  onItem?: (item: T) => void,
 ): {
   items: T[]
   rejects: RejectedLine<R | 'duplicate_in_body' | 'line_too_long' | 'invalid_json'>[]
@@ -57,7 +62,8 @@ export function validateLines<T extends { uuid: string }, R extends string>(
           return
         }
         lines.set(key, lineNumber)
-        items.push(result)
+        if (onItem) onItem(result)
+        else items.push(result)
       },
       refused(lineNumber, why, bytes) {
         reject(

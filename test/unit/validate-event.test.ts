@@ -8,6 +8,7 @@ import {
   type ValidateContext,
 } from '../../pipelines/events/validate-event.ts'
 import { validateEventLineBySchema } from '../../pipelines/events/validate-event-by-schema.ts'
+import { EventPacker, packEvents } from '../../pipelines/events/event-row.ts'
 
 const HOUR = 3_600_000
 const RECEIVED_AT = Date.UTC(2024, 0, 15, 12, 0, 0)
@@ -556,6 +557,41 @@ describe('validateEventBody', () => {
     expect(result.rejects).toEqual([
       { line: 1, uuid: null, reason: 'invalid_json', detail: expect.stringContaining('not valid JSON') },
       { line: 2, uuid: null, reason: 'not_an_object', detail: expect.any(String) },
+    ])
+  })
+})
+
+describe('validateEventBody with onEvent (the CPU pool packs each event as it is checked)', () => {
+  it('hands over the same events, in line order, as the list it returns without it', () => {
+    const U2 = '11111111-2222-3333-4444-555555555555'
+    const lines = [
+      ev(),
+      '{"broken": ',
+      ev({ uuid: U2, attributes: { n: 1, s: 'é' } }),
+      ev(), // duplicate_in_body
+      ev({ app_uuid: 'app-2', ltv_change: -5 }),
+      ev({ customer_id: '' }),
+    ]
+    const listed = validateEventBody(body(lines), ctx)
+    const handed: ValidEvent[] = []
+    const streamed = validateEventBody(body(lines), ctx, (event) => handed.push(event))
+    expect(handed.map((e) => e.line)).toEqual([1, 3, 5])
+    expect(handed).toEqual(listed.events)
+    expect(streamed.events).toEqual([])
+    expect({ ...streamed, events: undefined }).toEqual({ ...listed, events: undefined })
+    // And packed one by one, they are the bytes packEvents writes for the list.
+    const packer = new EventPacker(1)
+    for (const e of handed) packer.add(e)
+    const packed = packer.packed()
+    const whole = packEvents(listed.events)
+    expect(Buffer.from(packed.own)).toEqual(Buffer.from(whole.own))
+    expect(packed.ownEnd).toEqual(whole.ownEnd)
+    expect([...packed.keyHash]).toEqual([...whole.keyHash])
+    expect([packed.line, packed.app, packed.uuid, packed.customer]).toEqual([
+      [1, 3, 5],
+      ['app-1', 'app-1', 'app-2'],
+      [UUID, U2, UUID],
+      ['customer-1', 'customer-1', 'customer-1'],
     ])
   })
 })
