@@ -142,12 +142,14 @@ export function eventStore(deps: EventStoreDeps): EventStore {
   }
   type Outcome = ReturnType<typeof outcome>
 
+  // The rows of the insert under way (concatRows): one buffer for all, as inserts run one at a time.
+  const rowsScratch = { buffer: Buffer.alloc(0) }
   const insert = async (out: Outcome, source: ItemSource) => {
     if (out.storedItems.length === 0) return
     // RowBinary through `events_ingest` (migration 005), whose view converts the LowCardinality
     // columns whole. One thread: on a busy engine, splitting a block between threads costs more
     // than it saves.
-    await deps.store.insert('events_ingest', concatRows(out.storedItems), {
+    await deps.store.insert('events_ingest', concatRows(out.storedItems, rowsScratch), {
       dedupToken: `${source.topic}:${source.partition}:${source.first}-${source.last}`,
       rowBinary: EVENT_ROW_BINARY,
       settings: { max_threads: 1, max_insert_threads: 1 },
@@ -374,14 +376,21 @@ function handOver(storedItems: readonly WriterItem[], other: LookedUp): void {
   }
 }
 
-/** The items' rows, whole or in parts, copied into one buffer. */
-function concatRows(items: readonly WriterItem[]): Buffer {
+/**
+ * The items' rows, whole or in parts, copied into `scratch`'s buffer (grown when too small), which
+ * the event store reuses for every insert: its inserts run one at a time, and an insert is done
+ * with its rows when it resolves. A fresh buffer per insert (~15 MB for 50,000 events) was a large
+ * allocation, its pages faulted in anew, and external memory that hastened garbage collections:
+ * 27-85 ms of this thread between one insert's end and the next one's start.
+ */
+function concatRows(items: readonly WriterItem[], scratch: { buffer: Buffer }): Buffer {
   let bytes = 0
   for (const item of items) bytes += rowLength(item.value)
-  const out = Buffer.allocUnsafe(bytes)
+  if (scratch.buffer.length < bytes) scratch.buffer = Buffer.allocUnsafe(Math.ceil(bytes * 1.25))
+  const out = scratch.buffer
   let at = 0
   for (const item of items) at = copyRow(item.value, out, at)
-  return out
+  return out.subarray(0, bytes)
 }
 
 /**

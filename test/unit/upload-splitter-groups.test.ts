@@ -351,6 +351,97 @@ describe('upload splitter: groups and parsing ahead', () => {
     expect(receipts.map((r) => r.transaction_id)).toEqual(records.map((r) => r.headers.tx))
   })
 
+  it("attributes the next batch's first uploads while a batch's last group is written, and writes them first in the next batch, topped up", async () => {
+    const records = Array.from({ length: 5 }, (_, i) => upload(i, 10))
+    const { store, inserted } = recordingStore()
+    // Device look-ups: one per group attributed.
+    let lookups = 0
+    const countingStore: Store = {
+      ...store,
+      query: <T>() => {
+        lookups++
+        return store.query<T>()
+      },
+    }
+    const pending: { uuids: string[]; first: string; last: string; lookupsAtStart: number; done: () => void }[] = []
+    const events: EventStore = {
+      write(items, source) {
+        return new Promise((resolve) =>
+          pending.push({
+            uuids: items.map((i) => i.headers.u),
+            first: source.first,
+            last: source.last,
+            lookupsAtStart: lookups,
+            done: () => resolve([]),
+          }),
+        )
+      },
+    }
+    const splitter = splitterOf(countingPool(), countingStore, events)
+    const settle = async () => {
+      for (let n = 0; n < 200; n++) await new Promise((r) => setImmediate(r))
+    }
+    // Batch 1: records 0-1; the log already holds 2-3 (record 4 comes later).
+    const first = splitter({
+      topic: 'uploads',
+      partition: 0,
+      records: records.slice(0, 2),
+      ahead: () => records.slice(2, 4),
+    })
+    await settle()
+    // Its one group is being written; meanwhile 2-3 were parsed and attributed (a second look-up).
+    expect(pending.map((w) => [w.first, w.last])).toEqual([['0', '1']])
+    expect(lookups).toBe(2)
+    pending[0]!.done()
+    await first
+    // Batch 2: records 2-4. Its first group is 2-3 as attributed, topped up with 4 (one look-up
+    // more, for 4 alone), written as one group.
+    await settle()
+    const second = splitter({ topic: 'uploads', partition: 0, records: records.slice(2) })
+    await settle()
+    expect(pending.map((w) => [w.first, w.last])).toEqual([
+      ['0', '1'],
+      ['2', '4'],
+    ])
+    expect(lookups).toBe(3)
+    pending[1]!.done()
+    await second
+    const sent = records.flatMap((r) =>
+      r.value
+        .toString()
+        .trim()
+        .split('\n')
+        .map((l) => (JSON.parse(l) as { uuid: string }).uuid),
+    )
+    expect(pending.flatMap((w) => w.uuids)).toEqual(sent)
+    const receipts = (inserted.get('upload_receipts') ?? []) as { transaction_id: string; direct: number }[]
+    expect(receipts.map((r) => [r.transaction_id, r.direct])).toEqual(records.map((r) => [r.headers.tx, 10]))
+  })
+
+  it('does not use uploads attributed early for a batch that does not start with them (a retry)', async () => {
+    const records = Array.from({ length: 4 }, (_, i) => upload(i, 10))
+    const { store, inserted } = recordingStore()
+    const writes: [string, string][] = []
+    const splitter = splitterOf(countingPool(), store, {
+      write(_items, source) {
+        writes.push([source.first, source.last])
+        return Promise.resolve([])
+      },
+    })
+    // Batch 1 (record 0) attributes 1-2 early; then record 0 is delivered again (a retry), and
+    // only then 1-3: the early group is dropped with the retry, and 1-3 are attributed afresh.
+    await splitter({ topic: 'uploads', partition: 0, records: [records[0]!], ahead: () => records.slice(1, 3) })
+    await splitter({ topic: 'uploads', partition: 0, records: [records[0]!] })
+    await splitter({ topic: 'uploads', partition: 0, records: records.slice(1) })
+    expect(writes).toEqual([
+      ['0', '0'],
+      ['0', '0'],
+      ['1', '3'],
+    ])
+    const receipts = (inserted.get('upload_receipts') ?? []) as { transaction_id: string }[]
+    expect(receipts.map((r) => r.transaction_id)).toEqual(['tx-0', 'tx-0', 'tx-1', 'tx-2', 'tx-3'])
+  })
+
   it('fails the whole batch when a group cannot be written, after the write in flight ends, with no receipt', async () => {
     const perUpload = EVENTS_PER_WRITE / 2
     const records = Array.from({ length: 6 }, (_, i) => upload(i, perUpload))
