@@ -363,7 +363,13 @@ describe('upload splitter: groups and parsing ahead', () => {
         return store.query<T>()
       },
     }
-    const pending: { uuids: string[]; first: string; last: string; lookupsAtStart: number; done: () => void }[] = []
+    const pending: {
+      uuids: string[]
+      first: string
+      last: string
+      lookupsAtStart: number
+      done: () => void
+    }[] = []
     const events: EventStore = {
       write(items, source) {
         return new Promise((resolve) =>
@@ -430,7 +436,12 @@ describe('upload splitter: groups and parsing ahead', () => {
     })
     // Batch 1 (record 0) attributes 1-2 early; then record 0 is delivered again (a retry), and
     // only then 1-3: the early group is dropped with the retry, and 1-3 are attributed afresh.
-    await splitter({ topic: 'uploads', partition: 0, records: [records[0]!], ahead: () => records.slice(1, 3) })
+    await splitter({
+      topic: 'uploads',
+      partition: 0,
+      records: [records[0]!],
+      ahead: () => records.slice(1, 3),
+    })
     await splitter({ topic: 'uploads', partition: 0, records: [records[0]!] })
     await splitter({ topic: 'uploads', partition: 0, records: records.slice(1) })
     expect(writes).toEqual([
