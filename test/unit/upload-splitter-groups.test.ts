@@ -69,6 +69,60 @@ function recordingStore() {
   return { store: store satisfies Store, inserted }
 }
 
+/** `store` with its queries (the device look-ups, one per group attributed) counted. */
+function countingLookups(store: Store) {
+  const counted = { lookups: 0, store: store }
+  counted.store = {
+    ...store,
+    query: <T>(...args: Parameters<Store['query']>) => {
+      counted.lookups++
+      return store.query<T>(...args)
+    },
+  }
+  return counted
+}
+
+/** An event store whose writes wait until the test lets each one end (`done`). */
+function heldWrites(lookupsNow: () => number) {
+  const pending: {
+    uuids: string[]
+    first: string
+    last: string
+    lookupsAtStart: number
+    done: () => void
+  }[] = []
+  const events: EventStore = {
+    write(items, source) {
+      return new Promise((resolve) =>
+        pending.push({
+          uuids: items.map((i) => i.headers.u),
+          first: source.first,
+          last: source.last,
+          lookupsAtStart: lookupsNow(),
+          done: () => resolve([]),
+        }),
+      )
+    },
+  }
+  return { pending, events }
+}
+
+/** The uuids the records' bodies carry, in order. */
+function uuidsOf(records: readonly BusRecord[]): string[] {
+  return records.flatMap((r) =>
+    r.value
+      .toString()
+      .trim()
+      .split('\n')
+      .map((l) => (JSON.parse(l) as { uuid: string }).uuid),
+  )
+}
+
+/** Lets the splitter run until it waits on something the test holds. */
+async function settle(): Promise<void> {
+  for (let n = 0; n < 200; n++) await new Promise((r) => setImmediate(r))
+}
+
 /** The splitter over a pool, a store and an event store, as every test here builds it. */
 function splitterOf(pool: CpuRunner, store: Store, events: EventStore, bus?: Bus) {
   return serverUploadSplitter({
@@ -144,13 +198,7 @@ describe('upload splitter: groups and parsing ahead', () => {
       writes.map((_, i) => [String(i * groupUploads), String(Math.min(40, (i + 1) * groupUploads) - 1)]),
     )
     // Each upload's uuids once, in order.
-    const sent = records.flatMap((r) =>
-      r.value
-        .toString()
-        .trim()
-        .split('\n')
-        .map((l) => (JSON.parse(l) as { uuid: string }).uuid),
-    )
+    const sent = uuidsOf(records)
     expect(writes.flatMap((w) => w.uuids)).toEqual(sent)
     // Parsing ran ahead of each write by one upload here (each is larger than PARSE_AHEAD_BYTES),
     // never the whole batch at once.
@@ -270,13 +318,7 @@ describe('upload splitter: groups and parsing ahead', () => {
     expect(pool.started).toBe(16)
     expect(handedOut).toEqual([...new Set(handedOut)])
     expect(handedOut.length).toBeGreaterThanOrEqual(3 + early)
-    const sent = all.flatMap((r) =>
-      r.value
-        .toString()
-        .trim()
-        .split('\n')
-        .map((l) => (JSON.parse(l) as { uuid: string }).uuid),
-    )
+    const sent = uuidsOf(all)
     expect(written).toEqual(sent)
     const receipts = (inserted.get('upload_receipts') ?? []) as { transaction_id: string; direct: number }[]
     expect(receipts.map((r) => [r.transaction_id, r.direct])).toEqual(
@@ -310,37 +352,20 @@ describe('upload splitter: groups and parsing ahead', () => {
     const perUpload = EVENTS_PER_WRITE / 2
     const records = Array.from({ length: 6 }, (_, i) => upload(i, perUpload))
     const { store, inserted } = recordingStore()
-    let lookups = 0
-    const countingStore: Store = {
-      ...store,
-      query: <T>() => {
-        lookups++
-        return store.query<T>()
-      },
-    }
-    const pending: { first: string; lookupsAtStart: number; done: () => void }[] = []
-    const events: EventStore = {
-      write(_items, source) {
-        return new Promise((resolve) =>
-          pending.push({ first: source.first, lookupsAtStart: lookups, done: () => resolve([]) }),
-        )
-      },
-    }
-    const splitter = splitterOf(countingPool(), countingStore, events)
+    const counted = countingLookups(store)
+    const { pending, events } = heldWrites(() => counted.lookups)
+    const splitter = splitterOf(countingPool(), counted.store, events)
     let finished = false
     const run = splitter({ topic: 'uploads', partition: 0, records }).then(() => (finished = true))
-    const settle = async () => {
-      for (let n = 0; n < 200; n++) await new Promise((r) => setImmediate(r))
-    }
     await settle()
     // Group 1 is being written; group 2 was parsed and attributed meanwhile, and handed to the
     // store (which looks its keys up while it inserts group 1); group 3 waits for write 1.
     expect(pending.map((w) => w.first)).toEqual(['0', '2'])
-    expect(lookups).toBe(2)
+    expect(counted.lookups).toBe(2)
     pending[0]!.done()
     await settle()
     expect(pending.map((w) => w.first)).toEqual(['0', '2', '4'])
-    expect(lookups).toBe(3)
+    expect(counted.lookups).toBe(3)
     pending[1]!.done()
     await settle()
     expect(finished).toBe(false)
@@ -355,38 +380,9 @@ describe('upload splitter: groups and parsing ahead', () => {
     const records = Array.from({ length: 5 }, (_, i) => upload(i, 10))
     const { store, inserted } = recordingStore()
     // Device look-ups: one per group attributed.
-    let lookups = 0
-    const countingStore: Store = {
-      ...store,
-      query: <T>() => {
-        lookups++
-        return store.query<T>()
-      },
-    }
-    const pending: {
-      uuids: string[]
-      first: string
-      last: string
-      lookupsAtStart: number
-      done: () => void
-    }[] = []
-    const events: EventStore = {
-      write(items, source) {
-        return new Promise((resolve) =>
-          pending.push({
-            uuids: items.map((i) => i.headers.u),
-            first: source.first,
-            last: source.last,
-            lookupsAtStart: lookups,
-            done: () => resolve([]),
-          }),
-        )
-      },
-    }
-    const splitter = splitterOf(countingPool(), countingStore, events)
-    const settle = async () => {
-      for (let n = 0; n < 200; n++) await new Promise((r) => setImmediate(r))
-    }
+    const counted = countingLookups(store)
+    const { pending, events } = heldWrites(() => counted.lookups)
+    const splitter = splitterOf(countingPool(), counted.store, events)
     // Batch 1: records 0-1; the log already holds 2-3 (record 4 comes later).
     const first = splitter({
       topic: 'uploads',
@@ -397,7 +393,7 @@ describe('upload splitter: groups and parsing ahead', () => {
     await settle()
     // Its one group is being written; meanwhile 2-3 were parsed and attributed (a second look-up).
     expect(pending.map((w) => [w.first, w.last])).toEqual([['0', '1']])
-    expect(lookups).toBe(2)
+    expect(counted.lookups).toBe(2)
     pending[0]!.done()
     await first
     // Batch 2: records 2-4. Its first group is 2-3 as attributed, topped up with 4 (one look-up
@@ -409,16 +405,10 @@ describe('upload splitter: groups and parsing ahead', () => {
       ['0', '1'],
       ['2', '4'],
     ])
-    expect(lookups).toBe(3)
+    expect(counted.lookups).toBe(3)
     pending[1]!.done()
     await second
-    const sent = records.flatMap((r) =>
-      r.value
-        .toString()
-        .trim()
-        .split('\n')
-        .map((l) => (JSON.parse(l) as { uuid: string }).uuid),
-    )
+    const sent = uuidsOf(records)
     expect(pending.flatMap((w) => w.uuids)).toEqual(sent)
     const receipts = (inserted.get('upload_receipts') ?? []) as { transaction_id: string; direct: number }[]
     expect(receipts.map((r) => [r.transaction_id, r.direct])).toEqual(records.map((r) => [r.headers.tx, 10]))
