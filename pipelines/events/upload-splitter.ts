@@ -104,7 +104,7 @@ export function serverUploadSplitter(deps: SplitterDeps) {
   // start while the first group was attributed, and this thread while the last was inserted:
   // ~15 % of a gzip batch's time on each. The next batch takes them as its first group when it
   // starts with those very records (docs/events.md, "Batches back to back").
-  const attributedEarly = new Map<string, Promise<EarlyGroup | undefined>>()
+  const attributedEarly = new Map<string, Promise<AttributedGroup | undefined>>()
   return async (batch: RecordBatch): Promise<void> => {
     // Uploads go to the pool a little ahead of the group being written (PARSE_AHEAD_BYTES); each
     // group is handled as soon as it is parsed, and its parsed uploads are let go after it.
@@ -235,7 +235,7 @@ export function serverUploadSplitter(deps: SplitterDeps) {
       const queued = early.get(partitionKey)
       const last = records.at(-1)
       if (!queued || queued.size === 0 || !last) return
-      const attributed = (async (): Promise<EarlyGroup | undefined> => {
+      const attributed = (async (): Promise<AttributedGroup | undefined> => {
         const group: ParsedUpload[] = []
         let events = 0
         let expected = Number(last.offset) + 1
@@ -387,11 +387,11 @@ interface AttributedGroup {
   processedAt: number
 }
 
-/** A group attributed ahead of its batch (attributedEarly). */
-type EarlyGroup = AttributedGroup
-
 /** `early` if `records` starts with the very records it was attributed from, else undefined. */
-function startsWith(records: readonly BusRecord[], early: EarlyGroup | undefined): EarlyGroup | undefined {
+function startsWith(
+  records: readonly BusRecord[],
+  early: AttributedGroup | undefined,
+): AttributedGroup | undefined {
   if (!early || early.group.length > records.length) return undefined
   for (let i = 0; i < early.group.length; i++)
     if (early.group[i]!.record.offset !== records[i]!.offset) return undefined

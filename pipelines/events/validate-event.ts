@@ -95,16 +95,10 @@ export function validateEventLine(text: string, line: number, ctx: ValidateConte
  * (app_uuid, uuid) as an earlier valid line is refused as duplicate_in_body; a line refused for
  * another reason does not claim its uuid.
  */
-export function validateEventBody(body: Buffer, ctx: ValidateContext): EventBodyResult
-/** As above, each valid event handed to `onEvent` as its line is checked (`events` left empty). */
 export function validateEventBody(
   body: Buffer,
   ctx: ValidateContext,
-  onEvent: (event: ValidEvent) => void,
-): EventBodyResult
-export function validateEventBody(
-  body: Buffer,
-  ctx: ValidateContext,
+  /** Takes each valid event as its line is checked; `events` is then left empty. */
   onEvent?: (event: ValidEvent) => void,
 ): EventBodyResult {
   const { items, rejects, rejected, lines } = validateLines(
