@@ -1,4 +1,5 @@
 import { EVENT_LIMITS, UUID_PATTERN, charLength, charsAtMost } from '../../schemas/events.ts'
+import { canonicalEventUuid, isCanonicalUuid128 } from '../../schemas/uuid.ts'
 import { abbreviate, wellFormed } from '../text/unicode.ts'
 
 /**
@@ -73,6 +74,18 @@ export function uuidProblem(field: string, value: unknown): string | undefined {
   }
   if (value === undefined) return `${field} is required`
   return `${field} must be a string, not ${jsonType(value)}`
+}
+
+/**
+ * The event uuid as it is deduplicated and stored (`canonicalEventUuid`), or undefined when
+ * `value` is not one the spec allows (uuidProblem says why). The canonical spelling, which nearly
+ * every client sends, takes one test, not the rule's and then the canonical form's (two regular
+ * expressions were ~7 % of the CPU pool's time on a bench body).
+ */
+export function validEventUuid(value: unknown): string | undefined {
+  if (typeof value !== 'string') return undefined
+  if (isCanonicalUuid128(value)) return value
+  return UUID_PATTERN.test(value) ? canonicalEventUuid(value) : undefined
 }
 
 /** An integer within ±(2^53 - 1); JSON `1.0` parses to 1 and is therefore accepted. */

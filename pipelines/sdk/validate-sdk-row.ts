@@ -1,5 +1,5 @@
 import { EVENT_LIMITS, charsAtMost } from '../../schemas/events.ts'
-import { canonicalDeviceId, canonicalEventUuid } from '../../schemas/uuid.ts'
+import { canonicalDeviceId } from '../../schemas/uuid.ts'
 import { utf8LongerThan } from '../events/lines.ts'
 import { cutCodePoints, parseJsonWellFormed } from '../text/unicode.ts'
 import {
@@ -14,6 +14,7 @@ import {
   takeAttributes,
   tooLong,
   uuidProblem,
+  validEventUuid,
   windowProblem,
   type RejectedLine,
   type TimeWindow,
@@ -180,8 +181,10 @@ function checkSdkValue(
   const type = o.type
   if (type !== 's' && type !== 'e' && type !== 'c')
     return rejected(line, rejectUuid(uuid), 'invalid_type', typeDetail(type))
-  let problem = uuidProblem('uuid', uuid)
-  if (problem !== undefined) return rejected(line, rejectUuid(uuid), 'invalid_uuid', problem)
+  const eventUuid = validEventUuid(uuid)
+  if (eventUuid === undefined)
+    return rejected(line, rejectUuid(uuid), 'invalid_uuid', uuidProblem('uuid', uuid)!)
+  let problem: string | undefined
   const installUuid = o.install_uuid
   problem = charsProblem('install_uuid', installUuid, SDK_INSTALL_UUID_MAX_CHARS)
   if (problem !== undefined) return rejected(line, rejectUuid(uuid), 'invalid_install_uuid', problem)
@@ -226,7 +229,7 @@ function checkSdkValue(
     line,
     type,
     // One spelling per id, so a retry in another spelling is a duplicate and one device stays one.
-    uuid: canonicalEventUuid(uuid as string),
+    uuid: eventUuid,
     install_uuid: canonicalDeviceId(installUuid as string),
     at_millis: atMillis as number,
     customer_id: customerId,
