@@ -138,14 +138,23 @@ async function startTrimmer(config: Config, logger: Logger): Promise<MallocTrimm
   )
 }
 
+/**
+ * How often the memory governor reads RSS: the peaks it acts on are bursts of a second or two (an
+ * insert and a merge in the engine at once, a batch's garbage on the main thread).
+ */
+const GOVERNOR_INTERVAL_MS = 500
+
 async function startGovernor(config: Config, logger: Logger): Promise<MemoryGovernor | undefined> {
   if (config.SLUICE_MEMORY_SOFT_LIMIT_MB === 0) return undefined
-  const { setHeapGrowingPercent, startMemoryGovernor } = await import('./shared/memory-governor.ts')
+  const { concurrentCollector, setHeapGrowingPercent, startMemoryGovernor } =
+    await import('./shared/memory-governor.ts')
+  const collect = concurrentCollector()
   return startMemoryGovernor({
     softLimitBytes: config.SLUICE_MEMORY_SOFT_LIMIT_MB * 1024 * 1024,
-    intervalMs: 1000,
+    intervalMs: GOVERNOR_INTERVAL_MS,
     readRss: () => process.memoryUsage.rss(),
     setGrowingPercent: setHeapGrowingPercent,
+    ...(collect ? { collect } : {}),
     onChange: (engaged, rss) =>
       logger.debug(
         { rssMb: Math.round(rss / 1048576), softLimitMb: config.SLUICE_MEMORY_SOFT_LIMIT_MB },

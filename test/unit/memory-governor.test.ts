@@ -1,10 +1,14 @@
 import { getHeapStatistics } from 'node:v8'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import {
+  COLLECT_MARGIN_BYTES,
+  concurrentCollector,
   ENGAGED_GROWING_PERCENT,
+  MIN_COLLECT_INTERVAL_MS,
   governorEngaged,
   RELEASE_MARGIN_BYTES,
   setHeapGrowingPercent,
+  shouldCollect,
   startMemoryGovernor,
 } from '../../services/shared/memory-governor.ts'
 
@@ -54,6 +58,62 @@ describe('startMemoryGovernor', () => {
       [false, 780],
       [true, 900],
     ])
+  })
+})
+
+describe('shouldCollect', () => {
+  it('asks for a collection only well over the soft limit, and not again too soon', () => {
+    const limit = 850 * MB
+    const over = limit + COLLECT_MARGIN_BYTES + 1
+    expect(shouldCollect(limit + COLLECT_MARGIN_BYTES, limit, Infinity)).toBe(false)
+    expect(shouldCollect(over, limit, Infinity)).toBe(true)
+    expect(shouldCollect(over, limit, MIN_COLLECT_INTERVAL_MS - 1)).toBe(false)
+    expect(shouldCollect(over, limit, MIN_COLLECT_INTERVAL_MS)).toBe(true)
+  })
+})
+
+describe('the governor asking for collections', () => {
+  afterEach(() => vi.useRealTimers())
+
+  it('collects when RSS is far over the limit, at most once per interval', () => {
+    vi.useFakeTimers()
+    const far = (850 * MB + COLLECT_MARGIN_BYTES) / MB + 10
+    // Sampled every 500 ms: far over (collect), far over 500 ms later (too soon), under, far over
+    // 2 s after the first (collect again).
+    const rss = [far, far, 870, far, far].map((mb) => mb * MB)
+    const collected: number[] = []
+    const governor = startMemoryGovernor({
+      softLimitBytes: 850 * MB,
+      intervalMs: 500,
+      readRss: () => rss.shift() ?? 100 * MB,
+      setGrowingPercent: () => undefined,
+      collect: () => {
+        collected.push(Date.now())
+        return Promise.resolve()
+      },
+      onChange: () => undefined,
+    })
+    const start = Date.now()
+    vi.advanceTimersByTime(2500)
+    governor.stop()
+    expect(collected.map((t) => t - start)).toEqual([500, 2500])
+  })
+})
+
+describe('concurrentCollector', () => {
+  it("gives a function that runs a full collection of this thread's heap", async () => {
+    const collect = concurrentCollector()
+    expect(collect).toBeTypeOf('function')
+    // Old-generation garbage: objects kept past two scavenges, then dropped.
+    let kept: object[] | undefined = Array.from({ length: 400_000 }, (_, i) => ({ i, s: `v${i}` }))
+    for (let i = 0; i < 3; i++) Array.from({ length: 200_000 }, (_, j) => [j])
+    const withGarbage = getHeapStatistics().used_heap_size
+    expect(kept.length).toBe(400_000)
+    kept = undefined
+    await collect!()
+    const after = getHeapStatistics().used_heap_size
+    // 400,000 objects of ~70 bytes with their strings: well over 10 MB freed.
+    expect(withGarbage - after).toBeGreaterThan(10 * MB)
   })
 })
 
