@@ -1,9 +1,19 @@
-import type { RowParts } from './event-block.ts'
-import type { WriterItemHeaders } from './event-row.ts'
+import type { RowParts, UploadRef } from './event-block.ts'
 import { eventKey } from './event-row.ts'
 
+/**
+ * One event for the event store: its key, where it came from and its row. One object per event,
+ * the upload's part shared by the upload's events: a batch's items live until its insert ends
+ * (a second or so), long enough for V8 to move them to the old generation, so every object per
+ * event is garbage the main thread's full collections mark and sweep.
+ */
 export interface WriterItem {
-  headers: WriterItemHeaders
+  app: string
+  uuid: string
+  /** The upload the event came in (transaction, receipt time, org, source). */
+  upload: UploadRef
+  /** Its line in that upload. */
+  line: number
   /** The event's RowBinary row, whole or in parts (head, a slice of the pool's buffer, tail). */
   value: Buffer | RowParts
   /**
@@ -28,17 +38,17 @@ export type WriterDecision =
  */
 export function classifyBatch(
   items: readonly WriterItem[],
-  alreadyStored: ReadonlyMap<string, { tx: string; line?: string }>,
+  alreadyStored: ReadonlyMap<string, { tx: string; line?: number }>,
 ) {
-  const seen = new Map<string, { tx: string; line?: string }>(alreadyStored)
+  const seen = new Map<string, { tx: string; line?: number }>(alreadyStored)
   const decisions: WriterDecision[] = []
   for (const item of items) {
-    const key = eventKey(item.headers.a, item.headers.u)
+    const key = eventKey(item.app, item.uuid)
     const first = seen.get(key)
     if (!first) {
-      seen.set(key, { tx: item.headers.t, line: item.headers.l })
+      seen.set(key, { tx: item.upload.tx, line: item.line })
       decisions.push({ kind: 'store', item })
-    } else if (first.tx === item.headers.t && (first.line === undefined || first.line === item.headers.l)) {
+    } else if (first.tx === item.upload.tx && (first.line === undefined || first.line === item.line)) {
       decisions.push({ kind: 'replay', item })
     } else {
       decisions.push({ kind: 'duplicate', item, firstTransaction: first.tx })

@@ -1,13 +1,7 @@
 import type { Bus, ProduceMessage } from '../connectors/bus/bus.ts'
 import { partitionForKey } from '../connectors/bus/bus.ts'
 import type { WriterItem } from './classify-stored.ts'
-import {
-  eventKey,
-  eventRowFromCompact,
-  rowBinaryEventRow,
-  type EventRow,
-  type WriterItemHeaders,
-} from './event-row.ts'
+import { eventKey, eventRowFromCompact, rowBinaryEventRow, type EventRow } from './event-row.ts'
 
 /** An event on its way to the writer: its identity, where it came from, and its row. */
 export interface BlockEvent {
@@ -123,9 +117,10 @@ export function decodeBlock(value: Buffer): (WriterItem & { value: Buffer })[] {
   if (headerEnd < 0) throw new Error('event block without a header line')
   const header = JSON.parse(value.subarray(0, headerEnd).toString('utf8')) as BlockHeader
   const items: (WriterItem & { value: Buffer })[] = []
+  const uploads = header.u.map(([tx, recv, org, source]): UploadRef => ({ tx, recv, org, source }))
   let start = headerEnd + 1
   for (const [app, uuid, line, uploadIndex, bytes] of header.k) {
-    const upload = header.u[uploadIndex]
+    const upload = uploads[uploadIndex]
     let row: Buffer
     if (header.f === 2) {
       const end = start + (bytes ?? -1)
@@ -139,16 +134,7 @@ export function decodeBlock(value: Buffer): (WriterItem & { value: Buffer })[] {
       row = olderRow(value.subarray(start, end), header.f)
       start = end + 1
     }
-    const headers: WriterItemHeaders = {
-      a: app,
-      u: uuid,
-      t: upload[0],
-      l: String(line),
-      r: String(upload[1]),
-      o: String(upload[2]),
-      s: upload[3],
-    }
-    items.push({ headers, value: row })
+    items.push({ app, uuid, upload, line, value: row })
   }
   if (header.f === 2 && start !== value.length) throw new Error('event block rows do not match its header')
   return items

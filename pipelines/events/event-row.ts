@@ -31,27 +31,6 @@ export interface DeviceDims {
   device_timezone: string
 }
 
-/**
- * The headers of a writer item, one event of an event block (decodeBlock): what the writer needs
- * without parsing the row.
- */
-export interface WriterItemHeaders {
-  /** app id */
-  a: string
-  /** event uuid */
-  u: string
-  /** transaction id */
-  t: string
-  /** line number in the upload */
-  l: string
-  /** receipt time, ms */
-  r: string
-  /** org id */
-  o: string
-  /** source: server or sdk */
-  s: 'server' | 'sdk'
-}
-
 export const eventKey = (appId: string, uuid: string) => `${appId}\n${uuid}`
 
 /**

@@ -39,35 +39,34 @@ export function screenBatch(items: readonly WriterItem[], filter: KeyFilter): Sc
   const suspectKeys = new Map<string, Set<string>>()
   for (let i = 0; i < items.length; i++) {
     const item = items[i]!
-    const h = item.headers
     const at = 2 * (item.keyIndex ?? 0)
     if (
       item.keyHash
         ? filter.addIfAbsentHashed(item.keyHash[at]!, item.keyHash[at + 1]!)
-        : filter.addIfAbsent(h.a, h.u)
+        : filter.addIfAbsent(item.app, item.uuid)
     )
       continue
     marks[i] = Screened.Suspect
     suspects.push(items[i]!)
-    let uuids = suspectKeys.get(h.a)
-    if (!uuids) suspectKeys.set(h.a, (uuids = new Set()))
-    uuids.add(h.u)
+    let uuids = suspectKeys.get(item.app)
+    if (!uuids) suspectKeys.set(item.app, (uuids = new Set()))
+    uuids.add(item.uuid)
   }
   if (suspects.length === 0) return { marks, lookups: suspects }
   // Keys first seen New in this batch: the filter did not hold them, so no earlier write had them.
   let newWithCopies: Map<string, Set<string>> | undefined
   for (let i = 0; i < items.length; i++) {
     if (marks[i] !== Screened.New) continue
-    const h = items[i]!.headers
-    if (!suspectKeys.get(h.a)?.has(h.u)) continue
+    const h = items[i]!
+    if (!suspectKeys.get(h.app)?.has(h.uuid)) continue
     marks[i] = Screened.NewWithCopies
     newWithCopies ??= new Map()
-    let uuids = newWithCopies.get(h.a)
-    if (!uuids) newWithCopies.set(h.a, (uuids = new Set()))
-    uuids.add(h.u)
+    let uuids = newWithCopies.get(h.app)
+    if (!uuids) newWithCopies.set(h.app, (uuids = new Set()))
+    uuids.add(h.uuid)
   }
   const lookups = newWithCopies
-    ? suspects.filter((item) => !newWithCopies.get(item.headers.a)?.has(item.headers.u))
+    ? suspects.filter((item) => !newWithCopies.get(item.app)?.has(item.uuid))
     : suspects
   return { marks, lookups }
 }
@@ -81,7 +80,7 @@ export function screenBatch(items: readonly WriterItem[], filter: KeyFilter): Sc
 export function decideScreened(
   items: readonly WriterItem[],
   marks: Uint8Array,
-  alreadyStored: ReadonlyMap<string, { tx: string; line?: string }>,
+  alreadyStored: ReadonlyMap<string, { tx: string; line?: number }>,
 ): WriterDecision[] {
   const subset: WriterItem[] = []
   for (let i = 0; i < items.length; i++) if (marks[i] !== Screened.New) subset.push(items[i]!)

@@ -116,21 +116,20 @@ export function eventStore(deps: EventStoreDeps): EventStore {
       duplicates,
       store(item: WriterItem) {
         storedItems.push(item)
-        if (item.headers.s === 'sdk') sdk++
+        if (item.upload.source === 'sdk') sdk++
         else server++
       },
       duplicate(item: WriterItem, firstTransaction: string) {
-        const h = item.headers
         duplicates.push({
-          transaction_id: h.t,
-          org_id: Number(h.o),
-          app_id: h.a,
-          source: h.s,
-          line: Number(h.l),
-          uuid: h.u,
+          transaction_id: item.upload.tx,
+          org_id: item.upload.org,
+          app_id: item.app,
+          source: item.upload.source,
+          line: item.line,
+          uuid: item.uuid,
           reason: 'duplicate',
           detail: `an event with this uuid was already stored (transaction ${firstTransaction})`,
-          received_at: Number(h.r),
+          received_at: item.upload.recv,
         })
       },
       counted() {
@@ -219,6 +218,7 @@ export function eventStore(deps: EventStoreDeps): EventStore {
       marks,
       lookups: ask,
       keys: keysOf(ask),
+      uuids: new Set(ask.map((item) => item.uuid)),
       known,
       found: new Map(),
       stored: new Map(),
@@ -268,8 +268,7 @@ export function eventStore(deps: EventStoreDeps): EventStore {
     indexUncertain = false
     // Writes looked up while this one was inserted learn its keys.
     for (const other of undecided) handOver(out.storedItems, other)
-    if (recent)
-      for (const item of out.storedItems) recent.add(item.headers.a, item.headers.u, item.headers.t, h1(item))
+    if (recent) for (const item of out.storedItems) recent.add(item.app, item.uuid, item.upload.tx, h1(item))
     out.counted()
     return out.duplicates
   }
@@ -298,7 +297,7 @@ export function eventStore(deps: EventStoreDeps): EventStore {
         out.store(decision.item)
         // A false positive's key (New ones are in the filter already). Before the insert: if it
         // fails, the key is a false positive until a retry stores it.
-        if (marks[i] === Screened.Suspect) filter.add(decision.item.headers.a, decision.item.headers.u)
+        if (marks[i] === Screened.Suspect) filter.add(decision.item.app, decision.item.uuid)
       } else if (decision.kind === 'duplicate') out.duplicate(decision.item, decision.firstTransaction)
     }
   }
@@ -333,6 +332,11 @@ interface LookedUp {
   lookups: WriterItem[]
   /** Their keys (eventKey). */
   keys: Set<string>
+  /**
+   * Their uuids alone: an insert that ends tests each of its items' uuid here first, so it builds
+   * a key string only for the few that may be among them, not for every event it stored.
+   */
+  uuids: Set<string>
   /** Suspects this process stored recently (RecentKeys), with the transaction that stored each. */
   known: Map<string, { tx: string }>
   /** Suspects stored by an insert that ended after the look-up began, with its transaction. */
@@ -345,7 +349,7 @@ interface LookedUp {
 
 function keysOf(items: readonly WriterItem[]): Set<string> {
   const keys = new Set<string>()
-  for (const item of items) keys.add(eventKey(item.headers.a, item.headers.u))
+  for (const item of items) keys.add(eventKey(item.app, item.uuid))
   return keys
 }
 
@@ -360,9 +364,9 @@ function recall(
 ): WriterItem[] {
   const ask: WriterItem[] = []
   for (const item of lookups) {
-    const tx = recent.get(item.headers.a, item.headers.u, h1(item))
+    const tx = recent.get(item.app, item.uuid, h1(item))
     if (tx === undefined) ask.push(item)
-    else known.set(eventKey(item.headers.a, item.headers.u), { tx })
+    else known.set(eventKey(item.app, item.uuid), { tx })
   }
   return ask
 }
@@ -371,8 +375,9 @@ function recall(
 function handOver(storedItems: readonly WriterItem[], other: LookedUp): void {
   if (other.keys.size === 0) return
   for (const item of storedItems) {
-    const key = eventKey(item.headers.a, item.headers.u)
-    if (other.keys.has(key) && !other.found.has(key)) other.found.set(key, { tx: item.headers.t })
+    if (!other.uuids.has(item.uuid)) continue
+    const key = eventKey(item.app, item.uuid)
+    if (other.keys.has(key) && !other.found.has(key)) other.found.set(key, { tx: item.upload.tx })
   }
 }
 
@@ -453,7 +458,7 @@ async function indexMissing(store: Store, missing: IndexedKey[]): Promise<Indexe
 
 function minReceivedAt(items: readonly WriterItem[]): number {
   let min = Infinity
-  for (const item of items) min = Math.min(min, Number(item.headers.r))
+  for (const item of items) min = Math.min(min, item.upload.recv)
   return min
 }
 
@@ -463,8 +468,8 @@ function minReceivedAt(items: readonly WriterItem[]): number {
  * repairIndex wherever a replay is possible) answers for everything.
  */
 async function findStored(store: Store, items: readonly WriterItem[]) {
-  const apps = [...new Set(items.map((i) => i.headers.a))]
-  const uuids = [...new Set(items.map((i) => i.headers.u))]
+  const apps = [...new Set(items.map((i) => i.app))]
+  const uuids = [...new Set(items.map((i) => i.uuid))]
   const uuidSet = stringSet('uuids', uuids)
   const rows = await store.query<{ app_id: string; uuid: string; tx: string }>(
     `SELECT app_id, uuid, argMin(transaction_id, received_at) AS tx FROM event_uuid_index

@@ -302,15 +302,10 @@ export function serverUploadSplitter(deps: SplitterDeps) {
           const row = rowOf(i, result.app_id, result.device)
           if (direct)
             items.push({
-              headers: {
-                a: result.app_id,
-                u: result.uuid,
-                t: ref.tx,
-                l: String(result.line),
-                r: upload.headers.recv,
-                o: upload.headers.org,
-                s: 'server',
-              },
+              app: result.app_id,
+              uuid: result.uuid,
+              upload: ref,
+              line: result.line,
               value: row,
               keyHash: upload.events.keyHash,
               keyIndex: i,

@@ -292,7 +292,10 @@ describe('events writer against the embedded engine', () => {
         recentKeys: 2,
       })
       const item = (uuid: string, tx: string, line: number) => ({
-        headers: { a: 'app', u: uuid, t: tx, l: String(line), r: String(recv), o: '1', s: 'server' as const },
+        app: 'app',
+        uuid,
+        upload: { tx, recv, org: 1, source: 'server' as const },
+        line,
         value: row(uuid, upload(tx, recv)),
       })
       const source = (n: number) => ({ topic: 'uploads', partition: 0, first: String(n), last: String(n) })
@@ -329,7 +332,10 @@ describe('events writer against the embedded engine', () => {
       const duplicates = await events.write(
         [
           {
-            headers: { a: 'app', u: 'f6', t: 'tx-27', l: '4', r: String(up27.recv), o: '1', s: 'server' },
+            app: 'app',
+            uuid: 'f6',
+            upload: { tx: 'tx-27', recv: up27.recv, org: 1, source: 'server' },
+            line: 4,
             value: row('f6', up27),
           },
         ],
@@ -344,15 +350,10 @@ describe('events writer against the embedded engine', () => {
     it('the sole writer repairs again after a write whose insert failed half-way', async () => {
       const up28 = upload('tx-28', 1_795_300_028_000)
       const item = (uuid: string, tx: string, line: number) => ({
-        headers: {
-          a: 'app',
-          u: uuid,
-          t: tx,
-          l: String(line),
-          r: String(up28.recv),
-          o: '1',
-          s: 'server' as const,
-        },
+        app: 'app',
+        uuid,
+        upload: { tx, recv: up28.recv, org: 1, source: 'server' as const },
+        line,
         value: row(uuid, upload(tx, up28.recv)),
       })
       // An insert that writes the events and then fails before the index has them (the view's
@@ -385,7 +386,10 @@ describe('events writer against the embedded engine', () => {
 
     describe('a write looked up while the one before it is inserted', () => {
       const item = (uuid: string, tx: string, line: number, recv: number) => ({
-        headers: { a: 'app', u: uuid, t: tx, l: String(line), r: String(recv), o: '1', s: 'server' as const },
+        app: 'app',
+        uuid,
+        upload: { tx, recv, org: 1, source: 'server' as const },
+        line,
         value: row(uuid, upload(tx, recv)),
       })
       /** The store, holding the insert into events_ingest until released, logging what happens. */

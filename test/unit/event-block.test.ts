@@ -29,11 +29,13 @@ describe('event blocks', () => {
   it('round-trip: each row comes back with its identity and upload', () => {
     const events = [ev('a', 'u1', 1, up1), ev('a', 'u2', 5, up2), ev('b', 'u1', 2, up1)]
     const items = decodeBlock(encodeBlock(events))
-    expect(items.map((i) => i.headers)).toEqual([
-      { a: 'a', u: 'u1', t: 'tx-1', l: '1', r: '1000', o: '7', s: 'server' },
-      { a: 'a', u: 'u2', t: 'tx-2', l: '5', r: '2000', o: '7', s: 'sdk' },
-      { a: 'b', u: 'u1', t: 'tx-1', l: '2', r: '1000', o: '7', s: 'server' },
+    expect(items.map(({ app, uuid, upload, line }) => ({ app, uuid, upload, line }))).toEqual([
+      { app: 'a', uuid: 'u1', upload: { tx: 'tx-1', recv: 1000, org: 7, source: 'server' }, line: 1 },
+      { app: 'a', uuid: 'u2', upload: { tx: 'tx-2', recv: 2000, org: 7, source: 'sdk' }, line: 5 },
+      { app: 'b', uuid: 'u1', upload: { tx: 'tx-1', recv: 1000, org: 7, source: 'server' }, line: 2 },
     ])
+    // One upload object per upload of the block, shared by its events.
+    expect(items[0]!.upload).toBe(items[2]!.upload)
     expect(items.map((i) => i.value)).toEqual(events.map((e) => e.row))
     expect(eventRowFromRowBinary(items[1]!.value)).toMatchObject({
       app_id: 'a',
@@ -50,7 +52,12 @@ describe('event blocks', () => {
     const objects = Buffer.from(`${header()}\n${JSON.stringify(row)}\n`)
     for (const block of [compact, objects]) {
       const [item] = decodeBlock(block)
-      expect(item!.headers).toEqual({ a: 'a', u: 'u-old', t: 'tx-1', l: '3', r: '1000', o: '7', s: 'server' })
+      expect(item).toMatchObject({
+        app: 'a',
+        uuid: 'u-old',
+        upload: { tx: 'tx-1', recv: 1000, org: 7, source: 'server' },
+        line: 3,
+      })
       expect(item!.value).toEqual(rowBinaryEventRow(row))
     }
   })
@@ -62,7 +69,7 @@ describe('event blocks', () => {
     let seen = 0
     for (const message of messages) {
       for (const item of decodeBlock(message.value)) {
-        expect(message.partition).toBe(partitionForKey(eventKey(item.headers.a, item.headers.u), 4, 0))
+        expect(message.partition).toBe(partitionForKey(eventKey(item.app, item.uuid), 4, 0))
         seen++
       }
     }
@@ -81,7 +88,7 @@ describe('event block size', () => {
     const events = Array.from({ length: 25 }, (_, i) => ev('a', `u${i}`, i + 1, up1))
     const messages = blockMessages(events, 1, 10)
     expect(messages.map((m) => decodeBlock(m.value).length)).toEqual([10, 10, 5])
-    expect(messages.flatMap((m) => decodeBlock(m.value).map((i) => i.headers.u))).toEqual(
+    expect(messages.flatMap((m) => decodeBlock(m.value).map((i) => i.uuid))).toEqual(
       events.map((e) => e.uuid),
     )
   })

@@ -18,7 +18,10 @@ import { applyRowToCustomer, applyRowToDevice, emptyDevice } from '../../pipelin
 import type { SdkRow } from '../../pipelines/sdk/validate-sdk-row.ts'
 
 const item = (app: string, uuid: string, tx: string, line: number): WriterItem => ({
-  headers: { a: app, u: uuid, t: tx, l: String(line), r: '0', o: '1', s: 'server' },
+  app,
+  uuid,
+  upload: { tx, recv: 0, org: 1, source: 'server' },
+  line,
   value: Buffer.from(`{"uuid":"${uuid}"}`),
 })
 

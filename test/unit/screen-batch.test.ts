@@ -6,18 +6,21 @@ import { KeyFilter, keyHashes } from '../../pipelines/events/key-filter.ts'
 import { decideScreened, Screened, screenBatch } from '../../pipelines/events/screen-batch.ts'
 
 const item = (app: string, uuid: string, tx: string, line: number): WriterItem => ({
-  headers: { a: app, u: uuid, t: tx, l: String(line), r: '0', o: '1', s: 'server' },
+  app,
+  uuid,
+  upload: { tx, recv: 0, org: 1, source: 'server' },
+  line,
   value: Buffer.from(`${app}/${uuid}/${tx}/${line}`),
 })
 
 /** Which item it is: its upload and line. */
-const name = (i: WriterItem) => `${i.headers.a}/${i.headers.u}/${i.headers.t}/${i.headers.l}`
+const name = (i: WriterItem) => `${i.app}/${i.uuid}/${i.upload.tx}/${i.line}`
 
 /** What the screened write decides for each item: the decision kind, and the first transaction of a duplicate. */
 function screenedOutcome(items: WriterItem[], filter: KeyFilter, stored: Map<string, { tx: string }>) {
   const { marks, lookups } = screenBatch(items, filter)
   // The index is asked about the look-ups only: give it only what it would find for them.
-  const asked = new Set(lookups.map((i) => eventKey(i.headers.a, i.headers.u)))
+  const asked = new Set(lookups.map((i) => eventKey(i.app, i.uuid)))
   const found = new Map([...stored].filter(([key]) => asked.has(key)))
   const decisions = decideScreened(items, marks, found)
   let next = 0
@@ -69,8 +72,8 @@ describe('screening a batch with the filter of stored keys', () => {
           const items = batch.map((b) => item(b.key.app, String(b.key.uuid), b.tx, b.line))
           // Some items come hashed by the CPU pool, the others are hashed when screened.
           const hashed = keyHashes(
-            items.map((i) => i.headers.a),
-            items.map((i) => i.headers.u),
+            items.map((i) => i.app),
+            items.map((i) => i.uuid),
           )
           items.forEach((it, i) => {
             if ((salt >> (i % 31)) & 1) Object.assign(it, { keyHash: hashed, keyIndex: i })
@@ -101,13 +104,13 @@ describe('screening a batch with the filter of stored keys', () => {
       Screened.Suspect,
       Screened.Suspect,
     ])
-    expect(suspects.map((i) => i.headers.u)).toEqual(['old', 'n1', 'old'])
-    expect(lookups.map((i) => `${i.headers.u}/${i.headers.t}`)).toEqual(['old/tx-2', 'old/tx-3'])
+    expect(suspects.map((i) => i.uuid)).toEqual(['old', 'n1', 'old'])
+    expect(lookups.map((i) => `${i.uuid}/${i.upload.tx}`)).toEqual(['old/tx-2', 'old/tx-3'])
     expect(filter.size).toBe(3)
     expect(filter.mightContain('app', 'n2')).toBe(true)
     const decisions = decideScreened(items, marks, new Map([[eventKey('app', 'old'), { tx: 'tx-1' }]]))
     expect(
-      decisions.map((d) => [d.kind, d.item.headers.u, d.kind === 'duplicate' ? d.firstTransaction : '']),
+      decisions.map((d) => [d.kind, d.item.uuid, d.kind === 'duplicate' ? d.firstTransaction : '']),
     ).toEqual([
       ['duplicate', 'old', 'tx-1'],
       ['store', 'n1', ''],

@@ -95,7 +95,7 @@ function heldWrites(lookupsNow: () => number) {
     write(items, source) {
       return new Promise((resolve) =>
         pending.push({
-          uuids: items.map((i) => i.headers.u),
+          uuids: items.map((i) => i.uuid),
           first: source.first,
           last: source.last,
           lookupsAtStart: lookupsNow(),
@@ -174,7 +174,7 @@ describe('upload splitter: groups and parsing ahead', () => {
     const events: EventStore = {
       write(items: readonly WriterItem[], source) {
         writes.push({
-          uuids: items.map((i) => i.headers.u),
+          uuids: items.map((i) => i.uuid),
           first: source.first,
           last: source.last,
           startedBefore: pool.started,
@@ -224,20 +224,20 @@ describe('upload splitter: groups and parsing ahead', () => {
     const events: EventStore = {
       write(items: readonly WriterItem[]) {
         const copies = [
-          ...items.filter((i) => i.headers.t === 'tx-1').slice(0, 3),
-          ...items.filter((i) => i.headers.t === 'tx-2').slice(0, 1),
+          ...items.filter((i) => i.upload.tx === 'tx-1').slice(0, 3),
+          ...items.filter((i) => i.upload.tx === 'tx-2').slice(0, 1),
         ]
         return Promise.resolve(
           copies.map((i) => ({
-            transaction_id: i.headers.t,
+            transaction_id: i.upload.tx,
             org_id: 1,
-            app_id: i.headers.a,
+            app_id: i.app,
             source: 'server' as const,
-            line: Number(i.headers.l),
-            uuid: i.headers.u,
+            line: i.line,
+            uuid: i.uuid,
             reason: 'duplicate',
             detail: 'an event with this uuid was already stored (transaction tx-other)',
-            received_at: Number(i.headers.r),
+            received_at: i.upload.recv,
           })),
         )
       },
@@ -282,7 +282,7 @@ describe('upload splitter: groups and parsing ahead', () => {
     const events: EventStore = {
       write(items: readonly WriterItem[]) {
         startedAtWrite.push(pool.started)
-        for (const i of items) written.push(i.headers.u)
+        for (const i of items) written.push(i.uuid)
         return Promise.resolve([])
       },
     }
