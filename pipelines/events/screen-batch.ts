@@ -57,13 +57,13 @@ export function screenBatch(items: readonly WriterItem[], filter: KeyFilter): Sc
   let newWithCopies: Map<string, Set<string>> | undefined
   for (let i = 0; i < items.length; i++) {
     if (marks[i] !== Screened.New) continue
-    const h = items[i]!
-    if (!suspectKeys.get(h.app)?.has(h.uuid)) continue
+    const item = items[i]!
+    if (!suspectKeys.get(item.app)?.has(item.uuid)) continue
     marks[i] = Screened.NewWithCopies
     newWithCopies ??= new Map()
-    let uuids = newWithCopies.get(h.app)
-    if (!uuids) newWithCopies.set(h.app, (uuids = new Set()))
-    uuids.add(h.uuid)
+    let uuids = newWithCopies.get(item.app)
+    if (!uuids) newWithCopies.set(item.app, (uuids = new Set()))
+    uuids.add(item.uuid)
   }
   const lookups = newWithCopies
     ? suspects.filter((item) => !newWithCopies.get(item.app)?.has(item.uuid))
