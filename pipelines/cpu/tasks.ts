@@ -1,5 +1,6 @@
 import { gunzipBounded } from '../events/gzip.ts'
 import { EventPacker, type PackedEvents } from '../events/event-row.ts'
+import { EventLineScanner } from '../events/scan-event-line.ts'
 import type { RejectedLine } from '../events/line-checks.ts'
 import { validateEventBody, type EventRejectReason } from '../events/validate-event.ts'
 import { validateSdkBody, type SdkRejectReason, type SdkRow } from '../sdk/validate-sdk-row.ts'
@@ -67,15 +68,27 @@ export default function runTask(task: CpuTask): CpuResult {
   if (task.kind === 'server-upload') {
     // Each event packed as soon as its line is checked (EventPacker says why).
     const packer = new EventPacker(Math.round(body.length / APPROX_LINE_BYTES))
+    const window = {
+      receivedAt: task.receivedAt,
+      pastWindowMs: task.pastWindowMs,
+      futureWindowMs: task.futureWindowMs,
+    }
+    // Lines of the usual shape are packed from their bytes; the rest parsed and checked in full.
+    const scanner = new EventLineScanner(window)
     const result = validateEventBody(
       body,
-      {
-        receivedAt: task.receivedAt,
-        pastWindowMs: task.pastWindowMs,
-        futureWindowMs: task.futureWindowMs,
-        maxRejects: task.maxRejects,
-      },
+      { ...window, maxRejects: task.maxRejects },
       (event) => packer.add(event),
+      {
+        scan: (bytes, start, end) => scanner.scan(bytes, start, end),
+        get identity() {
+          return scanner.uuid
+        },
+        get scope() {
+          return scanner.app
+        },
+        take: (line) => packer.addScanned(scanner, line),
+      },
     )
     return {
       kind: 'server-upload',

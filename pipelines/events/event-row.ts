@@ -1,5 +1,6 @@
 import { keyHashes } from './key-filter.ts'
 import { RowBinaryReader, RowBinaryWriter } from './row-binary.ts'
+import type { EventLineScanner } from './scan-event-line.ts'
 import type { ValidEvent } from './validate-event.ts'
 
 /** A row of the `events` table. Column names are a public contract. */
@@ -95,6 +96,17 @@ export class EventPacker {
     packed.customer.push(e.customer_id)
     packed.uuid.push(e.uuid)
     writeOwnValues(this.out, e.uuid, e.customer_id, e.event_name, e.event_time, e.attributes, e.ltv_change)
+    packed.ownEnd.push(this.out.length)
+  }
+
+  /** The event `scanner` scanned last, its own values written from the line's bytes. */
+  addScanned(scanner: EventLineScanner, line: number): void {
+    const packed = this.packing
+    packed.line.push(line)
+    packed.app.push(scanner.app)
+    packed.customer.push(scanner.customer)
+    packed.uuid.push(scanner.uuid)
+    scanner.writeOwn(this.out)
     packed.ownEnd.push(this.out.length)
   }
 

@@ -6,6 +6,11 @@ export type RefusedLine = 'line_too_long' | 'invalid_utf8'
 export interface LineHandler {
   /** A non-blank line, decoded, without its `\n` / `\r\n` terminator. */
   line(text: string, lineNumber: number): void
+  /**
+   * Optional: offered each non-blank line of valid UTF-8 as bytes (`body[start, end)`) before it
+   * is decoded; true means it was dealt with, and `line` is not called for it.
+   */
+  bytes?(body: Buffer, start: number, end: number, lineNumber: number): boolean
   /** A non-blank line that was not decoded: over `maxLineBytes`, or not valid UTF-8. */
   refused(lineNumber: number, why: RefusedLine, byteLength: number): void
 }
@@ -49,7 +54,8 @@ export function forEachLine(body: Buffer, handler: LineHandler, maxLineBytes = I
       if (bytes > maxLineBytes) handler.refused(lineNumber, 'line_too_long', bytes)
       else if (checkEachLine && !isUtf8(body.subarray(start, end)))
         handler.refused(lineNumber, 'invalid_utf8', bytes)
-      else handler.line(body.toString('utf8', start, end), lineNumber)
+      else if (!handler.bytes?.(body, start, end, lineNumber))
+        handler.line(body.toString('utf8', start, end), lineNumber)
     }
     start = next
   }

@@ -42,6 +42,19 @@ export class RowBinaryWriter extends GrowingBuffer {
     this.at += this.buffer.write(s, this.at, 'utf8')
   }
 
+  /** A String from bytes already UTF-8 (`src[start, end)`), copied as they are. */
+  stringBytes(src: Buffer, start: number, end: number): void {
+    const n = end - start
+    this.varUInt(n)
+    this.reserve(n)
+    const buffer = this.buffer
+    const at = this.at
+    // Short values unit by unit: cheaper than a call into C++.
+    if (n <= 64) for (let i = 0; i < n; i++) buffer[at + i] = src[start + i]!
+    else src.copy(buffer, at, start, end)
+    this.at = at + n
+  }
+
   /** A non-negative safe integer as UInt16, UInt32 or UInt64 (`bytes`), little endian. */
   uint(value: number, bytes: 2 | 4 | 8): void {
     if (bytes === 8) return this.int64(value)

@@ -17,7 +17,7 @@ import {
   type RejectedLine,
 } from './line-checks.ts'
 import { utf8LongerThan } from './lines.ts'
-import { validateLines } from './validate-lines.ts'
+import { validateLines, type LineScanner } from './validate-lines.ts'
 
 /**
  * Pure validation of server-side event upload bodies (runs in piscina workers: synchronous, no
@@ -100,6 +100,8 @@ export function validateEventBody(
   ctx: ValidateContext,
   /** Takes each valid event as its line is checked; `events` is then left empty. */
   onEvent?: (event: ValidEvent) => void,
+  /** Offered each line first (with `onEvent` only): the CPU pool's scanner, which packs what it takes. */
+  scanner?: LineScanner,
 ): EventBodyResult {
   const { items, rejects, rejected, lines } = validateLines(
     body,
@@ -108,6 +110,7 @@ export function validateEventBody(
     ctx,
     (event) => event.app_uuid,
     onEvent,
+    scanner,
   )
   return { events: items, rejects, rejected, lines }
 }
