@@ -1,4 +1,3 @@
-import { customerKey } from './device-lookup.ts'
 import type { RowParts } from './event-block.ts'
 import { deviceTail, uploadHead, type DeviceDims, type PackedEvents } from './event-row.ts'
 
@@ -6,52 +5,57 @@ export interface AttributionContext {
   orgId: number
   /** The org owning each app id, or undefined for an unknown app. */
   appOrg: ReadonlyMap<string, number>
-  devices: ReadonlyMap<string, DeviceDims>
+  /** Each customer's last active device, by app, then customer id. */
+  devices: ReadonlyMap<string, ReadonlyMap<string, DeviceDims>>
 }
 
-export type AttributionResult =
-  | { kind: 'ok'; line: number; app_id: string; uuid: string; device: DeviceDims }
-  | {
-      kind: 'reject'
-      line: number
-      uuid: string
-      app_id: string
-      reason: 'unknown_app' | 'unknown_customer'
-      detail: string
-    }
+export interface AttributionReject {
+  kind: 'reject'
+  line: number
+  uuid: string
+  app_id: string
+  reason: 'unknown_app' | 'unknown_customer'
+  detail: string
+}
+
+export const isAttributionReject = (r: DeviceDims | AttributionReject): r is AttributionReject =>
+  (r as AttributionReject).kind === 'reject'
 
 /**
- * Pure: event `i` of an upload is applied to the customer's last active device in that app; an
- * app outside the sender's org, or a customer with no device in the app, rejects the line.
+ * Pure: event `i` of an upload is applied to the customer's last active device in that app, which
+ * it returns; an app outside the sender's org, or a customer with no device in the app, rejects
+ * the line. An attributed event costs no object and no key string: this runs for every event.
  */
-export function attributeEvent(events: PackedEvents, i: number, ctx: AttributionContext): AttributionResult {
+export function attributeEvent(
+  events: PackedEvents,
+  i: number,
+  ctx: AttributionContext,
+): DeviceDims | AttributionReject {
   const app = events.app[i]!
-  const line = events.line[i]!
-  const uuid = events.uuid[i]!
   const owner = ctx.appOrg.get(app)
   if (owner === undefined || owner !== ctx.orgId) {
     return {
       kind: 'reject',
-      line,
-      uuid,
+      line: events.line[i]!,
+      uuid: events.uuid[i]!,
       app_id: app,
       reason: 'unknown_app',
       detail: `app_uuid ${app} is not an app of this organization`,
     }
   }
   const customer = events.customer[i]!
-  const device = ctx.devices.get(customerKey(app, customer))
+  const device = ctx.devices.get(app)?.get(customer)
   if (!device) {
     return {
       kind: 'reject',
-      line,
-      uuid,
+      line: events.line[i]!,
+      uuid: events.uuid[i]!,
       app_id: app,
       reason: 'unknown_customer',
       detail: `customer ${customer} has no device in app ${app}`,
     }
   }
-  return { kind: 'ok', line, app_id: app, uuid, device }
+  return device
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { Bus, BusRecord, RecordBatch } from '../connectors/bus/bus.ts'
 import type { Store } from '../connectors/store/store.ts'
 import type { CpuRunner } from '../cpu/tasks.ts'
-import { attributeEvent, serverRows } from './attribute-event.ts'
+import { attributeEvent, isAttributionReject, serverRows } from './attribute-event.ts'
 import { customerKey, lookupDevices, waitForSdkBacklog } from './device-lookup.ts'
 import type { WriterItem } from './classify-stored.ts'
 import { blockMessages, eventPartitions, type BlockEvent, type UploadRef } from './event-block.ts'
@@ -282,9 +282,10 @@ export function serverUploadSplitter(deps: SplitterDeps) {
         const ref: UploadRef = { tx: upload.headers.tx, recv: receivedAt, org: orgId, source: 'server' }
         const context = { orgId, appOrg, devices }
         const rowOf = serverRows(upload.events, { receivedAt, transactionId: upload.headers.tx }, deviceTails)
-        for (let i = 0; i < upload.events.uuid.length; i++) {
-          const result = attributeEvent(upload.events, i, context)
-          if (result.kind === 'reject') {
+        const events = upload.events
+        for (let i = 0; i < events.uuid.length; i++) {
+          const result = attributeEvent(events, i, context)
+          if (isAttributionReject(result)) {
             rejected++
             if (uploadRejects.length < MAX_REJECTED_LINES_PER_UPLOAD)
               uploadRejects.push(
@@ -299,18 +300,13 @@ export function serverUploadSplitter(deps: SplitterDeps) {
               )
             continue
           }
-          const row = rowOf(i, result.app_id, result.device)
+          const app = events.app[i]!
+          const uuid = events.uuid[i]!
+          const line = events.line[i]!
+          const row = rowOf(i, app, result)
           if (direct)
-            items.push({
-              app: result.app_id,
-              uuid: result.uuid,
-              upload: ref,
-              line: result.line,
-              value: row,
-              keyHash: upload.events.keyHash,
-              keyIndex: i,
-            })
-          else forward.push({ app: result.app_id, uuid: result.uuid, line: result.line, upload: ref, row })
+            items.push({ app, uuid, upload: ref, line, value: row, keyHash: events.keyHash, keyIndex: i })
+          else forward.push({ app, uuid, line, upload: ref, row })
           forwarded++
         }
         // No spread: an argument list has a size limit, an upload's rejects do not.
@@ -483,7 +479,7 @@ async function attributionDevices(
   deps: SplitterDeps,
   uploads: ParsedUpload[],
   appOrg: Map<string, number>,
-): Promise<Map<string, DeviceDims>> {
+): Promise<Map<string, Map<string, DeviceDims>>> {
   // The customers of each app, then one pair per customer: a batch names each of its ~2,000
   // customers dozens of times, and a key string and an object per event cost more than a Set.
   const customersOf = new Map<string, Set<string>>()
@@ -507,5 +503,13 @@ async function attributionDevices(
     await waitForSdkBacklog(deps.bus, deps.sdk.group, deps.sdk.topic, deps.sdk.waitMs)
     for (const [key, dims] of await lookupDevices(deps.store, missing)) devices.set(key, dims)
   }
-  return devices
+  // By app, then customer: attribution then builds no key string per event.
+  const byApp = new Map<string, Map<string, DeviceDims>>()
+  for (const [key, dims] of devices) {
+    const { app, customer } = pairs.get(key)!
+    let customers = byApp.get(app)
+    if (!customers) byApp.set(app, (customers = new Map<string, DeviceDims>()))
+    customers.set(customer, dims)
+  }
+  return byApp
 }

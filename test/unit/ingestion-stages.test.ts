@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { attributeEvent, serverRows } from '../../pipelines/events/attribute-event.ts'
-import { customerKey } from '../../pipelines/events/device-lookup.ts'
+import { attributeEvent, isAttributionReject, serverRows } from '../../pipelines/events/attribute-event.ts'
 import { decodeBlock, encodeBlock } from '../../pipelines/events/event-block.ts'
 import { classifyBatch, type WriterItem } from '../../pipelines/events/classify-stored.ts'
 import {
@@ -107,7 +106,7 @@ describe('attributeEvent', () => {
       ['app', 1],
       ['foreign', 2],
     ]),
-    devices: new Map([[customerKey('app', 'alice'), dims]]),
+    devices: new Map([['app', new Map([['alice', dims]])]]),
   }
   type TestEvent = Omit<typeof event, 'attributes'> & { attributes: Record<string, string> }
   const attribute = (e: TestEvent) => attributeEvent(packEvents([e]), 0, ctx)
@@ -122,20 +121,14 @@ describe('attributeEvent', () => {
     const upload = { tx: 'tx', recv: 2000, org: 1, source: 'server' as const }
     const block = events.map((_, i) => {
       const result = attributeEvent(packed, i, ctx)
-      if (result.kind !== 'ok') throw new Error(`event ${i} not attributed`)
-      return {
-        app: result.app_id,
-        uuid: result.uuid,
-        line: result.line,
-        upload,
-        row: rowOf(i, 'app', result.device),
-      }
+      if (isAttributionReject(result)) throw new Error(`event ${i} not attributed`)
+      return { app: 'app', uuid: packed.uuid[i]!, line: packed.line[i]!, upload, row: rowOf(i, 'app', result) }
     })
     return decodeBlock(encodeBlock(block)).map((item) => item.value)
   }
 
   it("tags the event with its customer's last device", () => {
-    expect(attribute(event)).toEqual({ kind: 'ok', line: 2, app_id: 'app', uuid: event.uuid, device: dims })
+    expect(attribute(event)).toBe(dims)
     const [row] = storedRows([event])
     expect(columnsOf(row!)).toEqual({
       app_id: 'app',
