@@ -2,6 +2,7 @@ import type { Bus, BusRecord, RecordBatch } from '../connectors/bus/bus.ts'
 import type { Store } from '../connectors/store/store.ts'
 import type { CpuRunner } from '../cpu/tasks.ts'
 import { attributeEvent, isAttributionReject, serverRows } from './attribute-event.ts'
+import type { DeviceCache } from './device-cache.ts'
 import { customerKey, lookupDevices, waitForSdkBacklog } from './device-lookup.ts'
 import type { WriterItem } from './classify-stored.ts'
 import { blockMessages, eventPartitions, type BlockEvent, type UploadRef } from './event-block.ts'
@@ -33,6 +34,11 @@ export interface SplitterDeps {
    * EventStore, which the events topic's writer shares (one writer of a key at a time).
    */
   forward: { topic: string } | { events: EventStore }
+  /**
+   * Customers' devices remembered between groups: only where this process is the only writer of
+   * `customer_devices` (the embedded engine), and only if the SDK builder is given the same cache.
+   */
+  devices?: DeviceCache
   /** The SDK pipeline whose backlog must be applied before a customer is declared unknown. */
   sdk: { group: string; topic: string; waitMs: number }
   pastWindowMs: number
@@ -494,22 +500,36 @@ async function attributionDevices(
       customers.add(customer[i]!)
     }
   }
+  // By app, then customer: attribution then builds no key string per event.
+  const byApp = new Map<string, Map<string, DeviceDims>>()
+  const found = (app: string, customer: string, device: DeviceDims) => {
+    let customers = byApp.get(app)
+    if (!customers) byApp.set(app, (customers = new Map<string, DeviceDims>()))
+    customers.set(customer, device)
+  }
+  const cache = deps.devices
   const pairs = new Map<string, { app: string; customer: string }>()
   for (const [app, customers] of customersOf)
-    for (const customer of customers) pairs.set(customerKey(app, customer), { app, customer })
-  const devices = await lookupDevices(deps.store, pairs)
+    for (const customer of customers) {
+      const cached = cache?.get(app, customer)
+      if (cached) found(app, customer, cached)
+      else pairs.set(customerKey(app, customer), { app, customer })
+    }
+  const lookUp = async (asked: Map<string, { app: string; customer: string }>) => {
+    const since = cache?.generation
+    const devices = await lookupDevices(deps.store, asked)
+    for (const [key, device] of devices) {
+      const { app, customer } = asked.get(key)!
+      found(app, customer, device)
+    }
+    if (cache) cache.remember([...devices].map(([key, device]) => [asked.get(key)!, device]), since!)
+    return devices
+  }
+  const devices = await lookUp(pairs)
   const missing = new Map([...pairs].filter(([key]) => !devices.has(key)))
   if (missing.size > 0) {
     await waitForSdkBacklog(deps.bus, deps.sdk.group, deps.sdk.topic, deps.sdk.waitMs)
-    for (const [key, dims] of await lookupDevices(deps.store, missing)) devices.set(key, dims)
-  }
-  // By app, then customer: attribution then builds no key string per event.
-  const byApp = new Map<string, Map<string, DeviceDims>>()
-  for (const [key, dims] of devices) {
-    const { app, customer } = pairs.get(key)!
-    let customers = byApp.get(app)
-    if (!customers) byApp.set(app, (customers = new Map<string, DeviceDims>()))
-    customers.set(customer, dims)
+    await lookUp(missing)
   }
   return byApp
 }

@@ -22,6 +22,7 @@ import {
   type DeviceState,
 } from './device-state.ts'
 import type { SdkRow } from './validate-sdk-row.ts'
+import type { DeviceCache } from '../events/device-cache.ts'
 
 export interface SdkBuilderDeps {
   pool: CpuRunner
@@ -29,6 +30,8 @@ export interface SdkBuilderDeps {
   bus: Bus
   eventsTopic: string
   maxInflatedBytes: number
+  /** The splitter's cache of customers' devices (embedded engine): told of every write of them. */
+  devices?: DeviceCache
 }
 
 interface ParsedSdkUpload {
@@ -117,8 +120,14 @@ export function sdkBuilder(deps: SdkBuilderDeps) {
       deps.store.insert('sessions', sessions),
       deps.store.insert('devices', deviceRows),
     ])
-    // Written last among the state: server-side events are attributed from this table.
-    await deps.store.insert('customer_devices', customerRows)
+    // Written last among the state: server-side events are attributed from this table. The
+    // splitter's cache forgets these customers before the write and after it (DeviceCache says why).
+    deps.devices?.forget(customerRows)
+    try {
+      await deps.store.insert('customer_devices', customerRows)
+    } finally {
+      deps.devices?.forget(customerRows)
+    }
     await recordRejects(
       deps.store,
       uploads.flatMap((u) => u.rejects),

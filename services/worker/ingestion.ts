@@ -1,3 +1,4 @@
+import { DeviceCache } from '../../pipelines/events/device-cache.ts'
 import { eventsWriter } from '../../pipelines/events/events-writer.ts'
 import { eventStore } from '../../pipelines/events/store-events.ts'
 import { StoredKeys } from '../../pipelines/events/stored-keys.ts'
@@ -26,12 +27,16 @@ export const ingestionPipeline: WorkerPipeline = {
       onDuplicate: (n) => metrics.eventsRejected.inc({ reason: 'duplicate' }, n),
     })
     const writer = eventsWriter({ store, events })
+    // The embedded engine's SDK builder runs here too, so it can tell the splitter's cache of
+    // customers' devices what it writes; with a ClickHouse server another worker may write them.
+    const devices = embedded ? new DeviceCache() : undefined
     const splitter = serverUploadSplitter({
       pool,
       store,
       bus,
       apps: control,
       forward: embedded ? { events } : { topic: topics.events.topic },
+      ...(devices ? { devices } : {}),
       sdk: couplings.splitterWaitsOnSdkBuilder,
       pastWindowMs: config.SLUICE_EVENT_PAST_WINDOW_HOURS * 3_600_000,
       futureWindowMs: config.SLUICE_EVENT_FUTURE_WINDOW_HOURS * 3_600_000,
@@ -44,6 +49,7 @@ export const ingestionPipeline: WorkerPipeline = {
       bus,
       eventsTopic: topics.events.topic,
       maxInflatedBytes: config.SLUICE_UPLOAD_MAX_DECOMPRESSED_BYTES,
+      ...(devices ? { devices } : {}),
     })
     // One consumer per stage, behind the failure guard: commit after the stage, count what was
     // committed, dead-letter what keeps failing.

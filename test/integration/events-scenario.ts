@@ -187,6 +187,35 @@ export async function runIngestionScenario(sluice: InProcessSluice, store: Store
   ])
   expect(after).toHaveLength(rows.length + 1)
 
+  // alice moves to a new phone: her next event goes to it, though the embedded splitter remembers
+  // the devices it looked up (the SDK builder tells it whom it writes).
+  const sdkTx2 = await postSdk(sluice, appId, [
+    sessionRow({
+      install: 'i-alice-new',
+      customer: 'alice',
+      at: now - 500,
+      country: 'jp',
+      model: 'iPhone17,1',
+    }),
+  ])
+  expect(await sdkReceiptDone(sluice, appId, sdkTx2)).toMatchObject({ state: 'done', accepted: 1 })
+  const moved = uuid()
+  const res3 = await postUpload(
+    sluice,
+    tenant.auth,
+    lines([ev({ uuid: moved, customer_id: 'alice', event_name: 'Moved' })]),
+  )
+  const tx3 = ((await res3.json()) as { transaction_id: string }).transaction_id
+  expect(await receiptDone(sluice, tenant.auth, tx3)).toMatchObject({
+    state: 'done',
+    accepted: 1,
+    rejected: 0,
+  })
+  const movedRows = (await eventsOf(store, appId)).filter((r) => r.uuid === moved)
+  expect(movedRows.map((r) => [r.install_uuid, r.country, r.model])).toEqual([
+    ['i-alice-new', 'jp', 'iPhone17,1'],
+  ])
+
   // Receipts are private to the org; unknown ids are 404.
   const foreign = await fetch(`${sluice.url}/v0/uploads/${transaction_id}`, {
     headers: { Authorization: other.auth },
