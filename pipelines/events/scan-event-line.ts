@@ -277,7 +277,10 @@ export class EventLineScanner {
       if (count === EVENT_LIMITS.maxAttributes) return false
       for (let i = 0; i < 4 * count; i += 4) {
         const start = attributes[i]!
-        if (attributes[i + 1]! - start === nameEnd - nameStart && sameBytes(bytes, nameStart, nameEnd, bytes, start))
+        if (
+          attributes[i + 1]! - start === nameEnd - nameStart &&
+          sameBytes(bytes, nameStart, nameEnd, bytes, start)
+        )
           return false
       }
       this.skipSpace()

@@ -522,7 +522,11 @@ async function attributionDevices(
       const { app, customer } = asked.get(key)!
       found(app, customer, device)
     }
-    if (cache) cache.remember([...devices].map(([key, device]) => [asked.get(key)!, device]), since!)
+    if (cache)
+      cache.remember(
+        [...devices].map(([key, device]) => [asked.get(key)!, device]),
+        since!,
+      )
     return devices
   }
   const devices = await lookUp(pairs)

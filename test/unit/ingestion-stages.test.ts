@@ -122,7 +122,13 @@ describe('attributeEvent', () => {
     const block = events.map((_, i) => {
       const result = attributeEvent(packed, i, ctx)
       if (isAttributionReject(result)) throw new Error(`event ${i} not attributed`)
-      return { app: 'app', uuid: packed.uuid[i]!, line: packed.line[i]!, upload, row: rowOf(i, 'app', result) }
+      return {
+        app: 'app',
+        uuid: packed.uuid[i]!,
+        line: packed.line[i]!,
+        upload,
+        row: rowOf(i, 'app', result),
+      }
     })
     return decodeBlock(encodeBlock(block)).map((item) => item.value)
   }

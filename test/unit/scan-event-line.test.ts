@@ -3,7 +3,11 @@ import { describe, expect, it } from 'vitest'
 import runTask, { type CpuResult } from '../../pipelines/cpu/tasks.ts'
 import { EventPacker, packEvents } from '../../pipelines/events/event-row.ts'
 import { EventLineScanner } from '../../pipelines/events/scan-event-line.ts'
-import { validateEventBody, validateEventLine, type ValidateContext } from '../../pipelines/events/validate-event.ts'
+import {
+  validateEventBody,
+  validateEventLine,
+  type ValidateContext,
+} from '../../pipelines/events/validate-event.ts'
 
 const HOUR = 3_600_000
 const RECEIVED_AT = Date.UTC(2024, 0, 15, 12, 0, 0)
@@ -45,7 +49,11 @@ describe('EventLineScanner', () => {
     for (const text of [
       line(),
       line({ attributes: undefined, ltv_change: -299 }),
-      line({ customer_id: `ü${EMOJI}`, event_name: 'Ünïcode \u2028 name', attributes: { ключ: 'значение', n: 0 } }),
+      line({
+        customer_id: `ü${EMOJI}`,
+        event_name: 'Ünïcode \u2028 name',
+        attributes: { ключ: 'значение', n: 0 },
+      }),
       ` \t${line({ attributes: {} })}\r `,
       line({ app_uuid: 'x'.repeat(128), attributes: { ['a'.repeat(128)]: 'v'.repeat(128) } }),
     ]) {
@@ -169,7 +177,10 @@ const escapedChar = fc.constantFrom('"', '\\', '\u0001', '\n')
 const text = (max: number) =>
   fc.oneof(
     { arbitrary: fc.array(plainChar, { minLength: 1, maxLength: 24 }).map((cs) => cs.join('')), weight: 12 },
-    { arbitrary: fc.array(fc.oneof(plainChar, escapedChar), { maxLength: 24 }).map((cs) => cs.join('')), weight: 2 },
+    {
+      arbitrary: fc.array(fc.oneof(plainChar, escapedChar), { maxLength: 24 }).map((cs) => cs.join('')),
+      weight: 2,
+    },
     {
       arbitrary: fc
         .constantFrom(0, 1, max - 1, max, max + 1)
@@ -178,10 +189,14 @@ const text = (max: number) =>
     },
   )
 /** Mostly `valid`, now and then one of `others`. */
-const mostly = <T,>(valid: fc.Arbitrary<T>, ...others: fc.Arbitrary<T>[]) =>
-  fc.oneof({ arbitrary: valid, weight: 6 * others.length }, ...others.map((arbitrary) => ({ arbitrary, weight: 1 })))
+const mostly = <T>(valid: fc.Arbitrary<T>, ...others: fc.Arbitrary<T>[]) =>
+  fc.oneof(
+    { arbitrary: valid, weight: 6 * others.length },
+    ...others.map((arbitrary) => ({ arbitrary, weight: 1 })),
+  )
 // A string as JSON writes it, or now and then with an escape JSON.stringify would not use.
-const stringLiteral = (s: string) => (s.length > 0 && s.length % 7 === 0 ? `"\\u0061${JSON.stringify(s).slice(1)}` : JSON.stringify(s))
+const stringLiteral = (s: string) =>
+  s.length > 0 && s.length % 7 === 0 ? `"\\u0061${JSON.stringify(s).slice(1)}` : JSON.stringify(s)
 const integerSpelling = (n: number) =>
   mostly(fc.constant(String(n)), fc.constantFrom(`${n}.0`, `${n}e0`, n === 0 ? '-0' : `0${Math.abs(n)}`))
 const wrong = fc.constantFrom('null', 'true', '[]', '{}', '"x"', '1.5', '1e999')
@@ -192,7 +207,10 @@ const eventTime = fc
   )
   .chain(integerSpelling)
 const integer = fc
-  .oneof(fc.integer({ min: -1000, max: 1000 }), fc.constantFrom(0, 999_999_999_999_999, 1_000_000_000_000_000, -(2 ** 53)))
+  .oneof(
+    fc.integer({ min: -1000, max: 1000 }),
+    fc.constantFrom(0, 999_999_999_999_999, 1_000_000_000_000_000, -(2 ** 53)),
+  )
   .chain(integerSpelling)
 const uuid = mostly(
   fc.uuid().map((u) => JSON.stringify(u)),
@@ -217,7 +235,12 @@ const attributes = mostly(
 const members: Record<string, fc.Arbitrary<string>> = {
   schema_url: mostly(
     fc.constant(JSON.stringify(SCHEMA_URL)),
-    fc.constantFrom('"https://x/v1.json"', '"ftp://x/v0.json"', '" https://x/v0.json"', '"https://x/v0.JSON"'),
+    fc.constantFrom(
+      '"https://x/v1.json"',
+      '"ftp://x/v0.json"',
+      '" https://x/v0.json"',
+      '"https://x/v0.JSON"',
+    ),
     wrong,
   ),
   app_uuid: mostly(fc.constant('"app-1"'), text(128).map(stringLiteral), wrong),
