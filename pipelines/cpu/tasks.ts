@@ -74,21 +74,11 @@ export default function runTask(task: CpuTask): CpuResult {
       futureWindowMs: task.futureWindowMs,
     }
     // Lines of the usual shape are packed from their bytes; the rest parsed and checked in full.
-    const scanner = new EventLineScanner(window)
     const result = validateEventBody(
       body,
       { ...window, maxRejects: task.maxRejects },
       (event) => packer.add(event),
-      {
-        scan: (bytes, start, end) => scanner.scan(bytes, start, end),
-        get identity() {
-          return scanner.uuid
-        },
-        get scope() {
-          return scanner.app
-        },
-        take: (line) => packer.addScanned(scanner, line),
-      },
+      new EventLineScanner(window, packer),
     )
     return {
       kind: 'server-upload',

@@ -1,6 +1,8 @@
 import { EVENT_LIMITS, isEventSchemaUrl } from '../../schemas/events.ts'
+import type { EventPacker } from './event-row.ts'
 import type { RowBinaryWriter } from './row-binary.ts'
 import type { TimeWindow } from './line-checks.ts'
+import type { LineScanner } from './validate-lines.ts'
 
 /**
  * The CPU pool's short way through a server event line: a scanner of the line's bytes that takes
@@ -58,7 +60,7 @@ function isSpace(b: number): boolean {
   return b === 0x20 || b === 0x09 || b === 0x0d || b === 0x0a
 }
 
-export class EventLineScanner {
+export class EventLineScanner implements LineScanner {
   /** The app, customer and canonical uuid of the line scanned last (when `scan` said yes). */
   app = ''
   customer = ''
@@ -86,7 +88,24 @@ export class EventLineScanner {
   private end = 0
   private chars = 0
 
-  constructor(private readonly window: TimeWindow) {}
+  constructor(
+    private readonly window: TimeWindow,
+    /** Where `take` packs the events taken. */
+    private readonly packer: EventPacker,
+  ) {}
+
+  // LineScanner: an event's identity in a body is its uuid, within its app.
+  get identity(): string {
+    return this.uuid
+  }
+
+  get scope(): string {
+    return this.app
+  }
+
+  take(lineNumber: number): void {
+    this.packer.addScanned(this, lineNumber)
+  }
 
   /**
    * Whether `bytes[start, end)` (one line, valid UTF-8) is a valid event of the common shape. When
@@ -104,19 +123,19 @@ export class EventLineScanner {
     let appEnd = 0
     let uuidEnd = 0
     this.skipSpace()
-    if (!this.take(OPEN)) return false
+    if (!this.consume(OPEN)) return false
     this.skipSpace()
     if (this.peek() === CLOSE) return false
     for (;;) {
       this.skipSpace()
-      if (!this.take(QUOTE)) return false
+      if (!this.consume(QUOTE)) return false
       const keyStart = this.at
       if (!this.string()) return false
       const member = memberBit(bytes, keyStart, this.at - 1)
       if (member === 0 || (seen & member) !== 0) return false
       seen |= member
       this.skipSpace()
-      if (!this.take(COLON)) return false
+      if (!this.consume(COLON)) return false
       this.skipSpace()
       if (member === ATTRIBUTES) {
         if (!this.attributesObject()) return false
@@ -126,7 +145,7 @@ export class EventLineScanner {
         if (member === EVENT_TIME) this.eventTime = value
         else this.ltvChange = value
       } else {
-        if (!this.take(QUOTE)) return false
+        if (!this.consume(QUOTE)) return false
         const valueStart = this.at
         if (!this.string()) return false
         const valueEnd = this.at - 1
@@ -159,8 +178,8 @@ export class EventLineScanner {
         }
       }
       this.skipSpace()
-      if (this.take(COMMA)) continue
-      if (this.take(CLOSE)) break
+      if (this.consume(COMMA)) continue
+      if (this.consume(CLOSE)) break
       return false
     }
     this.skipSpace()
@@ -197,7 +216,7 @@ export class EventLineScanner {
     return this.at < this.end ? this.bytes[this.at]! : -1
   }
 
-  private take(b: number): boolean {
+  private consume(b: number): boolean {
     if (this.at < this.end && this.bytes[this.at] === b) {
       this.at++
       return true
@@ -256,14 +275,14 @@ export class EventLineScanner {
 
   /** `{ "name": "value" | integer, … }` into `attributes`, at most `maxAttributes` members. */
   private attributesObject(): boolean {
-    if (!this.take(OPEN)) return false
+    if (!this.consume(OPEN)) return false
     this.skipSpace()
-    if (this.take(CLOSE)) return true
+    if (this.consume(CLOSE)) return true
     const bytes = this.bytes
     const attributes = this.attributes
     for (;;) {
       this.skipSpace()
-      if (!this.take(QUOTE)) return false
+      if (!this.consume(QUOTE)) return false
       const nameStart = this.at
       if (!this.string()) return false
       const nameEnd = this.at - 1
@@ -284,11 +303,11 @@ export class EventLineScanner {
           return false
       }
       this.skipSpace()
-      if (!this.take(COLON)) return false
+      if (!this.consume(COLON)) return false
       this.skipSpace()
       let valueStart: number
       let valueEnd: number
-      if (this.take(QUOTE)) {
+      if (this.consume(QUOTE)) {
         valueStart = this.at
         if (!this.string()) return false
         valueEnd = this.at - 1
@@ -305,8 +324,8 @@ export class EventLineScanner {
       attributes[slot + 3] = valueEnd
       this.attributeCount = count + 1
       this.skipSpace()
-      if (this.take(COMMA)) continue
-      return this.take(CLOSE)
+      if (this.consume(COMMA)) continue
+      return this.consume(CLOSE)
     }
   }
 

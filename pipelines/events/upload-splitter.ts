@@ -518,15 +518,13 @@ async function attributionDevices(
   const lookUp = async (asked: Map<string, { app: string; customer: string }>) => {
     const since = cache?.generation
     const devices = await lookupDevices(deps.store, asked)
+    const answered: [{ app: string; customer: string }, DeviceDims][] = []
     for (const [key, device] of devices) {
-      const { app, customer } = asked.get(key)!
-      found(app, customer, device)
+      const pair = asked.get(key)!
+      found(pair.app, pair.customer, device)
+      answered.push([pair, device])
     }
-    if (cache)
-      cache.remember(
-        [...devices].map(([key, device]) => [asked.get(key)!, device]),
-        since!,
-      )
+    if (cache && since !== undefined) cache.remember(answered, since)
     return devices
   }
   const devices = await lookUp(pairs)

@@ -30,11 +30,11 @@ const line = (overrides: Record<string, unknown> = {}) =>
 
 /** What the scanner made of `text` (undefined: not taken), as the packer holds it. */
 function scanned(text: string) {
-  const scanner = new EventLineScanner(ctx)
+  const packer = new EventPacker(1)
+  const scanner = new EventLineScanner(ctx, packer)
   const bytes = Buffer.from(text)
   if (!scanner.scan(bytes, 0, bytes.length)) return undefined
-  const packer = new EventPacker(1)
-  packer.addScanned(scanner, 1)
+  scanner.take(1)
   return packer.packed()
 }
 
