@@ -1,4 +1,5 @@
 import { LRUCache } from 'lru-cache'
+import { customerKey } from './device-lookup.ts'
 import type { DeviceDims } from './event-row.ts'
 
 /**
@@ -29,19 +30,19 @@ export class DeviceCache {
   }
 
   get(app: string, customer: string): DeviceDims | undefined {
-    return this.entries.get(cacheKey(app, customer))
+    return this.entries.get(customerKey(app, customer))
   }
 
   /** Keeps what a look-up found, unless a write started or ended since it began (at `since`). */
   remember(found: Iterable<[{ app: string; customer: string }, DeviceDims]>, since: number): void {
     if (since !== this.writes) return
-    for (const [{ app, customer }, device] of found) this.entries.set(cacheKey(app, customer), device)
+    for (const [{ app, customer }, device] of found) this.entries.set(customerKey(app, customer), device)
   }
 
   /** The SDK builder writes (or wrote) these customers' rows. */
   forget(rows: Iterable<{ app_id: string; customer_id: string }>): void {
     this.writes++
-    for (const row of rows) this.entries.delete(cacheKey(row.app_id, row.customer_id))
+    for (const row of rows) this.entries.delete(customerKey(row.app_id, row.customer_id))
   }
 
   get size(): number {
@@ -51,5 +52,3 @@ export class DeviceCache {
 
 // ~0.5 KB a device (a dozen short strings): 20,000 customers are ~10 MB at most.
 const DEFAULT_MAX_CUSTOMERS = 20_000
-
-const cacheKey = (app: string, customer: string) => `${app}\n${customer}`

@@ -124,8 +124,6 @@ export class EventLineScanner implements LineScanner {
     let uuidEnd = 0
     this.skipSpace()
     if (!this.consume(OPEN)) return false
-    this.skipSpace()
-    if (this.peek() === CLOSE) return false
     for (;;) {
       this.skipSpace()
       if (!this.consume(QUOTE)) return false
@@ -210,10 +208,6 @@ export class EventLineScanner implements LineScanner {
       out.stringBytes(bytes, attributes[i + 2]!, attributes[i + 3]!)
     }
     out.int64(this.ltvChange)
-  }
-
-  private peek(): number {
-    return this.at < this.end ? this.bytes[this.at]! : -1
   }
 
   private consume(b: number): boolean {

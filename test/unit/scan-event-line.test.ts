@@ -3,18 +3,8 @@ import { describe, expect, it } from 'vitest'
 import runTask, { type CpuResult } from '../../pipelines/cpu/tasks.ts'
 import { EventPacker, packEvents } from '../../pipelines/events/event-row.ts'
 import { EventLineScanner } from '../../pipelines/events/scan-event-line.ts'
-import {
-  validateEventBody,
-  validateEventLine,
-  type ValidateContext,
-} from '../../pipelines/events/validate-event.ts'
-
-const HOUR = 3_600_000
-const RECEIVED_AT = Date.UTC(2024, 0, 15, 12, 0, 0)
-const ctx: ValidateContext = { receivedAt: RECEIVED_AT, pastWindowMs: 72 * HOUR, futureWindowMs: 48 * HOUR }
-const SCHEMA_URL = 'https://events.example.com/schemas/events/v0.json'
-const UUID = '6f1c2a9e-3b4d-4e5f-8a7b-9c0d1e2f3a4b'
-const EMOJI = '\u{1F600}'
+import { validateEventBody, validateEventLine } from '../../pipelines/events/validate-event.ts'
+import { ctx, EMOJI, HOUR, RECEIVED_AT, SCHEMA_URL, UUID } from '../helpers/event-line-fixtures.ts'
 
 const line = (overrides: Record<string, unknown> = {}) =>
   JSON.stringify({

@@ -5,16 +5,10 @@ import {
   type EventRejectReason,
   type LineResult,
   type ValidEvent,
-  type ValidateContext,
 } from '../../pipelines/events/validate-event.ts'
 import { validateEventLineBySchema } from '../../pipelines/events/validate-event-by-schema.ts'
 import { EventPacker, packEvents } from '../../pipelines/events/event-row.ts'
-
-const HOUR = 3_600_000
-const RECEIVED_AT = Date.UTC(2024, 0, 15, 12, 0, 0)
-const ctx: ValidateContext = { receivedAt: RECEIVED_AT, pastWindowMs: 72 * HOUR, futureWindowMs: 48 * HOUR }
-const UUID = '6f1c2a9e-3b4d-4e5f-8a7b-9c0d1e2f3a4b'
-const SCHEMA_URL = 'https://events.example.com/schemas/events/v0.json'
+import { ctx, EMOJI, HOUR, RECEIVED_AT, SCHEMA_URL, UUID } from '../helpers/event-line-fixtures.ts'
 
 const base = {
   schema_url: SCHEMA_URL,
@@ -36,7 +30,6 @@ function expectedEvent(line: number, overrides: Partial<ValidEvent> = {}): Valid
 }
 
 const s = (n: number, ch = 'x') => ch.repeat(n)
-const EMOJI = '\u{1F600}' // one character, two UTF-16 code units
 const hexOf = (n: number) => s(n, 'a')
 const canonical = (hex32: string) =>
   `${hex32.slice(0, 8)}-${hex32.slice(8, 12)}-${hex32.slice(12, 16)}-${hex32.slice(16, 20)}-${hex32.slice(20)}`
