@@ -1,6 +1,9 @@
 import { classifyBatch, type WriterDecision, type WriterItem } from './classify-stored.ts'
 import type { KeyFilter } from './key-filter.ts'
 
+// 30 bits of a hash: a small integer to V8 (a set of them stores no boxed numbers).
+const SMALL_INTEGER = 0x3fffffff
+
 /** What screenBatch knows of each item of a batch (its mark). */
 export const Screened = {
   /** Not in the filter, nor the key of an earlier item of the batch: stored, no question asked. */
@@ -37,6 +40,11 @@ export function screenBatch(items: readonly WriterItem[], filter: KeyFilter): Sc
   const suspects: WriterItem[] = []
   // app -> uuids of the suspects; only built when there are suspects.
   const suspectKeys = new Map<string, Set<string>>()
+  // The suspects' first key hashes, when the pool hashed every one of them: a New item whose hash
+  // is not among them shares no suspect's key, and is passed over without hashing its uuid string
+  // (the engine's writes: ~97 % of items New, ~2 % suspects; 0.5 µs a write's item before).
+  const suspectHashes = new Set<number>()
+  let unhashedSuspect = false
   for (let i = 0; i < items.length; i++) {
     const item = items[i]!
     const at = 2 * (item.keyIndex ?? 0)
@@ -48,6 +56,8 @@ export function screenBatch(items: readonly WriterItem[], filter: KeyFilter): Sc
       continue
     marks[i] = Screened.Suspect
     suspects.push(items[i]!)
+    if (item.keyHash) suspectHashes.add(item.keyHash[at]! & SMALL_INTEGER)
+    else unhashedSuspect = true
     let uuids = suspectKeys.get(item.app)
     if (!uuids) suspectKeys.set(item.app, (uuids = new Set()))
     uuids.add(item.uuid)
@@ -58,6 +68,12 @@ export function screenBatch(items: readonly WriterItem[], filter: KeyFilter): Sc
   for (let i = 0; i < items.length; i++) {
     if (marks[i] !== Screened.New) continue
     const item = items[i]!
+    if (
+      item.keyHash &&
+      !unhashedSuspect &&
+      !suspectHashes.has(item.keyHash[2 * (item.keyIndex ?? 0)]! & SMALL_INTEGER)
+    )
+      continue
     if (!suspectKeys.get(item.app)?.has(item.uuid)) continue
     marks[i] = Screened.NewWithCopies
     newWithCopies ??= new Map()

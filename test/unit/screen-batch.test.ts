@@ -85,6 +85,35 @@ describe('screening a batch with the filter of stored keys', () => {
     )
   })
 
+  it('finds the copies of a suspect among items the pool hashed, and only those', () => {
+    // Every item hashed (the splitter's writes): New items are passed over by their hash, so a
+    // New item sharing a suspect's key must still be found by it, and one whose hash is not a
+    // suspect's must stay New.
+    const filter = new KeyFilter()
+    filter.add('app', 'old')
+    const items = [
+      item('app', 'n1', 'tx-2', 1), // new, copied later in the batch
+      item('app', 'n2', 'tx-2', 2), // new
+      item('app', 'old', 'tx-2', 3), // stored before: a suspect
+      item('app', 'n1', 'tx-3', 1), // a copy of line 1: a suspect, not asked
+      item('other', 'n2', 'tx-3', 2), // the same uuid in another app: a key of its own, new
+    ]
+    const hashed = keyHashes(
+      items.map((i) => i.app),
+      items.map((i) => i.uuid),
+    )
+    items.forEach((it, i) => Object.assign(it, { keyHash: hashed, keyIndex: i }))
+    const { marks, lookups } = screenBatch(items, filter)
+    expect([...marks]).toEqual([
+      Screened.NewWithCopies,
+      Screened.New,
+      Screened.Suspect,
+      Screened.Suspect,
+      Screened.New,
+    ])
+    expect(lookups.map((i) => `${i.uuid}/${i.upload.tx}`)).toEqual(['old/tx-2'])
+  })
+
   it('asks about no key the filter did not hold before the batch, and adds each new key once', () => {
     const filter = new KeyFilter()
     filter.add('app', 'old')
