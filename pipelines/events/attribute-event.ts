@@ -1,5 +1,5 @@
 import type { RowParts } from './event-block.ts'
-import { deviceTail, uploadHead, type DeviceDims, type PackedEvents } from './event-row.ts'
+import { appOf, customerOf, deviceTail, uploadHead, type DeviceDims, type PackedEvents } from './event-row.ts'
 
 export interface AttributionContext {
   orgId: number
@@ -31,7 +31,7 @@ export function attributeEvent(
   i: number,
   ctx: AttributionContext,
 ): DeviceDims | AttributionReject {
-  const app = events.app[i]!
+  const app = appOf(events, i)
   const owner = ctx.appOrg.get(app)
   if (owner === undefined || owner !== ctx.orgId) {
     return {
@@ -43,7 +43,7 @@ export function attributeEvent(
       detail: `app_uuid ${app} is not an app of this organization`,
     }
   }
-  const customer = events.customer[i]!
+  const customer = customerOf(events, i)
   const device = ctx.devices.get(app)?.get(customer)
   if (!device) {
     return {

@@ -44,12 +44,20 @@ export const eventKey = (appId: string, uuid: string) => `${appId}\n${uuid}`
  * loads, and never becomes a string on the main thread.
  */
 export interface PackedEvents {
-  line: number[]
-  app: string[]
-  customer: string[]
+  /** Each event's line in the upload. */
+  line: Uint32Array
+  /**
+   * The upload's distinct apps and customers, and each event's index into them: a body names a
+   * few apps and a few hundred customers thousands of times, and the splitter's thread receives
+   * (structured clone) and hashes each distinct string once instead of once per event.
+   */
+  apps: string[]
+  appIndex: Uint32Array
+  customers: string[]
+  customerIndex: Uint32Array
   uuid: string[]
   own: Uint8Array
-  ownEnd: number[]
+  ownEnd: Uint32Array
   /**
    * The filter of stored keys' two hashes of each event's (app, uuid), h1 then h2 (`keyHashes`):
    * hashed here, so the event store's thread only tests bits.
@@ -57,13 +65,22 @@ export interface PackedEvents {
   keyHash: Uint32Array
 }
 
+/** Event `i`'s app. */
+export const appOf = (events: PackedEvents, i: number): string => events.apps[events.appIndex[i]!]!
+
+/** Event `i`'s customer. */
+export const customerOf = (events: PackedEvents, i: number): string =>
+  events.customers[events.customerIndex[i]!]!
+
 export const noPackedEvents = (): PackedEvents => ({
-  line: [],
-  app: [],
-  customer: [],
+  line: new Uint32Array(0),
+  apps: [],
+  appIndex: new Uint32Array(0),
+  customers: [],
+  customerIndex: new Uint32Array(0),
   uuid: [],
   own: new Uint8Array(0),
-  ownEnd: [],
+  ownEnd: new Uint32Array(0),
   keyHash: new Uint32Array(0),
 })
 
@@ -81,7 +98,14 @@ export function packEvents(events: readonly ValidEvent[]): PackedEvents {
  * generation's collections (on V8's helper threads) paid for them again.
  */
 export class EventPacker {
-  private readonly packing = noPackedEvents()
+  private readonly line: number[] = []
+  private readonly app: string[] = []
+  private readonly appIndex: number[] = []
+  private readonly apps = new Map<string, number>()
+  private readonly customerIndex: number[] = []
+  private readonly customers = new Map<string, number>()
+  private readonly uuid: string[] = []
+  private readonly ownEnd: number[] = []
   private readonly out: RowBinaryWriter
 
   constructor(expectedEvents = 0) {
@@ -90,33 +114,47 @@ export class EventPacker {
   }
 
   add(e: ValidEvent): void {
-    const packed = this.packing
-    packed.line.push(e.line)
-    packed.app.push(e.app_uuid)
-    packed.customer.push(e.customer_id)
-    packed.uuid.push(e.uuid)
+    this.identify(e.line, e.app_uuid, e.customer_id, e.uuid)
     writeOwnValues(this.out, e.uuid, e.customer_id, e.event_name, e.event_time, e.attributes, e.ltv_change)
-    packed.ownEnd.push(this.out.length)
+    this.ownEnd.push(this.out.length)
   }
 
   /** The event `scanner` scanned last, its own values written from the line's bytes. */
   addScanned(scanner: EventLineScanner, line: number): void {
-    const packed = this.packing
-    packed.line.push(line)
-    packed.app.push(scanner.app)
-    packed.customer.push(scanner.customer)
-    packed.uuid.push(scanner.uuid)
+    this.identify(line, scanner.app, scanner.customer, scanner.uuid)
     scanner.writeOwn(this.out)
-    packed.ownEnd.push(this.out.length)
+    this.ownEnd.push(this.out.length)
   }
 
   /** The events added so far, packed (call once). */
   packed(): PackedEvents {
-    const packed = this.packing
-    packed.own = this.out.view()
-    packed.keyHash = keyHashes(packed.app, packed.uuid)
-    return packed
+    return {
+      line: Uint32Array.from(this.line),
+      apps: [...this.apps.keys()],
+      appIndex: Uint32Array.from(this.appIndex),
+      customers: [...this.customers.keys()],
+      customerIndex: Uint32Array.from(this.customerIndex),
+      uuid: this.uuid,
+      own: this.out.view(),
+      ownEnd: Uint32Array.from(this.ownEnd),
+      keyHash: keyHashes(this.app, this.uuid),
+    }
   }
+
+  private identify(line: number, app: string, customer: string, uuid: string): void {
+    this.line.push(line)
+    this.app.push(app)
+    this.appIndex.push(indexIn(this.apps, app))
+    this.customerIndex.push(indexIn(this.customers, customer))
+    this.uuid.push(uuid)
+  }
+}
+
+/** `value`'s index among the distinct values of `seen` (in order of first appearance), added if new. */
+function indexIn(seen: Map<string, number>, value: string): number {
+  let index = seen.get(value)
+  if (index === undefined) seen.set(value, (index = seen.size))
+  return index
 }
 
 function writeOwnValues(

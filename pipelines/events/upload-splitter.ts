@@ -6,7 +6,7 @@ import type { DeviceCache } from './device-cache.ts'
 import { customerKey, lookupDevices, waitForSdkBacklog } from './device-lookup.ts'
 import type { WriterItem } from './classify-stored.ts'
 import { blockMessages, eventPartitions, type BlockEvent, type UploadRef } from './event-block.ts'
-import { noPackedEvents, type DeviceDims, type PackedEvents } from './event-row.ts'
+import { appOf, noPackedEvents, type DeviceDims, type PackedEvents } from './event-row.ts'
 import {
   MAX_REJECTED_LINES_PER_UPLOAD,
   receiptRow,
@@ -262,7 +262,7 @@ export function serverUploadSplitter(deps: SplitterDeps) {
     /** Attributes a group of parsed uploads: the events to forward and what it rejected. */
     async function attributeGroup(group: ParsedUpload[]): Promise<AttributedGroup> {
       const appIds = new Set<string>()
-      for (const upload of group) for (const app of upload.events.app) appIds.add(app)
+      for (const upload of group) for (const app of upload.events.apps) appIds.add(app)
       const appOrg = await appOwners(deps.apps, appIds)
       const devices = await attributionDevices(deps, group, appOrg)
       const forward: BlockEvent[] = []
@@ -306,7 +306,7 @@ export function serverUploadSplitter(deps: SplitterDeps) {
               )
             continue
           }
-          const app = events.app[i]!
+          const app = appOf(events, i)
           const uuid = events.uuid[i]!
           const line = events.line[i]!
           const row = rowOf(i, app, result)
@@ -490,15 +490,17 @@ async function attributionDevices(
   // customers dozens of times, and a key string and an object per event cost more than a Set.
   const customersOf = new Map<string, Set<string>>()
   for (const upload of uploads) {
-    const { app, customer } = upload.events
+    const { apps, appIndex, customers, customerIndex } = upload.events
     const org = Number(upload.headers.org)
-    for (let i = 0; i < app.length; i++) {
-      const appId = app[i]!
-      if (appOrg.get(appId) !== org) continue
-      let customers = customersOf.get(appId)
-      if (!customers) customersOf.set(appId, (customers = new Set()))
-      customers.add(customer[i]!)
-    }
+    // Per app of the upload, its customers' indexes: small integers, no string hashed per event.
+    const named = apps.map((app) => (appOrg.get(app) === org ? new Set<number>() : undefined))
+    for (let i = 0; i < appIndex.length; i++) named[appIndex[i]!]?.add(customerIndex[i]!)
+    named.forEach((indexes, a) => {
+      if (!indexes) return
+      let ofApp = customersOf.get(apps[a]!)
+      if (!ofApp) customersOf.set(apps[a]!, (ofApp = new Set()))
+      for (const c of indexes) ofApp.add(customers[c]!)
+    })
   }
   // By app, then customer: attribution then builds no key string per event.
   const byApp = new Map<string, Map<string, DeviceDims>>()

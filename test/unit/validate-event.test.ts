@@ -7,7 +7,7 @@ import {
   type ValidEvent,
 } from '../../pipelines/events/validate-event.ts'
 import { validateEventLineBySchema } from '../../pipelines/events/validate-event-by-schema.ts'
-import { EventPacker, packEvents } from '../../pipelines/events/event-row.ts'
+import { appOf, customerOf, EventPacker, packEvents } from '../../pipelines/events/event-row.ts'
 import { ctx, EMOJI, HOUR, RECEIVED_AT, SCHEMA_URL, UUID } from '../helpers/event-line-fixtures.ts'
 
 const base = {
@@ -578,13 +578,23 @@ describe('validateEventBody with onEvent (the CPU pool packs each event as it is
     const packed = packer.packed()
     const whole = packEvents(listed.events)
     expect(Buffer.from(packed.own)).toEqual(Buffer.from(whole.own))
-    expect(packed.ownEnd).toEqual(whole.ownEnd)
+    expect([...packed.ownEnd]).toEqual([...whole.ownEnd])
     expect([...packed.keyHash]).toEqual([...whole.keyHash])
-    expect([packed.line, packed.app, packed.uuid, packed.customer]).toEqual([
+    expect([[...packed.line], packed.uuid]).toEqual([
       [1, 3, 5],
-      ['app-1', 'app-1', 'app-2'],
       [UUID, U2, UUID],
-      ['customer-1', 'customer-1', 'customer-1'],
+    ])
+    // Each distinct app and customer once, and each event's index into them.
+    expect([packed.apps, [...packed.appIndex], packed.customers, [...packed.customerIndex]]).toEqual([
+      ['app-1', 'app-2'],
+      [0, 0, 1],
+      ['customer-1'],
+      [0, 0, 0],
+    ])
+    expect(packed.uuid.map((_, i) => [appOf(packed, i), customerOf(packed, i)])).toEqual([
+      ['app-1', 'customer-1'],
+      ['app-1', 'customer-1'],
+      ['app-2', 'customer-1'],
     ])
   })
 })
