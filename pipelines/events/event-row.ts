@@ -99,7 +99,6 @@ export function packEvents(events: readonly ValidEvent[]): PackedEvents {
  */
 export class EventPacker {
   private readonly line: number[] = []
-  private readonly app: string[] = []
   private readonly appIndex: number[] = []
   private readonly apps = new Map<string, number>()
   private readonly customerIndex: number[] = []
@@ -128,22 +127,22 @@ export class EventPacker {
 
   /** The events added so far, packed (call once). */
   packed(): PackedEvents {
+    const apps = [...this.apps.keys()]
     return {
       line: Uint32Array.from(this.line),
-      apps: [...this.apps.keys()],
+      apps,
       appIndex: Uint32Array.from(this.appIndex),
       customers: [...this.customers.keys()],
       customerIndex: Uint32Array.from(this.customerIndex),
       uuid: this.uuid,
       own: this.out.view(),
       ownEnd: Uint32Array.from(this.ownEnd),
-      keyHash: keyHashes(this.app, this.uuid),
+      keyHash: keyHashes(apps, this.uuid, this.appIndex),
     }
   }
 
   private identify(line: number, app: string, customer: string, uuid: string): void {
     this.line.push(line)
-    this.app.push(app)
     this.appIndex.push(indexIn(this.apps, app))
     this.customerIndex.push(indexIn(this.customers, customer))
     this.uuid.push(uuid)

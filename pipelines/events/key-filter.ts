@@ -122,14 +122,19 @@ export class KeyFilter {
 }
 
 /**
- * The filter's two hashes of each key (`apps[i]`, `uuids[i]`), h1 then h2 per key: computed where
- * the events are parsed (the CPU pool), so the thread that screens a batch only tests bits.
+ * The filter's two hashes of each key (`apps[i]`, `uuids[i]`; with `appIndex`, `apps[appIndex[i]]`),
+ * h1 then h2 per key: computed where the events are parsed (the CPU pool), so the thread that
+ * screens a batch only tests bits.
  */
-export function keyHashes(apps: readonly string[], uuids: readonly string[]): Uint32Array {
-  const out = new Uint32Array(apps.length * 2)
+export function keyHashes(
+  apps: readonly string[],
+  uuids: readonly string[],
+  appIndex?: ArrayLike<number>,
+): Uint32Array {
+  const out = new Uint32Array(uuids.length * 2)
   let scratch: Buffer = Buffer.allocUnsafe(256)
-  for (let i = 0; i < apps.length; i++) {
-    scratch = keyBytes(scratch, apps[i]!, uuids[i]!)
+  for (let i = 0; i < uuids.length; i++) {
+    scratch = keyBytes(scratch, apps[appIndex ? appIndex[i]! : i]!, uuids[i]!)
     out[2 * i] = murmurHash3x86(scratch, keyLength)
     out[2 * i + 1] = xxHash32(scratch, keyLength)
   }

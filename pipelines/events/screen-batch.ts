@@ -42,7 +42,7 @@ export function screenBatch(items: readonly WriterItem[], filter: KeyFilter): Sc
   const suspectKeys = new Map<string, Set<string>>()
   // The suspects' first key hashes, when the pool hashed every one of them: a New item whose hash
   // is not among them shares no suspect's key, and is passed over without hashing its uuid string
-  // (the engine's writes: ~97 % of items New, ~2 % suspects; 0.5 µs a write's item before).
+  // (~97 % of a write's items are New; hashing theirs here cost ~0.15 µs each).
   const suspectHashes = new Set<number>()
   let unhashedSuspect = false
   for (let i = 0; i < items.length; i++) {

@@ -8,6 +8,7 @@ import {
 } from '../../pipelines/events/validate-event.ts'
 import { validateEventLineBySchema } from '../../pipelines/events/validate-event-by-schema.ts'
 import { appOf, customerOf, EventPacker, packEvents } from '../../pipelines/events/event-row.ts'
+import { keyHashes } from '../../pipelines/events/key-filter.ts'
 import { ctx, EMOJI, HOUR, RECEIVED_AT, SCHEMA_URL, UUID } from '../helpers/event-line-fixtures.ts'
 
 const base = {
@@ -591,6 +592,8 @@ describe('validateEventBody with onEvent (the CPU pool packs each event as it is
       ['customer-1'],
       [0, 0, 0],
     ])
+    // The key hashes through the indexes are those of each event's own app and uuid.
+    expect([...packed.keyHash]).toEqual([...keyHashes(['app-1', 'app-1', 'app-2'], [UUID, U2, UUID])])
     expect(packed.uuid.map((_, i) => [appOf(packed, i), customerOf(packed, i)])).toEqual([
       ['app-1', 'customer-1'],
       ['app-1', 'customer-1'],
