@@ -11,7 +11,7 @@ import { audienceRefreshJob } from '../pipelines/audiences/refresh-job.ts'
 import { DeadLetterStore } from '../pipelines/failures/dead-letters.ts'
 import { resolveAdminToken } from './admin-token.ts'
 import type { Config } from './config.ts'
-import { createEdgeApp } from './edge/app.ts'
+import { createEdge } from './edge/app.ts'
 import type { EdgeEnv } from './edge/env.ts'
 import type { ReadinessCheck } from './edge/routes/health.ts'
 import { CountRequester } from './edge/audiences/count-requests.ts'
@@ -24,6 +24,7 @@ import { pushRoutes } from './edge/routes/push.ts'
 import { pushTransportAdminRoutes } from './edge/routes/push-transports-admin.ts'
 import { PushTransportConfigs } from './push/transport-configs.ts'
 import { createTransportResolver } from './push/transport-resolver.ts'
+import type { DirectRoute } from './edge/direct-dispatch.ts'
 import { uploadRoutes } from './edge/routes/uploads.ts'
 import { listen } from './edge/serve.ts'
 import { LoadShedder } from './edge/uploads/load-shedder.ts'
@@ -115,7 +116,7 @@ export async function startProcess(
       const areas = edgeAreas(runtime, { adminToken: token })
       areas.start()
       closers.push(async () => areas.stop())
-      const app = createEdgeApp({
+      const edge = createEdge({
         control: runtime.control,
         logger,
         metrics: runtime.metrics,
@@ -123,6 +124,7 @@ export async function startProcess(
         readiness: readinessChecks(runtime),
         isDraining: () => draining,
         areas: areas.routers,
+        directRoutes: areas.direct,
         deadLetters: { store: new DeadLetterStore(runtime.store), bus: runtime.bus },
         requireHttps: {
           trustedProxies: config.SLUICE_TRUSTED_PROXIES,
@@ -139,7 +141,10 @@ export async function startProcess(
         config.SLUICE_TLS_CERT && config.SLUICE_TLS_KEY
           ? { certPath: config.SLUICE_TLS_CERT, keyPath: config.SLUICE_TLS_KEY }
           : undefined
-      const server = await listen(app, config.HOST, config.PORT, tls ? { tls } : {})
+      const server = await listen(edge.app, config.HOST, config.PORT, {
+        direct: edge.direct,
+        ...(tls && { tls }),
+      })
       closers.push(() => server.close())
       if (tls) {
         // A renewed certificate is taken without a restart: `kill -HUP` after replacing the files.
@@ -191,6 +196,8 @@ export async function startProcess(
 /** The edge's API areas: one router each, and what they run in the background. */
 export interface EdgeAreas {
   routers: Hono<EdgeEnv>[]
+  /** Routes the edge's server also takes before Hono's dispatch (the server-side upload). */
+  direct: DirectRoute[]
   start(): void
   stop(): void
 }
@@ -283,7 +290,7 @@ export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | unde
   })
   return {
     routers: [
-      uploads,
+      uploads.routes,
       profiles,
       audiences,
       campaigns,
@@ -292,6 +299,7 @@ export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | unde
       pushTransportAdmin,
       ...exportEdgeRouters(runtime, secrets.adminToken),
     ],
+    direct: [uploads.direct],
     start: () => shedder.start(),
     stop: () => shedder.stop(),
   }

@@ -5,10 +5,15 @@ import type { Logger } from '../shared/logger.ts'
 import type { Metrics } from '../shared/metrics.ts'
 import type { EdgeEnv } from './env.ts'
 import { apiAuth } from './middleware/api-auth.ts'
-import { authFailureLimit, type AuthFailureLimitOptions } from './middleware/auth-failure-limit.ts'
+import { directDispatch, type DirectDispatch, type DirectRoute } from './direct-dispatch.ts'
+import {
+  AuthFailureLimit,
+  authFailureLimit,
+  type AuthFailureLimitOptions,
+} from './middleware/auth-failure-limit.ts'
 import { errorHandler, notFoundHandler } from './middleware/errors.ts'
-import { httpMetrics } from './middleware/metrics.ts'
-import { requireHttps, type RequireHttpsOptions } from './middleware/require-https.ts'
+import { HttpRequestMetrics, httpMetrics } from './middleware/metrics.ts'
+import { httpsCheck, requireHttps, type RequireHttpsOptions } from './middleware/require-https.ts'
 import { adminRoutes, type DeadLetterAdmin } from './routes/admin.ts'
 import { authCheckRoutes } from './routes/auth-check.ts'
 import { healthRoutes, type ReadinessCheck } from './routes/health.ts'
@@ -28,6 +33,14 @@ export interface EdgeDeps {
   authFailureLimit?: AuthFailureLimitOptions
   /** Who may use plain HTTP (loopback always); absent: anyone, as in tests through app.request(). */
   requireHttps?: RequireHttpsOptions
+  /** Routes also served before Hono's dispatch (direct-dispatch.ts); each is in an area too. */
+  directRoutes?: readonly DirectRoute[]
+}
+
+/** The edge: the Hono app, and the dispatch of its direct routes for the HTTP server (serve.ts). */
+export interface Edge {
+  app: Hono<EdgeEnv>
+  direct: DirectDispatch | undefined
 }
 
 /**
@@ -37,12 +50,22 @@ export interface EdgeDeps {
  */
 const API_PREFIXES = ['/v0', '/v1', '/v2', '/events', '/api'] as const
 
-/** The edge: one Hono app serving every base address (profile, messaging, events, api). */
-export function createEdgeApp(deps: EdgeDeps) {
+/** The edge's Hono app alone (tests through app.request()). */
+export function createEdgeApp(deps: EdgeDeps): Hono<EdgeEnv> {
+  return createEdge(deps).app
+}
+
+/**
+ * The edge: one Hono app serving every base address (profile, messaging, events, api), and the
+ * same middleware's checks around the direct routes, sharing their state (the failure limit).
+ */
+export function createEdge(deps: EdgeDeps): Edge {
   const app = new Hono<EdgeEnv>()
-  app.use('*', httpMetrics(deps.metrics))
+  const requests = new HttpRequestMetrics(deps.metrics)
+  const authFailures = deps.authFailureLimit ? new AuthFailureLimit(deps.authFailureLimit) : undefined
+  app.use('*', httpMetrics(requests))
   if (deps.requireHttps) app.use('*', requireHttps(deps.requireHttps))
-  if (deps.authFailureLimit) app.use('*', authFailureLimit(deps.authFailureLimit))
+  if (authFailures) app.use('*', authFailureLimit(authFailures))
   app.route('/', healthRoutes(deps.metrics, deps.readiness, deps.isDraining))
   app.route('/admin/v1', adminRoutes(deps.control, deps.adminToken, deps.deadLetters))
   app.route('/', authCheckRoutes(deps.control))
@@ -54,5 +77,13 @@ export function createEdgeApp(deps: EdgeDeps) {
     })
   app.notFound(notFoundHandler)
   app.onError(errorHandler(deps.logger))
-  return app
+  const direct = directDispatch({
+    routes: deps.directRoutes ?? [],
+    control: deps.control,
+    logger: deps.logger,
+    requests,
+    ...(deps.requireHttps && { https: httpsCheck(deps.requireHttps) }),
+    ...(authFailures && { authFailures }),
+  })
+  return { app, direct }
 }

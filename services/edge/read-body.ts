@@ -13,8 +13,13 @@ import { payloadTooLarge, SluiceError } from '../shared/errors.ts'
 export async function readRequestBody(c: Context, limit: number): Promise<Buffer> {
   const incoming = (c.env as { incoming?: unknown } | undefined)?.incoming
   if (!isUnreadIncoming(incoming)) return readBoundedBody(c.req.raw, limit)
+  return readIncomingBody(incoming, limit)
+}
+
+/** A Node request's body, bounded like readBoundedBody (413 once it reaches `limit` bytes). */
+export function readIncomingBody(incoming: IncomingMessage, limit: number): Promise<Buffer> {
   const declared = Number(incoming.headers['content-length'] ?? NaN)
-  if (Number.isFinite(declared) && declared >= limit) throw tooLarge(limit)
+  if (Number.isFinite(declared) && declared >= limit) return Promise.reject(tooLarge(limit))
   return new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = []
     let total = 0

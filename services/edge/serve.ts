@@ -1,10 +1,11 @@
 import { readFile } from 'node:fs/promises'
-import type { Server } from 'node:http'
+import { createServer, type Server } from 'node:http'
 import { createSecureServer, type Http2SecureServer, type ServerHttp2Session } from 'node:http2'
 import type { AddressInfo } from 'node:net'
 import type { TLSSocket } from 'node:tls'
-import { createAdaptorServer } from '@hono/node-server'
+import { getRequestListener } from '@hono/node-server'
 import type { Hono } from 'hono'
+import type { DirectDispatch } from './direct-dispatch.ts'
 import type { EdgeEnv } from './env.ts'
 
 /** PEM files of the edge's certificate (chain) and private key. */
@@ -31,16 +32,19 @@ export async function listen(
   app: Hono<EdgeEnv>,
   host: string,
   port: number,
-  options: { tls?: TlsFiles } = {},
+  options: { tls?: TlsFiles; direct?: DirectDispatch | undefined } = {},
 ): Promise<HttpServer> {
   const tls = options.tls
+  const hono = getRequestListener(app.fetch)
+  const direct = options.direct
+  const listener: typeof hono = direct
+    ? async (req, res) => {
+        if (!direct(req, res)) await hono(req, res)
+      }
+    : hono
   const server = tls
-    ? (createAdaptorServer({
-        fetch: app.fetch,
-        createServer: createSecureServer,
-        serverOptions: { allowHTTP1: true, ...(await readTls(tls)) },
-      }) as Http2SecureServer)
-    : (createAdaptorServer({ fetch: app.fetch }) as Server)
+    ? createSecureServer({ allowHTTP1: true, ...(await readTls(tls)) }, listener)
+    : createServer(listener)
   // HTTP/2 sessions and TLS sockets, so close() can end the idle ones instead of waiting for them.
   const sessions = new Set<ServerHttp2Session>()
   const sockets = new Set<TLSSocket>()

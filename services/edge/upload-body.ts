@@ -8,13 +8,25 @@ export interface UploadLimits {
   maxInflatedBytes: number
 }
 
+/** What the upload checks read of a request: headers, and the body once. */
+export interface UploadRequest {
+  header(name: string): string | undefined
+  /** The whole body; 413 once it reaches `limit` bytes. */
+  readBody(limit: number): Promise<Buffer>
+}
+
+/** The upload checks' view of a request Hono dispatched. */
+export function honoUploadRequest(c: Context): UploadRequest {
+  return { header: (name) => c.req.header(name), readBody: (limit) => readRequestBody(c, limit) }
+}
+
 /**
  * What the spec lets a 202 confirm about an upload, and nothing more: an allowed Content-Type, a
  * body under the size limit, valid gzip when declared gzip, not empty. Lines are not parsed here.
  */
-export function uploadEncoding(c: Context): 'gzip' | 'identity' {
-  const type = (c.req.header('Content-Type') ?? '').split(';')[0]!.trim().toLowerCase()
-  const contentEncoding = (c.req.header('Content-Encoding') ?? 'identity').trim().toLowerCase()
+export function uploadEncoding(request: UploadRequest): 'gzip' | 'identity' {
+  const type = (request.header('Content-Type') ?? '').split(';')[0]!.trim().toLowerCase()
+  const contentEncoding = (request.header('Content-Encoding') ?? 'identity').trim().toLowerCase()
   if (type === 'application/x-gzip' || type === 'application/gzip') return 'gzip'
   if (type === 'application/json') {
     if (contentEncoding === 'gzip' || contentEncoding === 'x-gzip') return 'gzip'
@@ -27,11 +39,11 @@ export function uploadEncoding(c: Context): 'gzip' | 'identity' {
 }
 
 export async function readUploadBody(
-  c: Context,
+  request: UploadRequest,
   encoding: 'gzip' | 'identity',
   limits: UploadLimits,
 ): Promise<Buffer> {
-  const body = await readRequestBody(c, limits.maxBytes)
+  const body = await request.readBody(limits.maxBytes)
   if (body.length === 0) throw badRequest('empty body: send one JSON object per line')
   if (encoding === 'gzip') {
     const check = await checkGzip(body, limits.maxInflatedBytes)

@@ -3,7 +3,7 @@ import type { ControlStore } from '../../control/control-store.ts'
 import type { Scope } from '../../../schemas/admin.ts'
 import { parseBasicAuth, verifySecret } from '../../control/credentials.ts'
 import { SluiceError, forbidden } from '../../shared/errors.ts'
-import type { EdgeEnv } from '../env.ts'
+import type { AuthAttempts, EdgeEnv, Principal } from '../env.ts'
 
 const invalidCredentials = () =>
   new SluiceError('unauthorized', 401, 'invalid credentials', {
@@ -19,19 +19,29 @@ const invalidCredentials = () =>
  */
 export function apiAuth(control: ControlStore, scope?: Scope): MiddlewareHandler<EdgeEnv> {
   return async (c, next) => {
-    const attempts = c.get('authAttempts')
-    attempts?.check()
-    const credentials = parseBasicAuth(c.req.header('Authorization'))
-    if (!credentials) throw invalidCredentials()
-    const key = await control.getKey(credentials.user)
-    const storedHash = key && !key.revoked ? key.secret_hash : '0'.repeat(64)
-    const ok = verifySecret(credentials.user, credentials.password, storedHash)
-    if (!ok || !key || key.revoked) {
-      attempts?.failed()
-      throw invalidCredentials()
-    }
-    if (scope && !key.scopes.includes(scope)) throw forbidden(`this API key lacks the '${scope}' scope`)
-    c.set('principal', { orgId: key.org_id, apiKey: key.api_key, scopes: key.scopes })
+    const principal = await authenticate(control, c.req.header('Authorization'), c.get('authAttempts'), scope)
+    c.set('principal', principal)
     await next()
   }
+}
+
+/** The check itself, for the middleware and for routes served before Hono's dispatch. */
+export async function authenticate(
+  control: ControlStore,
+  authorization: string | undefined,
+  attempts: AuthAttempts | undefined,
+  scope: Scope | undefined,
+): Promise<Principal> {
+  attempts?.check()
+  const credentials = parseBasicAuth(authorization)
+  if (!credentials) throw invalidCredentials()
+  const key = await control.getKey(credentials.user)
+  const storedHash = key && !key.revoked ? key.secret_hash : '0'.repeat(64)
+  const ok = verifySecret(credentials.user, credentials.password, storedHash)
+  if (!ok || !key || key.revoked) {
+    attempts?.failed()
+    throw invalidCredentials()
+  }
+  if (scope && !key.scopes.includes(scope)) throw forbidden(`this API key lacks the '${scope}' scope`)
+  return { orgId: key.org_id, apiKey: key.api_key, scopes: key.scopes }
 }

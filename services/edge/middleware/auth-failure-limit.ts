@@ -20,14 +20,35 @@ export interface AuthFailureLimitOptions {
  * authenticated request, good credentials included, since answering those would let a guesser
  * keep testing guesses.
  */
-export function authFailureLimit(options: AuthFailureLimitOptions): MiddlewareHandler<EdgeEnv> {
-  const failures = new TokenBuckets(options.perAddressPerMinute, 60_000, options.clock)
-  const trusted = options.trustedProxies.length > 0 ? trustedProxyList(options.trustedProxies) : undefined
+export function authFailureLimit(limit: AuthFailureLimit): MiddlewareHandler<EdgeEnv> {
   return async (c, next) => {
+    c.set(
+      'authAttempts',
+      limit.attempts(peerAddress(c), () => c.req.header('X-Forwarded-For')),
+    )
+    await next()
+  }
+}
+
+/**
+ * The limit's state: failures per address, shared by every route that authenticates, those
+ * behind the middleware and those served before Hono's dispatch (direct-dispatch.ts).
+ */
+export class AuthFailureLimit {
+  private readonly failures: TokenBuckets
+  private readonly trusted: ReturnType<typeof trustedProxyList> | undefined
+
+  constructor(options: AuthFailureLimitOptions) {
+    this.failures = new TokenBuckets(options.perAddressPerMinute, 60_000, options.clock)
+    this.trusted = options.trustedProxies.length > 0 ? trustedProxyList(options.trustedProxies) : undefined
+  }
+
+  /** The limit bound to one request's client (its socket's peer, or what a trusted proxy says). */
+  attempts(peer: string | undefined, forwardedFor: () => string | undefined): AuthAttempts {
+    const { failures, trusted } = this
     let key: string | undefined
-    const keyOf = () =>
-      (key ??= addressLimitKey(clientAddress(peerAddress(c), c.req.header('X-Forwarded-For'), trusted)))
-    c.set('authAttempts', {
+    const keyOf = () => (key ??= addressLimitKey(clientAddress(peer, forwardedFor(), trusted)))
+    return {
       check() {
         // No failure on record anywhere: nothing to look up (the address is parsed only when needed).
         if (failures.empty) return
@@ -37,8 +58,7 @@ export function authFailureLimit(options: AuthFailureLimitOptions): MiddlewareHa
       failed() {
         failures.take(keyOf())
       },
-    })
-    await next()
+    }
   }
 }
 

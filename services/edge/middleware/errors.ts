@@ -9,26 +9,35 @@ import { REQUEST_ABORTED } from '../read-body.ts'
 /** The edge's one error handler: every error body is {"error": message, "errors": [message]} (plus any extra fields). */
 export function errorHandler(logger: Logger): ErrorHandler {
   return (err, c) => {
-    if (err instanceof SluiceError) {
-      if (err.status >= 500) logServerError(logger, err, c.req.method, c.req.path)
-      else if (err.code === REQUEST_ABORTED)
-        logger.debug(
-          { method: c.req.method, path: c.req.path },
-          'client closed the request before its body arrived',
-        )
-      for (const [name, value] of Object.entries(err.headers ?? {})) c.header(name, value)
-      return c.json(errorBody(err.message, err.extra), err.status as ContentfulStatusCode)
-    }
-    if (err instanceof HTTPException) {
-      const status = err.status
-      const message = status === 401 ? 'invalid credentials' : err.message || 'request failed'
-      if (status === 401) c.header('WWW-Authenticate', 'Basic realm="sluice"')
-      if (status >= 500) logServerError(logger, err, c.req.method, c.req.path)
-      return c.json(errorBody(message), status)
-    }
-    logger.error({ err, path: c.req.path, method: c.req.method }, 'unhandled error')
-    return c.json(errorBody('internal error'), 500)
+    const answer = errorAnswer(err, logger, c.req.method, c.req.path)
+    for (const [name, value] of Object.entries(answer.headers)) c.header(name, value)
+    return c.json(answer.body, answer.status as ContentfulStatusCode)
   }
+}
+
+/** An error's answer (status, headers, JSON body), logged as it deserves; for Hono and direct routes. */
+export function errorAnswer(
+  err: Error,
+  logger: Logger,
+  method: string,
+  path: string,
+): { status: number; headers: Record<string, string>; body: ReturnType<typeof errorBody> } {
+  if (err instanceof SluiceError) {
+    if (err.status >= 500) logServerError(logger, err, method, path)
+    else if (err.code === REQUEST_ABORTED)
+      logger.debug({ method, path }, 'client closed the request before its body arrived')
+    return { status: err.status, headers: err.headers ?? {}, body: errorBody(err.message, err.extra) }
+  }
+  if (err instanceof HTTPException) {
+    const status = err.status
+    const message = status === 401 ? 'invalid credentials' : err.message || 'request failed'
+    if (status >= 500) logServerError(logger, err, method, path)
+    const headers: Record<string, string> =
+      status === 401 ? { 'WWW-Authenticate': 'Basic realm="sluice"' } : {}
+    return { status, headers, body: errorBody(message) }
+  }
+  logger.error({ err, path, method }, 'unhandled error')
+  return { status: 500, headers: {}, body: errorBody('internal error') }
 }
 
 /**

@@ -20,15 +20,39 @@ const OPERATIONAL = new Set(['/healthz', '/readyz', '/metrics'])
  * do, before credentials are even read.
  */
 export function requireHttps(options: RequireHttpsOptions): MiddlewareHandler<EdgeEnv> {
-  const trusted = options.trustedProxies.length > 0 ? trustedProxyList(options.trustedProxies) : undefined
+  const check = httpsCheck(options)
   return async (c, next) => {
-    if (options.allowPlainHttp || OPERATIONAL.has(c.req.path) || overTls(c)) return next()
-    const peer = peerAddress(c)
+    check(c.req.path, socketOf(c), () => c.req.header('X-Forwarded-Proto'))
+    return next()
+  }
+}
+
+/** What the policy reads of a request's connection (a socket; absent in app.request()). */
+export interface PeerSocket {
+  encrypted?: boolean
+  remoteAddress?: string
+}
+
+export type HttpsCheck = (
+  path: string,
+  socket: PeerSocket | undefined,
+  forwardedProto: () => string | undefined,
+) => void
+
+/**
+ * The policy itself, for the middleware and for routes served before Hono's dispatch
+ * (direct-dispatch.ts): throws the 403 for a request that may not be answered.
+ */
+export function httpsCheck(options: RequireHttpsOptions): HttpsCheck {
+  const trusted = options.trustedProxies.length > 0 ? trustedProxyList(options.trustedProxies) : undefined
+  return (path, socket, forwardedProto) => {
+    if (options.allowPlainHttp || OPERATIONAL.has(path) || socket?.encrypted === true) return
+    const peer = socket?.remoteAddress
     // app.request() in tests has no socket at all: there is no network to protect.
-    if (peer === undefined || isLoopback(peer)) return next()
+    if (peer === undefined || isLoopback(peer)) return
     // The header counts only when the peer itself is a proxy we trust: anyone can write it.
-    const proto = c.req.header('X-Forwarded-Proto')?.split(',')[0]?.trim().toLowerCase()
-    if (trusted && proto === 'https' && isTrustedPeer(peer, trusted)) return next()
+    const proto = forwardedProto()?.split(',')[0]?.trim().toLowerCase()
+    if (trusted && proto === 'https' && isTrustedPeer(peer, trusted)) return
     throw new SluiceError(
       'https_required',
       403,
@@ -37,14 +61,9 @@ export function requireHttps(options: RequireHttpsOptions): MiddlewareHandler<Ed
   }
 }
 
-function overTls(c: Context): boolean {
-  const env = c.env as { incoming?: { socket?: { encrypted?: boolean } } } | undefined
-  return env?.incoming?.socket?.encrypted === true
-}
-
-function peerAddress(c: Context): string | undefined {
-  const env = c.env as { incoming?: { socket?: { remoteAddress?: string } } } | undefined
-  return env?.incoming?.socket?.remoteAddress
+function socketOf(c: Context): PeerSocket | undefined {
+  const env = c.env as { incoming?: { socket?: PeerSocket } } | undefined
+  return env?.incoming?.socket
 }
 
 function isLoopback(address: string): boolean {

@@ -1,4 +1,4 @@
-import { Hono, type Context } from 'hono'
+import { Hono } from 'hono'
 import type { Bus } from '../../../pipelines/connectors/bus/bus.ts'
 import type { Store } from '../../../pipelines/connectors/store/store.ts'
 import type { ControlStore } from '../../control/control-store.ts'
@@ -13,12 +13,19 @@ import {
   type TransactionKey,
 } from '../uploads/transaction-id.ts'
 import { EVENT_SCHEMA_VERSIONS, eventJsonSchema } from '../../../schemas/events.ts'
-import { badRequest, notFound, SluiceError, unavailable } from '../../shared/errors.ts'
+import { badRequest, notFound, SluiceError, tooManyRequests, unavailable } from '../../shared/errors.ts'
 import type { Metrics } from '../../shared/metrics.ts'
-import type { EdgeEnv } from '../env.ts'
+import type { DirectRoute } from '../direct-dispatch.ts'
+import type { EdgeEnv, Principal } from '../env.ts'
 import { apiAuth } from '../middleware/api-auth.ts'
 import { rateLimit, TokenBuckets } from '../middleware/rate-limit.ts'
-import { readUploadBody, uploadEncoding, type UploadLimits } from '../upload-body.ts'
+import {
+  honoUploadRequest,
+  readUploadBody,
+  uploadEncoding,
+  type UploadLimits,
+  type UploadRequest,
+} from '../upload-body.ts'
 
 export interface UploadRouteDeps {
   bus: Bus
@@ -35,12 +42,25 @@ export interface UploadRouteDeps {
 /**
  * Event ingestion: `POST /v0/uploads` (server-side, API key) and `POST /v1/sdk/apps/:app_key/uploads`
  * (SDK, app key). The edge stays thin: it checks what a 202 promises, then writes the whole body
- * as one record to the bus and answers once that record is durable.
+ * as one record to the bus and answers once that record is durable. The server-side upload is
+ * also a direct route (direct-dispatch.ts): the edge's HTTP server serves it before Hono's
+ * dispatch, through the same `serverUpload` and the same rate limit.
  */
-export function uploadRoutes(deps: UploadRouteDeps) {
+export function uploadRoutes(deps: UploadRouteDeps): { routes: Hono<EdgeEnv>; direct: DirectRoute } {
   const app = new Hono<EdgeEnv>()
   const buckets = new TokenBuckets(deps.limits.ratePerKeyPerSecond, 1000)
   const sdkBuckets = new TokenBuckets(deps.limits.sdkRatePerAppPerSecond, 1000)
+
+  const serverUpload = async (request: UploadRequest, principal: Principal) => {
+    const wait = buckets.take(principal.apiKey)
+    if (wait > 0) throw tooManyRequests(wait)
+    const tx = await accept(deps, request, deps.topics.uploads, {
+      orgId: principal.orgId,
+      apiKey: principal.apiKey,
+      source: 'server',
+    })
+    return { status: 202 as const, body: { transaction_id: tx } }
+  }
 
   // The same schema under both versions' names: v1 has v0's fields (DESIGN.md).
   for (const version of EVENT_SCHEMA_VERSIONS)
@@ -51,20 +71,10 @@ export function uploadRoutes(deps: UploadRouteDeps) {
   // Clients of the original service post to {events_url}/{api_version}/uploads with events_url
   // ending in /events (v0 beta, v1 current); every spelling is one endpoint.
   for (const base of SERVER_UPLOAD_PATHS) {
-    app.post(
-      base,
-      apiAuth(deps.control, 'events'),
-      rateLimit(buckets, (c) => c.get('principal').apiKey),
-      async (c) => {
-        const principal = c.get('principal')
-        const tx = await accept(deps, c, deps.topics.uploads, {
-          orgId: principal.orgId,
-          apiKey: principal.apiKey,
-          source: 'server',
-        })
-        return c.json({ transaction_id: tx }, 202)
-      },
-    )
+    app.post(base, apiAuth(deps.control, 'events'), async (c) => {
+      const answer = await serverUpload(honoUploadRequest(c), c.get('principal'))
+      return c.json(answer.body, answer.status)
+    })
 
     app.get(`${base}/:transaction_id`, apiAuth(deps.control, 'events'), async (c) => {
       const orgId = c.get('principal').orgId
@@ -84,7 +94,7 @@ export function uploadRoutes(deps: UploadRouteDeps) {
     const target = await deps.control.getApp(appKey)
     if (!target) throw new SluiceError('unauthorized', 401, 'unknown app key')
     // Keyed by app: one consumer owns each app's device state, so its updates never race.
-    const tx = await accept(deps, c, deps.topics.sdkUploads, {
+    const tx = await accept(deps, honoUploadRequest(c), deps.topics.sdkUploads, {
       orgId: target.org_id,
       apiKey: '',
       source: 'sdk',
@@ -102,7 +112,13 @@ export function uploadRoutes(deps: UploadRouteDeps) {
     return c.json(await readReceipt(deps.store, tx, info, { orgId: target.org_id, appId: appKey }))
   })
 
-  return app
+  const direct: DirectRoute = {
+    method: 'POST',
+    paths: SERVER_UPLOAD_PATHS,
+    scope: 'events',
+    handle: serverUpload,
+  }
+  return { routes: app, direct }
 }
 
 /** Paths of the server-side upload endpoint (one endpoint; receipts under each as `<path>/:id`). */
@@ -131,12 +147,12 @@ function issuedTransaction(deps: UploadRouteDeps, tx: string, orgId: number): Tr
  */
 async function accept(
   deps: UploadRouteDeps,
-  c: Context,
+  request: UploadRequest,
   topic: string,
   sender: { orgId: number; apiKey: string; source: 'server' | 'sdk'; app?: string },
 ): Promise<string> {
-  const encoding = uploadEncoding(c)
-  const declared = c.req.header('content-length')
+  const encoding = uploadEncoding(request)
+  const declared = request.header('content-length')
   const refusal = deps.shedder.refusal(Number(declared ?? 0))
   if (refusal) throw unavailable(2, refusal)
   // The body counts as in flight from before it is read until it is durable (or refused): what
@@ -146,7 +162,7 @@ async function accept(
   const holding =
     Number.isFinite(length) && length >= 0 ? Math.min(length, deps.limits.maxBytes) : deps.limits.maxBytes
   return deps.shedder.track(holding, async () => {
-    const body = await readUploadBody(c, encoding, deps.limits)
+    const body = await readUploadBody(request, encoding, deps.limits)
     const receivedAt = Date.now()
     const tx = mintTransactionId(deps.transactionKey, sender.orgId, receivedAt)
     const headers: UploadHeaders = {
