@@ -24,6 +24,8 @@ export interface DirectRoute {
   method: string
   /** Exact request targets: a query string or a trailing slash goes to Hono. */
   paths: readonly string[]
+  /** Whether this request is one the route takes directly (by its headers); absent: all are. */
+  takes?: (header: (lowerCaseName: string) => string | undefined) => boolean
   /** The scope the API key needs (apiAuth's). */
   scope: Scope
   /** The route's work once its caller is authenticated: the JSON answer, or a thrown SluiceError. */
@@ -64,7 +66,7 @@ export function directDispatch(deps: DirectDispatchDeps): DirectDispatch | undef
     // HTTP/2 streams stay with Hono's adaptor, which closes a stream whose body went unread.
     if (!(req instanceof IncomingMessage)) return false
     const route = routes.get(`${req.method} ${req.url}`)
-    if (!route) return false
+    if (!route || (route.takes && !route.takes((name) => headerOf(req, name)))) return false
     void serve(deps, route, req, res as ServerResponse)
     return true
   }

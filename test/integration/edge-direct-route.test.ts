@@ -11,9 +11,10 @@ import { SCHEMA_URL, lines, uuid } from '../helpers/ingestion-scenario.ts'
 import { tempDir } from '../helpers/temp.ts'
 import { waitFor } from '../helpers/wait-for.ts'
 
-// The edge's HTTP server serves POST /v0/uploads (and its other spellings) before Hono's dispatch
-// (direct-dispatch.ts); a query string sends the same request through Hono's route. Every answer
-// a client can get, and what lands on the bus, must be the same both ways.
+// The edge's HTTP server serves POST /v0/uploads of plain bodies (and its other spellings) before
+// Hono's dispatch (direct-dispatch.ts); a query string sends the same request through Hono's
+// route. Every answer a client can get, and what lands on the bus, must be the same both ways
+// (gzip bodies and refused Content-Types go to Hono either way: their cases check that too).
 describe('the server-side upload served before Hono: the same answers as through Hono', () => {
   let running: RunningProcess
   let controlWorker: RunningWorker | undefined

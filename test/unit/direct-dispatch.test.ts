@@ -111,6 +111,28 @@ describe('directDispatch', () => {
     expect(dispatch(http2 as unknown as IncomingMessage, response().res)).toBe(false)
   })
 
+  it('leaves to Hono a request the route does not take by its headers', () => {
+    const metrics = createMetrics()
+    const dispatch = directDispatch({
+      routes: [
+        {
+          method: 'POST',
+          paths: ['/v0/uploads'],
+          scope: 'events',
+          takes: (header) => header('content-type') === 'application/json',
+          handle: async () => ({ status: 202, body: {} }),
+        },
+      ],
+      control,
+      logger: createLogger('silent'),
+      requests: new HttpRequestMetrics(metrics),
+    })!
+    expect(dispatch(request({ headers: { 'content-type': 'application/x-gzip' } }), response().res)).toBe(
+      false,
+    )
+    expect(dispatch(request({ headers: { 'content-type': 'application/json' } }), response().res)).toBe(true)
+  })
+
   it('authenticates, runs the route with its principal, and answers its JSON', async () => {
     const { dispatch, handled, metrics } = setup()
     const { res, written, done } = response()
