@@ -116,9 +116,10 @@ export function uploadRoutes(deps: UploadRouteDeps): { routes: Hono<EdgeEnv>; di
   const direct: DirectRoute = {
     method: 'POST',
     paths: SERVER_UPLOAD_PATHS,
-    // Plain bodies only. Gzip bodies measured slower this way (session 19: edge-gzip 0.55 / 0.63
-    // of the floor against 0.85 / 0.67 through Hono, with twice the major GCs; the cause is not
-    // yet found), and a Content-Type the route refuses is rare: both stay with Hono.
+    // Plain bodies only. Gzip bodies measured slower this way in the bench (session 19: edge-gzip
+    // 0.55 / 0.63 of the floor against 0.85 / 0.67 through Hono; their cost is the garbage
+    // collection their buffers drive, bench/README.md), and a Content-Type the route refuses is
+    // rare: both stay with Hono.
     takes: isPlainUpload,
     scope: 'events',
     handle: serverUpload,
