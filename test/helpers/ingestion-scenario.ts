@@ -17,6 +17,19 @@ export function uuid(): string {
 export const lines = (objects: unknown[]) =>
   objects.map((o) => (typeof o === 'string' ? o : JSON.stringify(o))).join('\n') + '\n'
 
+/** An upload body of one valid event (a fresh uuid each call). */
+export const oneEventBody = () =>
+  lines([
+    {
+      schema_url: SCHEMA_URL,
+      app_uuid: 'a',
+      customer_id: 'c',
+      event_name: 'e',
+      event_time: Date.now(),
+      uuid: uuid(),
+    },
+  ])
+
 export interface Receipt {
   transaction_id: string
   state: string

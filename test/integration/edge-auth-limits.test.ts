@@ -2,24 +2,20 @@ import type { Hono } from 'hono'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import type { Store } from '../../pipelines/connectors/store/store.ts'
 import { ControlStore } from '../../services/control/control-store.ts'
-import { loadConfig } from '../../services/config.ts'
 import { createEdgeApp } from '../../services/edge/app.ts'
 import type { EdgeEnv } from '../../services/edge/env.ts'
 import type { AuthFailureLimitOptions } from '../../services/edge/middleware/auth-failure-limit.ts'
-import { edgeAreas, startProcess, type RunningProcess } from '../../services/processes.ts'
+import { edgeAreas, type RunningProcess } from '../../services/processes.ts'
 import { createLogger } from '../../services/shared/logger.ts'
-import { controlPipeline } from '../../services/worker/control.ts'
-import { startWorker, type RunningWorker } from '../../services/worker/worker.ts'
 import { ADMIN_TOKEN, basic } from '../helpers/edge.ts'
+import { startEdgeOnly, type EdgeOnly } from '../helpers/edge-only.ts'
 import { manualClock } from '../helpers/manual-clock.ts'
-import { tempDir } from '../helpers/temp.ts'
 
 // One engine per test file (chdb): an edge-only Sluice, whose routers also serve two apps driven
 // through app.request() with an injected clock and made-up client addresses.
 describe('the edge asks for credentials first and limits failed attempts and SDK uploads', () => {
+  let edge: EdgeOnly | undefined
   let running: RunningProcess
-  let controlWorker: RunningWorker | undefined
-  let cleanup: () => Promise<void>
   let good: Record<string, string>
   let wrongSecret: Record<string, string>
   let appKey: string
@@ -41,20 +37,11 @@ describe('the edge asks for credentials first and limits failed attempts and SDK
     app.request(path, init, { incoming: { socket: { remoteAddress: address } } })
 
   beforeAll(async () => {
-    const dir = await tempDir('auth-limits')
-    cleanup = dir.cleanup
-    const config = loadConfig({
-      SLUICE_DATA_DIR: dir.path,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      SLUICE_SQL_PORT: '0',
-      SLUICE_ADMIN_TOKEN: ADMIN_TOKEN,
+    edge = await startEdgeOnly('auth-limits', {
       SLUICE_SDK_UPLOAD_RATE_PER_APP: '2',
       SLUICE_AUTH_FAILURES_PER_ADDRESS_PER_MIN: '3',
     })
-    running = await startProcess(config, createLogger('silent'), ['edge'])
-    // Admin writes are control commands: the control applier runs beside the edge (no ingestion).
-    controlWorker = await startWorker(running.runtime, [controlPipeline([])])
+    running = edge.running
     const control = running.runtime.control
     const org = await control.createOrg('limits')
     appKey = (await control.createApp(org.id, 'ios', 'limits-ios')).app_id
@@ -64,9 +51,7 @@ describe('the edge asks for credentials first and limits failed attempts and SDK
     wrongSecret = basic(key.api_key, 'not-the-secret')
   })
   afterAll(async () => {
-    await controlWorker?.close()
-    await running?.shutdown()
-    await cleanup?.()
+    await edge?.close()
   })
   afterEach(() => {
     vi.useRealTimers()

@@ -1,14 +1,9 @@
 import { gzipSync } from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { BusRecord, Consumer } from '../../pipelines/connectors/bus/bus.ts'
-import { loadConfig } from '../../services/config.ts'
-import { startProcess, type RunningProcess } from '../../services/processes.ts'
-import { createLogger } from '../../services/shared/logger.ts'
-import { controlPipeline } from '../../services/worker/control.ts'
-import { startWorker, type RunningWorker } from '../../services/worker/worker.ts'
-import { ADMIN_TOKEN } from '../helpers/edge.ts'
-import { SCHEMA_URL, lines, uuid } from '../helpers/ingestion-scenario.ts'
-import { tempDir } from '../helpers/temp.ts'
+import type { RunningProcess } from '../../services/processes.ts'
+import { startEdgeOnly, type EdgeOnly } from '../helpers/edge-only.ts'
+import { oneEventBody } from '../helpers/ingestion-scenario.ts'
 import { waitFor } from '../helpers/wait-for.ts'
 
 // The edge's HTTP server serves POST /v0/uploads of plain bodies (and its other spellings) before
@@ -16,10 +11,9 @@ import { waitFor } from '../helpers/wait-for.ts'
 // route. Every answer a client can get, and what lands on the bus, must be the same both ways
 // (gzip bodies and refused Content-Types go to Hono either way: their cases check that too).
 describe('the server-side upload served before Hono: the same answers as through Hono', () => {
+  let edge: EdgeOnly
   let running: RunningProcess
-  let controlWorker: RunningWorker | undefined
   let consumer: Consumer | undefined
-  let cleanup: () => Promise<void>
   let auth: string
   let profilesOnly: string
   const records: BusRecord[] = []
@@ -28,18 +22,8 @@ describe('the server-side upload served before Hono: the same answers as through
     `Basic ${Buffer.from(`${key.api_key}:${key.api_secret}`).toString('base64')}`
 
   beforeAll(async () => {
-    const dir = await tempDir('direct')
-    cleanup = dir.cleanup
-    const config = loadConfig({
-      SLUICE_DATA_DIR: dir.path,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      SLUICE_SQL_PORT: '0',
-      SLUICE_ADMIN_TOKEN: ADMIN_TOKEN,
-      SLUICE_UPLOAD_MAX_BYTES: '8192',
-    })
-    running = await startProcess(config, createLogger('silent'), ['edge'])
-    controlWorker = await startWorker(running.runtime, [controlPipeline([])])
+    edge = await startEdgeOnly('direct', { SLUICE_UPLOAD_MAX_BYTES: '8192' })
+    running = edge.running
     const control = running.runtime.control
     const org = await control.createOrg('direct')
     auth = basic(await control.createKey(org.id))
@@ -52,22 +36,10 @@ describe('the server-side upload served before Hono: the same answers as through
   })
   afterAll(async () => {
     await consumer?.stop()
-    await controlWorker?.close()
-    await running.shutdown()
-    await cleanup()
+    await edge.close()
   })
 
-  const body = () =>
-    lines([
-      {
-        schema_url: SCHEMA_URL,
-        app_uuid: 'a',
-        customer_id: 'c',
-        event_name: 'e',
-        event_time: 1,
-        uuid: uuid(),
-      },
-    ])
+  const body = () => oneEventBody()
 
   /** The answer to the same request sent direct and through Hono: status, the headers that matter, body. */
   async function both(path: string, init: RequestInit) {

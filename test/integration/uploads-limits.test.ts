@@ -1,22 +1,17 @@
 import { connect } from 'node:net'
 import { gzipSync } from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { loadConfig } from '../../services/config.ts'
-import { startProcess, type RunningProcess } from '../../services/processes.ts'
-import { createLogger } from '../../services/shared/logger.ts'
-import { controlPipeline } from '../../services/worker/control.ts'
-import { startWorker, type RunningWorker } from '../../services/worker/worker.ts'
+import type { RunningProcess } from '../../services/processes.ts'
 import { ADMIN_TOKEN } from '../helpers/edge.ts'
-import { SCHEMA_URL, lines, uuid } from '../helpers/ingestion-scenario.ts'
-import { tempDir } from '../helpers/temp.ts'
+import { startEdgeOnly, type EdgeOnly } from '../helpers/edge-only.ts'
+import { oneEventBody } from '../helpers/ingestion-scenario.ts'
 import { waitFor } from '../helpers/wait-for.ts'
 
 // An edge with no worker behind it, tight limits: what a client sees when it sends too fast, when
 // a body inflates too far, and when ingestion falls behind.
 describe('upload limits and load shedding at the edge', () => {
+  let edge: EdgeOnly
   let running: RunningProcess
-  let controlWorker: RunningWorker | undefined
-  let cleanup: () => Promise<void>
   let auth: string
   const post = (
     body: string | Buffer,
@@ -25,22 +20,13 @@ describe('upload limits and load shedding at the edge', () => {
     fetch(`${running.url}/v0/uploads`, { method: 'POST', headers: { Authorization: auth, ...headers }, body })
 
   beforeAll(async () => {
-    const dir = await tempDir('limits')
-    cleanup = dir.cleanup
-    const config = loadConfig({
-      SLUICE_DATA_DIR: dir.path,
-      PORT: '0',
-      HOST: '127.0.0.1',
-      SLUICE_SQL_PORT: '0',
-      SLUICE_ADMIN_TOKEN: ADMIN_TOKEN,
+    edge = await startEdgeOnly('limits', {
       SLUICE_UPLOAD_RATE_PER_KEY: '3',
       SLUICE_UPLOAD_MAX_DECOMPRESSED_BYTES: '4096',
       SLUICE_MAX_BUS_LAG: '5',
       SLUICE_UPLOAD_MAX_IN_FLIGHT_BYTES: '200000',
     })
-    running = await startProcess(config, createLogger('silent'), ['edge'])
-    // Admin writes are control commands: the control applier runs beside the edge (no ingestion).
-    controlWorker = await startWorker(running.runtime, [controlPipeline([])])
+    running = edge.running
     const admin = async <T>(path: string, body: unknown) =>
       (await (
         await fetch(`${running.url}/admin/v1${path}`, {
@@ -54,22 +40,10 @@ describe('upload limits and load shedding at the edge', () => {
     auth = `Basic ${Buffer.from(`${key.api_key}:${key.api_secret}`).toString('base64')}`
   })
   afterAll(async () => {
-    await controlWorker?.close()
-    await running.shutdown()
-    await cleanup()
+    await edge.close()
   })
 
-  const body = () =>
-    lines([
-      {
-        schema_url: SCHEMA_URL,
-        app_uuid: 'a',
-        customer_id: 'c',
-        event_name: 'e',
-        event_time: Date.now(),
-        uuid: uuid(),
-      },
-    ])
+  const body = () => oneEventBody()
 
   it('answers 413 for gzip that inflates past the configured limit', async () => {
     const bomb = gzipSync(Buffer.alloc(10_000, 0x20))
