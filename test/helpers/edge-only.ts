@@ -1,9 +1,8 @@
-import { loadConfig } from '../../services/config.ts'
 import { startProcess, type RunningProcess } from '../../services/processes.ts'
 import { createLogger } from '../../services/shared/logger.ts'
 import { controlPipeline } from '../../services/worker/control.ts'
 import { startWorker } from '../../services/worker/worker.ts'
-import { ADMIN_TOKEN } from './edge.ts'
+import { testConfig } from './sluice-inprocess.ts'
 import { tempDir } from './temp.ts'
 
 export interface EdgeOnly {
@@ -17,14 +16,7 @@ export interface EdgeOnly {
  */
 export async function startEdgeOnly(name: string, env: Record<string, string> = {}): Promise<EdgeOnly> {
   const dir = await tempDir(name)
-  const config = loadConfig({
-    SLUICE_DATA_DIR: dir.path,
-    PORT: '0',
-    HOST: '127.0.0.1',
-    SLUICE_SQL_PORT: '0',
-    SLUICE_ADMIN_TOKEN: ADMIN_TOKEN,
-    ...env,
-  })
+  const config = testConfig(dir.path, env)
   const running = await startProcess(config, createLogger('silent'), ['edge'])
   const controlWorker = await startWorker(running.runtime, [controlPipeline([])])
   return {

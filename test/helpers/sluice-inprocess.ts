@@ -13,6 +13,18 @@ export interface InProcessSluice {
   close(): Promise<void>
 }
 
+/** A configuration for a test's Sluice: its data directory, loopback ports chosen by the OS, `env`. */
+export function testConfig(dataDir: string, env: Record<string, string>) {
+  return loadConfig({
+    SLUICE_DATA_DIR: dataDir,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    SLUICE_SQL_PORT: '0',
+    SLUICE_ADMIN_TOKEN: ADMIN_TOKEN,
+    ...env,
+  })
+}
+
 /**
  * A whole Sluice (edge + workers + scheduler) in this test process. Embedded unless `env` names
  * Kafka brokers and a ClickHouse URL, in which case the same code runs against those. With
@@ -24,12 +36,7 @@ export async function startInProcess(
 ): Promise<InProcessSluice> {
   // A given data directory outlives this process (a restart test reopens it); a temporary one does not.
   const dir = options.dataDir ? { path: options.dataDir, cleanup: async () => {} } : await tempDir('sluice')
-  const config = loadConfig({
-    SLUICE_DATA_DIR: dir.path,
-    PORT: '0',
-    HOST: '127.0.0.1',
-    SLUICE_SQL_PORT: '0',
-    SLUICE_ADMIN_TOKEN: ADMIN_TOKEN,
+  const config = testConfig(dir.path, {
     SLUICE_PARTITIONS: '4',
     // A loaded test machine can take longer than the 10 s default to apply a control command; the
     // bound itself has a test of its own (control-plane-embedded).
