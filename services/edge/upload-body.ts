@@ -1,6 +1,6 @@
 import type { Context } from 'hono'
 import { checkGzip, hasContent } from '../../pipelines/events/gzip.ts'
-import { badRequest, payloadTooLarge, SluiceError, unsupportedMediaType } from '../shared/errors.ts'
+import { badRequest, payloadTooLarge, unsupportedMediaType } from '../shared/errors.ts'
 import { readRequestBody } from './read-body.ts'
 
 export interface UploadLimits {
@@ -25,27 +25,15 @@ export function honoUploadRequest(c: Context): UploadRequest {
  * body under the size limit, valid gzip when declared gzip, not empty. Lines are not parsed here.
  */
 export function uploadEncoding(request: UploadRequest): 'gzip' | 'identity' {
-  const encoding = encodingOf((name) => request.header(name))
-  if (encoding instanceof SluiceError) throw encoding
-  return encoding
-}
-
-/** Whether the headers declare a plain (uncompressed) NDJSON body. */
-export function isPlainUpload(header: (name: string) => string | undefined): boolean {
-  return encodingOf(header) === 'identity'
-}
-
-/** The body's encoding by its headers, or the 415 that refuses them. */
-function encodingOf(header: (name: string) => string | undefined): 'gzip' | 'identity' | SluiceError {
-  const type = (header('content-type') ?? '').split(';')[0]!.trim().toLowerCase()
-  const contentEncoding = (header('content-encoding') ?? 'identity').trim().toLowerCase()
+  const type = (request.header('Content-Type') ?? '').split(';')[0]!.trim().toLowerCase()
+  const contentEncoding = (request.header('Content-Encoding') ?? 'identity').trim().toLowerCase()
   if (type === 'application/x-gzip' || type === 'application/gzip') return 'gzip'
   if (type === 'application/json') {
     if (contentEncoding === 'gzip' || contentEncoding === 'x-gzip') return 'gzip'
     if (contentEncoding === 'identity' || contentEncoding === '') return 'identity'
-    return unsupportedMediaType(`Content-Encoding ${contentEncoding} is not supported; use gzip`)
+    throw unsupportedMediaType(`Content-Encoding ${contentEncoding} is not supported; use gzip`)
   }
-  return unsupportedMediaType(
+  throw unsupportedMediaType(
     `Content-Type must be application/json or application/x-gzip${type ? `, not ${type}` : ''}`,
   )
 }
