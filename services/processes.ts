@@ -28,6 +28,7 @@ import type { DirectRoute } from './edge/direct-dispatch.ts'
 import { uploadRoutes } from './edge/routes/uploads.ts'
 import { listen } from './edge/serve.ts'
 import { LoadShedder } from './edge/uploads/load-shedder.ts'
+import { createGzipCheck } from '../pipelines/events/gzip-check.ts'
 import { transactionKey, TransactionKey } from './edge/uploads/transaction-id.ts'
 import { startOpsServer } from './ops-server.ts'
 import { openRuntime, type Runtime } from './runtime.ts'
@@ -214,6 +215,10 @@ export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | unde
     maxInFlightBytes: config.SLUICE_UPLOAD_MAX_IN_FLIGHT_BYTES,
     onSample: (topic, lag) => metrics.busLag.set({ topic }, lag),
   })
+  const checkGzip = createGzipCheck({
+    onFallback: (err) =>
+      logger.warn({ err }, 'zlib could not be called directly: gzip uploads are checked through node:zlib'),
+  })
   const uploads = uploadRoutes({
     bus,
     store,
@@ -224,6 +229,7 @@ export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | unde
     transactionKey: secrets.adminToken
       ? transactionKey(secrets.adminToken)
       : new TransactionKey(randomBytes(32)),
+    checkGzip,
     limits: {
       maxBytes: config.SLUICE_UPLOAD_MAX_BYTES,
       maxInflatedBytes: config.SLUICE_UPLOAD_MAX_DECOMPRESSED_BYTES,

@@ -1,6 +1,7 @@
 import type { Context } from 'hono'
-import { checkGzip, hasContent } from '../../pipelines/events/gzip.ts'
-import { badRequest, payloadTooLarge, unsupportedMediaType } from '../shared/errors.ts'
+import { hasContent } from '../../pipelines/events/gzip.ts'
+import type { GzipCheck } from '../../pipelines/events/gzip-check.ts'
+import { badRequest, payloadTooLarge, unavailable, unsupportedMediaType } from '../shared/errors.ts'
 import { readRequestBody } from './read-body.ts'
 
 export interface UploadLimits {
@@ -42,11 +43,15 @@ export async function readUploadBody(
   request: UploadRequest,
   encoding: 'gzip' | 'identity',
   limits: UploadLimits,
+  checkGzip: GzipCheck,
 ): Promise<Buffer> {
   const body = await request.readBody(limits.maxBytes)
   if (body.length === 0) throw badRequest('empty body: send one JSON object per line')
   if (encoding === 'gzip') {
-    const check = await checkGzip(body, limits.maxInflatedBytes)
+    const check = await checkGzip(body, limits.maxInflatedBytes).catch((err: unknown) => {
+      // Nothing is wrong with the body: the client sends it again.
+      throw unavailable(1, 'the gzip check could not run; retry', err)
+    })
     if (check.kind === 'invalid') throw badRequest('body is not valid gzip')
     if (check.kind === 'too_large')
       throw payloadTooLarge(`body inflates to ${humanBytes(limits.maxInflatedBytes)} or more`)

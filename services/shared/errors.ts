@@ -44,8 +44,9 @@ export const tooManyRequests = (retryAfterSeconds: number, message = 'rate limit
     retriable: true,
     headers: { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) },
   })
-export const unavailable = (retryAfterSeconds: number, message: string) =>
+export const unavailable = (retryAfterSeconds: number, message: string, cause?: unknown) =>
   new SluiceError('unavailable', 503, message, {
     retriable: true,
     headers: { 'Retry-After': String(Math.max(1, Math.ceil(retryAfterSeconds))) },
+    ...(cause !== undefined && { cause }),
   })

@@ -5,6 +5,7 @@ import type { ControlStore } from '../../control/control-store.ts'
 import type { LoadShedder } from '../uploads/load-shedder.ts'
 import { readReceipt } from '../uploads/receipts.ts'
 import type { UploadHeaders } from '../../../pipelines/events/upload-headers.ts'
+import type { GzipCheck } from '../../../pipelines/events/gzip-check.ts'
 import {
   isTransactionIdShaped,
   mintTransactionId,
@@ -36,6 +37,8 @@ export interface UploadRouteDeps {
   shedder: LoadShedder
   metrics: Metrics
   transactionKey: TransactionKey
+  /** Checks gzip bodies (createGzipCheck: one for the edge, holding its inflate memory). */
+  checkGzip: GzipCheck
   limits: UploadLimits & { ratePerKeyPerSecond: number; sdkRatePerAppPerSecond: number }
 }
 
@@ -168,7 +171,7 @@ async function accept(
   const holding =
     Number.isFinite(length) && length >= 0 ? Math.min(length, deps.limits.maxBytes) : deps.limits.maxBytes
   return deps.shedder.track(holding, async () => {
-    const body = await readUploadBody(request, encoding, deps.limits)
+    const body = await readUploadBody(request, encoding, deps.limits, deps.checkGzip)
     const receivedAt = Date.now()
     const tx = mintTransactionId(deps.transactionKey, sender.orgId, receivedAt)
     const headers: UploadHeaders = {
