@@ -6,7 +6,7 @@ import { createGzipCheck } from '../../pipelines/events/gzip-check.ts'
  * The edge floor: the least any edge does before a 202 that keeps its promises. A minimal Node
  * HTTP server (child process; argv = log directory; prints its port) that reads each body,
  * inflates a gzip body to check it (createGzipCheck, the check Sluice's edge runs: zlib on libuv's
- * pool, 256 KB of output at a time into memory it reuses, nothing kept),
+ * pool, into output memory it reuses, nothing kept),
  * appends the body to an lmdb log opened with the local log's own durability settings
  * (`openDurableEnv`: every commit fsync'd before its promise resolves, commits of one event turn
  * grouped), and answers 202 once the append is durable (400 for bad gzip). What it leaves out is

@@ -1,4 +1,4 @@
-import { checkGzip, type GunzipCheck } from './gzip.ts'
+import { checkGzip, hasContent, type GunzipCheck } from './gzip.ts'
 
 /** Whether a gzip body is complete, valid, and inflates to under `maxBytes`, with or without content. */
 export type GzipCheck = (body: Buffer, maxBytes: number) => Promise<GunzipCheck>
@@ -62,20 +62,21 @@ const INPUT_WINDOW = 512 * 1024
  * session 20).
  */
 const OUTPUT_WINDOW = 2 * 1024 * 1024
-/** Contexts kept while no check runs; after that their ~2.5 MB each go back to malloc. */
+/** Contexts kept while no check runs; after that their ~2.6 MB each go back to malloc. */
 const IDLE_RELEASE_MS = 5_000
 
 type Pointer = unknown
-interface AsyncFn {
+/** A C function bound by koffi: called directly, or `.async` on libuv's pool. */
+interface NativeFn {
   (...args: unknown[]): number
   async(...args: unknown[]): void
 }
 interface Zlib {
   koffi: typeof import('koffi').default
-  init: AsyncFn
-  inflate: AsyncFn
-  reset: AsyncFn
-  end: AsyncFn
+  init: NativeFn
+  inflate: NativeFn
+  reset: NativeFn
+  end: NativeFn
   version: string
   streamSize: number
   offsets: { nextIn: number; availIn: number; nextOut: number; availOut: number }
@@ -108,7 +109,7 @@ async function bindZlib(): Promise<Zlib> {
     adler: 'unsigned long',
     reserved: 'unsigned long',
   })
-  const fn = (signature: string) => lib.func(signature) as unknown as AsyncFn
+  const fn = (signature: string) => lib.func(signature) as unknown as NativeFn
   const version = (lib.func('const char *zlibVersion()') as unknown as () => string)()
   return {
     koffi,
@@ -141,6 +142,8 @@ export class NativeGzipChecker {
   private readonly idle: Context[] = []
   private contexts = 0
   private readonly waiting: { resolve(context: Context): void; reject(err: unknown): void }[] = []
+  private lastRelease = 0
+  private idleRelease: NodeJS.Timeout | undefined
 
   constructor(
     private readonly zlib: Zlib,
@@ -183,7 +186,7 @@ export class NativeGzipChecker {
       const availOut = fields.getUint32(offsets.availOut, true)
       const produced = OUTPUT_WINDOW - availOut
       inflated += produced
-      if (!content) content = hasContentIn(outputBytes, produced)
+      if (!content) content = hasContent(outputBytes.subarray(0, produced))
       if (inflated >= maxBytes) return { kind: 'too_large' }
       if (status === Z_STREAM_END) {
         // What follows a member, as node:zlib reads it: nothing, or zero padding, ends the body;
@@ -208,7 +211,7 @@ export class NativeGzipChecker {
     }
   }
 
-  private call(fn: AsyncFn, ...args: unknown[]): Promise<number> {
+  private call(fn: NativeFn, ...args: unknown[]): Promise<number> {
     return new Promise((resolve, reject) => {
       fn.async(...args, (err: unknown, status: number) =>
         err
@@ -232,9 +235,6 @@ export class NativeGzipChecker {
     this.lastRelease = Date.now()
     this.idleRelease ??= setTimeout(() => this.releaseIdle(), this.idleReleaseMs).unref()
   }
-
-  private lastRelease = 0
-  private idleRelease: NodeJS.Timeout | undefined
 
   /** Frees the idle contexts once no check has ended for idleReleaseMs. */
   private releaseIdle(): void {
@@ -297,13 +297,4 @@ export class NativeGzipChecker {
     for (const memory of [context.stream, context.input, context.output]) this.zlib.koffi.free(memory)
     this.contexts--
   }
-}
-
-/** Whether the first `length` bytes hold anything but spaces, tabs and line breaks. */
-function hasContentIn(bytes: Uint8Array, length: number): boolean {
-  for (let i = 0; i < length; i++) {
-    const byte = bytes[i]!
-    if (byte !== 0x20 && byte !== 0x0a && byte !== 0x0d && byte !== 0x09) return true
-  }
-  return false
 }
