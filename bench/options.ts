@@ -9,11 +9,31 @@ export const USAGE = `usage: npm run bench [-- options]
   --seed N               seed of the generated load (default 1)
   --out DIR              results directory (default bench/results/<timestamp>)
   --skip LIST            skip steps: segmentation,push,campaigns,exports,baselines,edge,sdk,plain,gzip,freshness,profiles,overload,sustained
+                         (sdk only with plain,gzip,freshness,overload,sustained: their events need its devices)
   --sustained N          events of the sustained scenario (default: 10000000 full, 0 quick)
   --keep-data            keep the benched Sluice's data directory
   --cpu-prof             profile the Sluice processes (every thread) into <results>/profiles/{edge,main}
   --compare A B          print a side-by-side table of two results directories and exit
 `
+
+/** The steps `--skip` names, in the order a run takes them. */
+const STEPS = [
+  'segmentation',
+  'push',
+  'campaigns',
+  'exports',
+  'baselines',
+  'edge',
+  'sdk',
+  'plain',
+  'gzip',
+  'freshness',
+  'profiles',
+  'overload',
+  'sustained',
+]
+/** Steps whose events must be stored (they count them, or wait for them): sdk-sessions registers their customers' devices. */
+const NEEDS_SDK_DEVICES = ['plain', 'gzip', 'freshness', 'overload', 'sustained']
 
 /** How a bench run goes, from its options. */
 export interface BenchOptions {
@@ -58,6 +78,23 @@ export function parseOptions(argv: string[]): BenchCommand {
     if (!a || !b) return { kind: 'invalid', message: `--compare needs two results directories\n\n${USAGE}` }
     return { kind: 'compare', a, b }
   }
+  const skip = new Set(
+    values.skip
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  )
+  const unknown = [...skip].filter((step) => !STEPS.includes(step))
+  if (unknown.length > 0)
+    return { kind: 'invalid', message: `--skip: no step ${unknown.join(', ')}; steps: ${STEPS.join(',')}\n` }
+  // Their events are attributed to the devices sdk-sessions registers: without them every event is
+  // rejected (unknown_customer) and the scenarios would wait for stored events that never come.
+  const needDevices = NEEDS_SDK_DEVICES.filter((step) => !skip.has(step))
+  if (skip.has('sdk') && needDevices.length > 0)
+    return {
+      kind: 'invalid',
+      message: `--skip sdk: ${needDevices.join(', ')} need the devices sdk-sessions registers; skip them too, or keep sdk\n`,
+    }
   const seed = Number(values.seed)
   if (!Number.isInteger(seed)) return { kind: 'invalid', message: `--seed must be an integer\n` }
   const profile = PROFILES[values.quick ? 'quick' : 'full']
@@ -71,12 +108,7 @@ export function parseOptions(argv: string[]): BenchCommand {
       distributed: values.distributed,
       seed,
       out: values.out,
-      skip: new Set(
-        values.skip
-          .split(',')
-          .map((s) => s.trim())
-          .filter(Boolean),
-      ),
+      skip,
       keepData: values['keep-data'],
       cpuProf: values['cpu-prof'],
     },

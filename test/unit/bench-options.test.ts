@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest'
+import { parseOptions } from '../../bench/options.ts'
+
+const skipOf = (argv: string[]) => {
+  const command = parseOptions(argv)
+  return command.kind === 'run' ? [...command.options.skip] : command
+}
+
+describe('bench --skip', () => {
+  it('takes the step lists the bench README gives', () => {
+    expect(
+      skipOf([
+        '--quick',
+        '--skip',
+        'segmentation,push,campaigns,exports,sdk,plain,gzip,freshness,profiles,overload,sustained',
+      ]),
+    ).toEqual([
+      'segmentation',
+      'push',
+      'campaigns',
+      'exports',
+      'sdk',
+      'plain',
+      'gzip',
+      'freshness',
+      'profiles',
+      'overload',
+      'sustained',
+    ])
+    expect(
+      skipOf([
+        '--skip',
+        'segmentation,push,campaigns,exports,baselines,edge,plain,gzip,freshness,profiles,overload',
+      ]),
+    ).toHaveLength(11)
+    expect(skipOf(['--skip', ' edge , baselines '])).toEqual(['edge', 'baselines'])
+  })
+
+  it('refuses a step it does not have, naming it and the steps there are', () => {
+    const command = parseOptions(['--skip', 'edge,sustain'])
+    expect(command.kind).toBe('invalid')
+    expect(command.kind === 'invalid' && command.message).toMatch(
+      /no step sustain; steps: segmentation,push,.*,sustained/,
+    )
+  })
+
+  it('refuses to skip the SDK sessions while a scenario whose events need their devices runs', () => {
+    // Without the devices every event is rejected and these scenarios waited for stored events forever.
+    const command = parseOptions([
+      '--skip',
+      'segmentation,push,campaigns,exports,baselines,edge,sdk,plain,gzip,freshness,profiles,overload',
+    ])
+    expect(command).toEqual({
+      kind: 'invalid',
+      message: expect.stringMatching(/^--skip sdk: sustained need the devices/),
+    })
+    const all = parseOptions(['--skip', 'sdk'])
+    expect(all.kind === 'invalid' && all.message).toMatch(/plain, gzip, freshness, overload, sustained/)
+  })
+})
