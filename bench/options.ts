@@ -1,21 +1,6 @@
 import { parseArgs } from 'node:util'
 import { PROFILES, type BenchProfile } from './scenarios/context.ts'
 
-export const USAGE = `usage: npm run bench [-- options]
-
-  (no option)            the full suite against an embedded Sluice started by the bench
-  --quick                a short run (under 3 minutes on a 2-core machine)
-  --distributed          against Kafka + ClickHouse (KAFKA_BROKERS, CLICKHOUSE_URL must answer)
-  --seed N               seed of the generated load (default 1)
-  --out DIR              results directory (default bench/results/<timestamp>)
-  --skip LIST            skip steps: segmentation,push,campaigns,exports,baselines,edge,sdk,plain,gzip,freshness,profiles,overload,sustained
-                         (sdk only with plain,gzip,freshness,overload,sustained: their events need its devices)
-  --sustained N          events of the sustained scenario (default: 10000000 full, 0 quick)
-  --keep-data            keep the benched Sluice's data directory
-  --cpu-prof             profile the Sluice processes (every thread) into <results>/profiles/{edge,main}
-  --compare A B          print a side-by-side table of two results directories and exit
-`
-
 /** The steps `--skip` names, in the order a run takes them. */
 const STEPS = [
   'segmentation',
@@ -34,6 +19,21 @@ const STEPS = [
 ]
 /** Steps whose events must be stored (they count them, or wait for them): sdk-sessions registers their customers' devices. */
 const NEEDS_SDK_DEVICES = ['plain', 'gzip', 'freshness', 'overload', 'sustained']
+
+export const USAGE = `usage: npm run bench [-- options]
+
+  (no option)            the full suite against an embedded Sluice started by the bench
+  --quick                a short run (under 3 minutes on a 2-core machine)
+  --distributed          against Kafka + ClickHouse (KAFKA_BROKERS, CLICKHOUSE_URL must answer)
+  --seed N               seed of the generated load (default 1)
+  --out DIR              results directory (default bench/results/<timestamp>)
+  --skip LIST            skip steps: ${STEPS.join(',')}
+                         (sdk only with ${NEEDS_SDK_DEVICES.join(',')}: their events need its devices)
+  --sustained N          events of the sustained scenario (default: 10000000 full, 0 quick)
+  --keep-data            keep the benched Sluice's data directory
+  --cpu-prof             profile the Sluice processes (every thread) into <results>/profiles/{edge,main}
+  --compare A B          print a side-by-side table of two results directories and exit
+`
 
 /** How a bench run goes, from its options. */
 export interface BenchOptions {

@@ -8,31 +8,11 @@ const skipOf = (argv: string[]) => {
 
 describe('bench --skip', () => {
   it('takes the step lists the bench README gives', () => {
-    expect(
-      skipOf([
-        '--quick',
-        '--skip',
-        'segmentation,push,campaigns,exports,sdk,plain,gzip,freshness,profiles,overload,sustained',
-      ]),
-    ).toEqual([
-      'segmentation',
-      'push',
-      'campaigns',
-      'exports',
-      'sdk',
-      'plain',
-      'gzip',
-      'freshness',
-      'profiles',
-      'overload',
-      'sustained',
+    for (const list of [
+      'segmentation,push,campaigns,exports,sdk,plain,gzip,freshness,profiles,overload,sustained',
+      'segmentation,push,campaigns,exports,baselines,edge,plain,gzip,freshness,profiles,overload',
     ])
-    expect(
-      skipOf([
-        '--skip',
-        'segmentation,push,campaigns,exports,baselines,edge,plain,gzip,freshness,profiles,overload',
-      ]),
-    ).toHaveLength(11)
+      expect(skipOf(['--quick', '--skip', list])).toEqual(list.split(','))
     expect(skipOf(['--skip', ' edge , baselines '])).toEqual(['edge', 'baselines'])
   })
 

@@ -119,10 +119,10 @@ export function uploadRoutes(deps: UploadRouteDeps): { routes: Hono<EdgeEnv>; di
     method: 'POST',
     paths: SERVER_UPLOAD_PATHS,
     // Plain bodies as real clients label them, by a look that costs nothing (accept() parses the
-    // header fully either way). Gzip bodies measured slower this way in the bench (session 19:
-    // edge-gzip 0.55 / 0.63 of the floor against 0.85 / 0.67 through Hono; their cost is the
-    // garbage collection their buffers drive, bench/README.md); they, other spellings of the
-    // type and refused types stay with Hono, which answers them the same.
+    // header fully either way). Gzip bodies gained nothing this way (session 19: slower in the
+    // bench; session 20, with the gzip check inflating into reused memory: within the noise,
+    // bench/README.md); they, other spellings of the type and refused types stay with Hono, which
+    // answers them the same.
     takes: (header) => header('content-type') === 'application/json' && !header('content-encoding'),
     scope: 'events',
     handle: serverUpload,
