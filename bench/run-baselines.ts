@@ -4,41 +4,43 @@ import {
   CHDB_BASELINE_FORMATS,
   chdbInsertBaseline,
   type BareResult,
+  type BaselineLoad,
 } from './baselines/run.ts'
 import { ROOT, type BenchRun } from './bench-run.ts'
 import type { BenchLoad } from './load.ts'
 import { GZIP_HEADERS, PLAIN_HEADERS } from './scenarios/uploads.ts'
 
-/**
- * An HTTP baseline on the bodies the scenarios send: the bare server (runBaselines) or the edge
- * floor (measured around each edge scenario: run-scenarios.ts). Raw latencies go to `latencySink`
- * too when given, so measurements in parts can be combined.
- */
-export async function httpBaseline(
-  run: BenchRun,
-  load: BenchLoad,
-  server: 'bare' | 'floor',
-  kind: 'plain' | 'gzip',
-  durationMs: number,
-  latencySink?: number[],
-): Promise<BareResult> {
-  const bodies =
-    kind === 'plain'
-      ? load.plain.plain.map((t) => ({ body: t.buffer, events: t.kinds.length }))
-      : load.gzip.map((x) => ({ body: x.instance.body, events: x.instance.events }))
-  const r = await bareServerBaseline({
+/** What the HTTP baselines are sent for a body kind: the scenarios' bodies, byte for byte. */
+export function baselineLoad(run: BenchRun, load: BenchLoad, kind: 'plain' | 'gzip'): BaselineLoad {
+  return {
     kind,
-    server,
-    bodies,
+    bodies:
+      kind === 'plain'
+        ? load.plain.plain.map((t) => ({ body: t.buffer, events: t.kinds.length }))
+        : load.gzip.map((x) => ({ body: x.instance.body, events: x.instance.events })),
     headers: { ...BASELINE_AUTH, ...(kind === 'plain' ? PLAIN_HEADERS : GZIP_HEADERS) },
     concurrency: run.options.profile.concurrency,
+  }
+}
+
+/** The edge floor's log directory for a body kind (one per kind, kept for the run). */
+export const floorLogDir = (run: BenchRun, kind: 'plain' | 'gzip') => join(run.workDir, `floor-log-${kind}`)
+
+/** The bare server's baseline (for information): started, warmed up, timed once, stopped. */
+async function bareBaseline(
+  run: BenchRun,
+  load: BenchLoad,
+  kind: 'plain' | 'gzip',
+  durationMs: number,
+): Promise<BareResult> {
+  const r = await bareServerBaseline({
+    ...baselineLoad(run, load, kind),
+    server: 'bare',
     durationMs,
     progress: run.progress,
-    logDir: join(run.workDir, `floor-log-${kind}`),
-    ...(latencySink ? { latencySink } : {}),
   })
   run.log(
-    `    ${server} HTTP ${kind}: ${(r.bytesPerSecond / 1048576).toFixed(1)} MB/s, ${Math.round(r.requestsPerSecond)} req/s`,
+    `    bare HTTP ${kind}: ${(r.bytesPerSecond / 1048576).toFixed(1)} MB/s, ${Math.round(r.requestsPerSecond)} req/s`,
   )
   return r
 }
@@ -56,7 +58,7 @@ export async function runBaselines(run: BenchRun, load: BenchLoad): Promise<void
   const { plain, gzip } = load
   const ddlFile = join(ROOT, 'schemas', 'clickhouse', '002_events.sql')
   const http = async (kind: 'plain' | 'gzip') => {
-    run.results.baselines.bare.push(await httpBaseline(run, load, 'bare', kind, profile.baselineMs))
+    run.results.baselines.bare.push(await bareBaseline(run, load, kind, profile.baselineMs))
   }
   const chdb = async (kind: 'plain' | 'gzip') => {
     const blocks = kind === 'plain' ? plain.plain.map((t) => t.rows) : gzip.map((x) => x.rows)

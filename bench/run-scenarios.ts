@@ -1,8 +1,8 @@
 import type { BenchRun } from './bench-run.ts'
-import { combineBareResults, type BareResult } from './baselines/run.ts'
+import { BaselineServer, combineBareResults, type BareResult } from './baselines/run.ts'
 import type { BodyInstance } from './generate.ts'
 import type { BenchLoad } from './load.ts'
-import { httpBaseline } from './run-baselines.ts'
+import { baselineLoad, floorLogDir } from './run-baselines.ts'
 import { settle, type BenchContext } from './scenarios/context.ts'
 import { freshness } from './scenarios/freshness.ts'
 import { overload } from './scenarios/overload.ts'
@@ -10,7 +10,7 @@ import { profiles } from './scenarios/profiles.ts'
 import { sdkSessions } from './scenarios/sdk.ts'
 import { sustained } from './scenarios/sustained.ts'
 import {
-  edgeBurst,
+  EdgeBurst,
   endToEnd,
   GZIP_HEADERS,
   PLAIN_HEADERS,
@@ -19,7 +19,7 @@ import {
   type BodySource,
 } from './scenarios/uploads.ts'
 import { assertAlive, SluiceLauncher } from './sluice-launcher.ts'
-import { RssSampler } from './sluice.ts'
+import { RssSampler, type SluiceUnderTest } from './sluice.ts'
 
 /** The scenarios, in order: edge bursts on a Sluice of their own, then the rest on the main one. */
 export async function runScenarios(run: BenchRun, load: BenchLoad): Promise<void> {
@@ -37,41 +37,8 @@ async function edgeBursts(run: BenchRun, load: BenchLoad, launcher: SluiceLaunch
   const edgeSut = await launcher.start('start-sluice (edge)', 'edge')
   if (!edgeSut) return
   const rssEdge = new RssSampler(edgeSut.pid, run.wallStart)
-  const measureFloor = !run.options.skip.has('baselines')
-  // The edge instance is stopped (SIGSTOP) while the floor is timed: its background work (timers,
-  // the idle pipelines, the engine's own threads) would otherwise take CPU from the floor.
-  const floorHalf = async (
-    kind: 'plain' | 'gzip',
-    when: 'before' | 'after',
-    floor: { parts: BareResult[]; latencies: number[] },
-  ) => {
-    const signalEdge = (signal: 'SIGSTOP' | 'SIGCONT') => edgeSut.alive && process.kill(edgeSut.pid, signal)
-    signalEdge('SIGSTOP')
-    try {
-      const part = await run.step(`baseline:floor-http:${kind} (${when})`, () =>
-        httpBaseline(run, load, 'floor', kind, profile.baselineMs / 2, floor.latencies),
-      )
-      if (part) floor.parts.push(part)
-    } finally {
-      signalEdge('SIGCONT')
-    }
-  }
   const ctx = await launcher.context(' (edge)', edgeSut, rssEdge, load)
   if (ctx) {
-    const burst = async (name: string, source: BodySource) => {
-      assertAlive(edgeSut)
-      const r = await edgeBurst(ctx, {
-        name,
-        source,
-        durationMs: profile.edgeMs,
-        concurrency: profile.concurrency,
-      })
-      run.results.scenarios.edge.push(r)
-      run.log(
-        `    accepted ${(r.acceptedBytesPerSecond / 1048576).toFixed(1)} MB/s (${Math.round(r.acceptedEventsPerSecond)} ev/s, ${r.acceptedBodies} bodies); ` +
-          `answers ${JSON.stringify(r.statuses)}; CPU sluice ${r.cpu.sluice.toFixed(2)} bench ${r.cpu.bench.toFixed(2)} other ${r.cpu.other.toFixed(2)}`,
-      )
-    }
     // The very bodies the floor got (the plain templates as generated, gzip bodies as sent), cycled:
     // until session 11 edge-plain made each body afresh (a 72 KB copy and new uuids per send, the
     // e2e scenarios' source), CPU the bench's own process spent on the two cores the edge shares and
@@ -90,22 +57,79 @@ async function edgeBursts(run: BenchRun, load: BenchLoad, launcher: SluiceLaunch
       ),
     }
     for (const kind of ['plain', 'gzip'] as const) {
-      // The floor, edge_ratio's baseline, is timed in two halves, right before and right after the
-      // edge scenario, so a change in the machine's speed during the three falls on both alike
-      // (this machine's speed drifts by a third within minutes: bench/README.md, "Session 11"; until
-      // then the floor ran first of all the steps, a minute or more before the edge).
-      const floor = { parts: [] as BareResult[], latencies: [] as number[] }
-      if (measureFloor) await floorHalf(kind, 'before', floor)
-      await run.step(`edge-${kind}`, () => burst(`edge-${kind}`, sources[kind]))
-      if (measureFloor) await floorHalf(kind, 'after', floor)
-      if (floor.parts.length > 0)
-        (run.results.baselines.floor ??= []).push(combineBareResults(floor.parts, floor.latencies))
+      const floor = run.options.skip.has('baselines')
+        ? undefined
+        : await run.step(`baseline:floor-http:${kind} (start)`, () =>
+            BaselineServer.start('floor', baselineLoad(run, load, kind), floorLogDir(run, kind)),
+          )
+      try {
+        await run.step(`edge-${kind}`, () => interleaved(ctx, edgeSut, floor, sources[kind], kind))
+      } finally {
+        floor?.stop()
+      }
     }
   }
   rssEdge.stop()
   // Its backlog is of no interest: no graceful drain (unless profiling: the profile is written at exit).
   if (run.options.cpuProf) await run.step('stop-sluice (edge)', () => edgeSut.stop(20_000))
   else await run.step('kill-sluice (edge)', () => edgeSut.kill())
+
+  /**
+   * The edge scenario of one body kind and its floor, timed in alternating windows of equal
+   * length (floor first, then edge first, …), each with the other process stopped (SIGSTOP): its
+   * background work (timers, idle pipelines, the engine's threads) would otherwise take CPU from
+   * the one timed. This machine's disk and CPU speed change within seconds (edge-plain against the
+   * floor timed in one block of each, bracketed: 0.57, 0.83 and 1.04 in three edge-only runs of
+   * one commit, session 21), so each figure is the sum of windows spread over the same minutes.
+   */
+  async function interleaved(
+    ctx: BenchContext,
+    sut: SluiceUnderTest,
+    floor: BaselineServer | undefined,
+    source: BodySource,
+    kind: 'plain' | 'gzip',
+  ): Promise<void> {
+    const pauseEdge = (stopped: boolean) =>
+      sut.alive && process.kill(sut.pid, stopped ? 'SIGSTOP' : 'SIGCONT')
+    const alone = async <T>(who: 'edge' | 'floor', work: () => Promise<T>): Promise<T> => {
+      if (who === 'edge') floor?.pause(true)
+      else pauseEdge(true)
+      try {
+        return await work()
+      } finally {
+        if (who === 'edge') floor?.pause(false)
+        else pauseEdge(false)
+      }
+    }
+    const burst = new EdgeBurst(ctx, { name: `edge-${kind}`, source, concurrency: profile.concurrency })
+    const floorParts: BareResult[] = []
+    const floorLatencies: number[] = []
+    const windowMs = profile.edgeMs / profile.edgeWindows
+    if (floor) await alone('floor', () => floor.warmUp())
+    await alone('edge', () => burst.warmUp())
+    for (let w = 0; w < profile.edgeWindows; w++) {
+      const order = w % 2 === 0 ? (['floor', 'edge'] as const) : (['edge', 'floor'] as const)
+      for (const who of order) {
+        assertAlive(sut)
+        if (who === 'edge') await alone('edge', () => burst.window(windowMs))
+        else if (floor)
+          floorParts.push(await alone('floor', () => floor.timed(windowMs, run.progress, floorLatencies)))
+      }
+    }
+    const r = burst.result()
+    run.results.scenarios.edge.push(r)
+    run.log(
+      `    accepted ${(r.acceptedBytesPerSecond / 1048576).toFixed(1)} MB/s (${Math.round(r.acceptedEventsPerSecond)} ev/s, ${r.acceptedBodies} bodies); ` +
+        `answers ${JSON.stringify(r.statuses)}; CPU sluice ${r.cpu.sluice.toFixed(2)} bench ${r.cpu.bench.toFixed(2)} other ${r.cpu.other.toFixed(2)}`,
+    )
+    if (floorParts.length > 0) {
+      const f = combineBareResults(floorParts, floorLatencies)
+      ;(run.results.baselines.floor ??= []).push(f)
+      run.log(
+        `    floor HTTP ${kind}: ${(f.bytesPerSecond / 1048576).toFixed(1)} MB/s, ${Math.round(f.requestsPerSecond)} req/s`,
+      )
+    }
+  }
 }
 
 /** A body source cycling over fixed bodies (uuids repeat: for the edge bursts only). */

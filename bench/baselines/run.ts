@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process'
+import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -68,87 +68,148 @@ export interface BareResult {
   cpuSeconds?: number
 }
 
-/**
- * Baseline 1: the same bodies, the same client, concurrency and keep-alive, against a Node HTTP
- * server in a child process: `bare` reads and discards them; `floor` keeps a 202's promises (reads,
- * inflates gzip to check it, appends to an lmdb log with the local log's durability settings in
- * `logDir`: bench/baselines/floor-server.ts).
- */
-export async function bareServerBaseline(options: {
+/** What a baseline HTTP server is sent: bodies in turn, with the same headers. */
+export interface BaselineLoad {
   kind: string
-  server: 'bare' | 'floor'
   bodies: readonly { body: Buffer; events: number }[]
   headers: Record<string, string>
   concurrency: number
-  durationMs: number
-  progress: Progress
-  /** The floor server's log directory. */
-  logDir?: string
-  /** Where each timed request's latency is pushed too (to combine measurements: combineBareResults). */
-  latencySink?: number[]
-}): Promise<BareResult> {
-  const child =
-    options.server === 'floor'
-      ? spawnTs('./floor-server.ts', [options.logDir ?? ''])
-      : spawnTs('./bare-server.ts')
-  try {
-    const port = await new Promise<number>((resolve, reject) => {
-      let out = ''
-      child.stdout.on('data', (d: Buffer) => {
-        out += d.toString()
-        const m = /listening (\d+)/.exec(out)
-        if (m) resolve(Number(m[1]))
+}
+
+/**
+ * Baseline 1: a Node HTTP server in a child process, sent the scenarios' bodies by the same
+ * client, concurrency and keep-alive: `bare` reads and discards them; `floor` keeps a 202's
+ * promises (reads, inflates gzip to check it, appends to an lmdb log with the local log's
+ * durability settings in `logDir`: bench/baselines/floor-server.ts). Started once, it can be
+ * timed in several windows (the floor, interleaved with the edge scenario: run-scenarios.ts).
+ */
+export class BaselineServer {
+  private next = 0
+
+  private constructor(
+    readonly server: 'bare' | 'floor',
+    private readonly child: ChildProcess,
+    private readonly client: HttpClient,
+    private readonly load: BaselineLoad,
+  ) {}
+
+  static async start(server: 'bare' | 'floor', load: BaselineLoad, logDir?: string): Promise<BaselineServer> {
+    const child =
+      server === 'floor' ? spawnTs('./floor-server.ts', [logDir ?? '']) : spawnTs('./bare-server.ts')
+    try {
+      const port = await new Promise<number>((resolve, reject) => {
+        let out = ''
+        child.stdout.on('data', (d: Buffer) => {
+          out += d.toString()
+          const m = /listening (\d+)/.exec(out)
+          if (m) resolve(Number(m[1]))
+        })
+        child.once('exit', (code) => reject(new Error(`${server} server exited with ${code}`)))
       })
-      child.once('exit', (code) => reject(new Error(`${options.server} server exited with ${code}`)))
+      return new BaselineServer(
+        server,
+        child,
+        new HttpClient(`http://127.0.0.1:${port}`, load.concurrency),
+        load,
+      )
+    } catch (err) {
+      child.kill('SIGKILL')
+      throw err
+    }
+  }
+
+  get pid(): number {
+    return this.child.pid ?? 0
+  }
+
+  /** The untimed warm-up the edge scenarios get too (warmUp). */
+  async warmUp(): Promise<void> {
+    flushDirtyPages()
+    await warmUp({
+      concurrency: this.load.concurrency,
+      next: () => this.nextBody(),
+      send: async (b) => void (await this.client.request('POST', '/v0/uploads', this.load.headers, b.body)),
     })
-    const client = new HttpClient(`http://127.0.0.1:${port}`, options.concurrency)
+  }
+
+  /**
+   * One timed run of `durationMs`, closed loop; its latencies are pushed to `latencySink` too
+   * (to combine windows: combineBareResults).
+   */
+  async timed(durationMs: number, progress: Progress, latencySink?: number[]): Promise<BareResult> {
     const latencies: number[] = []
     let requests = 0
     let bytes = 0
     let events = 0
     let errors = 0
-    let i = 0
     const timeline = new Timeline()
-    options.progress.start(`baseline:${options.server}-http:${options.kind}`, () => {
+    progress.start(`baseline:${this.server}-http:${this.load.kind}`, () => {
       const rates = timeline.rates('bytes')
       const last = rates[rates.length - 2]?.[1] ?? 0
       return `${(last / 1048576).toFixed(1)} MB/s, ${requests} requests`
     })
-    flushDirtyPages()
-    // Warm-up (excluded): open the sockets, JIT the paths. The edge scenarios warm up alike.
-    await warmUp({
-      concurrency: options.concurrency,
-      next: () => options.bodies[i++ % options.bodies.length],
-      send: async (b) => void (await client.request('POST', '/v0/uploads', options.headers, b.body)),
-    })
-    const cpuBefore = cpuSnapshot(child.pid)
-    const { elapsedMs } = await closedLoop({
-      concurrency: options.concurrency,
-      durationMs: options.durationMs,
-      next: () => options.bodies[i++ % options.bodies.length],
-      send: async (b) => {
-        const res = await client.request('POST', '/v0/uploads', options.headers, b.body)
-        if (res.status === 202) {
-          requests++
-          bytes += b.body.length
-          events += b.events
-          latencies.push(res.ms)
-          options.latencySink?.push(res.ms)
-          timeline.add('bytes', b.body.length, res.at)
-        } else errors++
-      },
-    })
-    const cpuSeconds = (cpuSnapshot(child.pid).sluice - cpuBefore.sluice) / 100
-    options.progress.stop()
-    client.close()
-    return bareResult(
-      { kind: options.kind, server: options.server, cpuSeconds },
-      { requests, bytes, events, elapsedMs, errors },
-      latencies,
-    )
+    try {
+      flushDirtyPages()
+      const cpuBefore = cpuSnapshot(this.pid)
+      const { elapsedMs } = await closedLoop({
+        concurrency: this.load.concurrency,
+        durationMs,
+        next: () => this.nextBody(),
+        send: async (b) => {
+          const res = await this.client.request('POST', '/v0/uploads', this.load.headers, b.body)
+          if (res.status === 202) {
+            requests++
+            bytes += b.body.length
+            events += b.events
+            latencies.push(res.ms)
+            latencySink?.push(res.ms)
+            timeline.add('bytes', b.body.length, res.at)
+          } else errors++
+        },
+      })
+      const cpuSeconds = (cpuSnapshot(this.pid).sluice - cpuBefore.sluice) / 100
+      return bareResult(
+        { kind: this.load.kind, server: this.server, cpuSeconds },
+        { requests, bytes, events, elapsedMs, errors },
+        latencies,
+      )
+    } finally {
+      progress.stop()
+    }
+  }
+
+  /** SIGSTOP (true) or SIGCONT (false): a stopped server takes no CPU while another is timed. */
+  pause(stopped: boolean): void {
+    if (this.child.exitCode === null && this.child.signalCode === null)
+      this.child.kill(stopped ? 'SIGSTOP' : 'SIGCONT')
+  }
+
+  stop(): void {
+    this.client.close()
+    this.pause(false)
+    this.child.kill('SIGTERM')
+  }
+
+  private nextBody() {
+    return this.load.bodies[this.next++ % this.load.bodies.length]!
+  }
+}
+
+/** A baseline server started, warmed up, timed once for `durationMs`, and stopped. */
+export async function bareServerBaseline(
+  options: BaselineLoad & {
+    server: 'bare' | 'floor'
+    durationMs: number
+    progress: Progress
+    logDir?: string
+  },
+): Promise<BareResult> {
+  const server = await BaselineServer.start(options.server, options, options.logDir)
+  try {
+    await server.warmUp()
+    return await server.timed(options.durationMs, options.progress)
   } finally {
-    options.progress.stop()
-    child.kill('SIGTERM')
+    server.stop()
   }
 }
 

@@ -7,7 +7,7 @@ import {
 } from '../generate.ts'
 import { warmUp } from '../baselines/run.ts'
 import { closedLoop, sleep, type HttpResult } from '../http.ts'
-import { flushDirtyPages, type CpuUse } from '../machine.ts'
+import { cpuSnapshot, cpuUse, flushDirtyPages, type CpuSnapshot, type CpuUse } from '../machine.ts'
 import type { ThreadCpu } from '../sluice.ts'
 import { perSecond, ratesOfCounter, summarize, Timeline, type LatencySummary } from '../stats.ts'
 import {
@@ -122,69 +122,100 @@ export interface EdgeResult {
 }
 
 /**
- * The edge at its max rate: `concurrency` senders post bodies back to back for the scenario's
- * time; accepted bytes/s against the bare Node server on the same bodies is edge_ratio. Runs on a
- * Sluice of its own whose backlog is discarded afterwards (see bench/README.md).
+ * The edge at its max rate: `concurrency` senders post bodies back to back, in timed windows
+ * (interleaved with the edge floor's: run-scenarios.ts); accepted bytes/s over the windows'
+ * summed time against the floor's on the same bodies is edge_ratio. Runs on a Sluice of its own
+ * whose backlog is discarded afterwards (see bench/README.md).
  */
-export async function edgeBurst(
-  ctx: BenchContext,
-  options: { name: string; source: BodySource; durationMs: number; concurrency: number },
-): Promise<EdgeResult> {
-  const tally = new UploadTally()
-  ctx.progress.start(options.name, () => {
-    const r = tally.timeline.rates('bytes')
-    const last = r[r.length - 2]?.[1] ?? r[r.length - 1]?.[1] ?? 0
-    return `accepting ${(last / 1048576).toFixed(1)} MB/s, ${tally.acceptedBodies} bodies, 429/503: ${tally.shed}`
-  })
-  flushDirtyPages()
-  // The same untimed warm-up as the baselines' servers get (sockets opened, hot paths compiled):
-  // without it the edge's first requests on a fresh process were timed and the floor's were not.
-  await warmUp({
-    concurrency: options.concurrency,
-    next: () => options.source.next(),
-    send: async (body) => {
-      await ctx.sut.http.request(
-        'POST',
-        '/v0/uploads',
-        { Authorization: ctx.tenant.auth, ...options.source.headers },
-        body.body,
-      )
-    },
-  })
-  const {
-    value: elapsedMs,
-    cpu,
-    threads,
-  } = await measureCpu(ctx, async () => {
-    const deadline = performance.now() + options.durationMs
-    const { elapsedMs } = await closedLoop({
+export class EdgeBurst {
+  private readonly tally = new UploadTally()
+  private sendMs = 0
+  private readonly cpuTicks: CpuSnapshot = { at: 0, busy: 0, total: 0, bench: 0, sluice: 0 }
+  private threads: ThreadCpu | undefined = { main: 0, cpu_pool: 0, engine: 0, node: 0 }
+
+  constructor(
+    private readonly ctx: BenchContext,
+    private readonly options: { name: string; source: BodySource; concurrency: number },
+  ) {}
+
+  /**
+   * The same untimed warm-up as the baselines' servers get (sockets opened, hot paths compiled):
+   * without it the edge's first requests on a fresh process were timed and the floor's were not.
+   */
+  async warmUp(): Promise<void> {
+    const { ctx, options } = this
+    flushDirtyPages()
+    await warmUp({
       concurrency: options.concurrency,
-      durationMs: options.durationMs,
       next: () => options.source.next(),
       send: async (body) => {
-        await tally.send(ctx, options.source, body, deadline)
+        await ctx.sut.http.request(
+          'POST',
+          '/v0/uploads',
+          { Authorization: ctx.tenant.auth, ...options.source.headers },
+          body.body,
+        )
       },
     })
-    return elapsedMs
-  })
-  ctx.progress.stop()
-  return {
-    name: options.name,
-    kind: options.source.kind,
-    concurrency: options.concurrency,
-    sendMs: elapsedMs,
-    requests: tally.requests,
-    statuses: tally.statuses,
-    acceptedBodies: tally.acceptedBodies,
-    acceptedBytes: tally.acceptedBytes,
-    acceptedBytesPerSecond: perSecond(tally.acceptedBytes, elapsedMs),
-    acceptedEventsPerSecond: perSecond(tally.acceptedLines, elapsedMs),
-    acceptedLatencyMs: summarize(tally.latencies),
-    timeline: { accepted: tally.timeline.rates('events'), refused: tally.timeline.rates('refused') },
-    cpu,
-    ...(threads ? { threads } : {}),
+  }
+
+  /** One timed window of `durationMs`; the result sums every window. */
+  async window(durationMs: number): Promise<void> {
+    const { ctx, options, tally } = this
+    ctx.progress.start(options.name, () => {
+      const r = tally.timeline.rates('bytes')
+      const last = r[r.length - 2]?.[1] ?? r[r.length - 1]?.[1] ?? 0
+      return `accepting ${(last / 1048576).toFixed(1)} MB/s, ${tally.acceptedBodies} bodies, 429/503: ${tally.shed}`
+    })
+    try {
+      flushDirtyPages()
+      const threadsBefore = this.threads && (await ctx.sut.threadCpu())
+      const before = cpuSnapshot(ctx.sut.pid)
+      const deadline = performance.now() + durationMs
+      const { elapsedMs } = await closedLoop({
+        concurrency: options.concurrency,
+        durationMs,
+        next: () => options.source.next(),
+        send: async (body) => {
+          await tally.send(ctx, options.source, body, deadline)
+        },
+      })
+      const after = cpuSnapshot(ctx.sut.pid)
+      const threadsAfter = threadsBefore && (await ctx.sut.threadCpu())
+      this.sendMs += elapsedMs
+      for (const k of ['at', 'busy', 'total', 'bench', 'sluice'] as const)
+        this.cpuTicks[k] += after[k] - before[k]
+      if (!threadsBefore || !threadsAfter || !this.threads) this.threads = undefined
+      else for (const k of THREAD_KINDS) this.threads[k] += threadsAfter[k] - threadsBefore[k]
+    } finally {
+      ctx.progress.stop()
+    }
+  }
+
+  /** The windows' measurement as one: counts summed, rates over their summed time. */
+  result(): EdgeResult {
+    const { options, tally } = this
+    const zero: CpuSnapshot = { at: 0, busy: 0, total: 0, bench: 0, sluice: 0 }
+    return {
+      name: options.name,
+      kind: options.source.kind,
+      concurrency: options.concurrency,
+      sendMs: this.sendMs,
+      requests: tally.requests,
+      statuses: tally.statuses,
+      acceptedBodies: tally.acceptedBodies,
+      acceptedBytes: tally.acceptedBytes,
+      acceptedBytesPerSecond: perSecond(tally.acceptedBytes, this.sendMs),
+      acceptedEventsPerSecond: perSecond(tally.acceptedLines, this.sendMs),
+      acceptedLatencyMs: summarize(tally.latencies),
+      timeline: { accepted: tally.timeline.rates('events'), refused: tally.timeline.rates('refused') },
+      cpu: cpuUse(zero, this.cpuTicks),
+      ...(this.threads ? { threads: { ...this.threads } } : {}),
+    }
   }
 }
+
+const THREAD_KINDS = ['main', 'cpu_pool', 'engine', 'node'] as const satisfies readonly (keyof ThreadCpu)[]
 
 export interface EndToEndResult {
   name: string
