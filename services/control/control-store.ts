@@ -171,6 +171,11 @@ export class ControlStore {
     return latestJobRuns(this.store)
   }
 
+  /** getKey's answer if it is cached and fresh (undefined: call getKey). */
+  cachedKey(apiKey: string): { value: ApiKeyRecord | undefined } | undefined {
+    return this.keyCache.peek(apiKey)
+  }
+
   /** Cached for at most the TTL, which bounds how long a revoked key still works. */
   getKey(apiKey: string): Promise<ApiKeyRecord | undefined> {
     if (apiKey.length > MAX_ID_LENGTH) return Promise.resolve(undefined)

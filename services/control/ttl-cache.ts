@@ -41,9 +41,18 @@ export class TtlCache<V> {
 
   async get(key: string, load: Loader<V>): Promise<V> {
     if (!this.cache) return load()
-    const box = await this.cache.fetch(key, { context: load })
+    const box = this.cache.get(key) ?? (await this.cache.fetch(key, { context: load }))
     // The fetch method always answers a box; undefined would mean lru-cache dropped it.
     return box === undefined ? load() : box.value
+  }
+
+  /**
+   * The cached answer for `key` while it is fresh, without waiting: for look-ups on every request
+   * (an upload's API key), where an await per hit cost the event loop a promise and a turn of
+   * lru-cache's fetch. Undefined on a miss, an expired entry or a load still running: then get().
+   */
+  peek(key: string): { value: V } | undefined {
+    return this.cache?.get(key)
   }
 
   delete(key: string): void {

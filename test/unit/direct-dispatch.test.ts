@@ -25,6 +25,8 @@ const control = {
           revoked: false,
         }
       : undefined,
+  // Nothing cached: every request takes getKey's path.
+  cachedKey: () => undefined,
 } as unknown as ControlStore
 const basic = (user: string, password: string) =>
   `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`

@@ -34,6 +34,25 @@ describe('TtlCache', () => {
     expect(await cache.get('k', load)).toBe(3)
   })
 
+  it('peeks at a fresh answer without loading: nothing on a miss, during a load or after the TTL', async () => {
+    const clock = manualClock()
+    const cache = new TtlCache<string | undefined>(40, { clock })
+    expect(cache.peek('k')).toBeUndefined()
+    const loads = deferredLoads<string | undefined>()
+    const loading = cache.get('k', loads.load)
+    expect(cache.peek('k')).toBeUndefined()
+    loads.resolve('v')
+    expect(await loading).toBe('v')
+    expect(cache.peek('k')).toEqual({ value: 'v' })
+    // "Not found" is an answer too, told from a miss by its box.
+    await cache.get('absent', async () => undefined)
+    expect(cache.peek('absent')).toEqual({ value: undefined })
+    clock.advance(41)
+    expect(cache.peek('k')).toBeUndefined()
+    expect(loads.calls()).toBe(1)
+    expect(new TtlCache<number>(0).peek('k')).toBeUndefined()
+  })
+
   it('does not cache with a TTL of 0', async () => {
     const cache = new TtlCache<number>(0)
     let loads = 0

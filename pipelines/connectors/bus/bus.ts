@@ -90,6 +90,8 @@ export interface Bus {
 
 /** Kafka's default partitioner is murmur2 over the key; we use the same so keys land alike in both modes. */
 export function partitionForKey(key: string | undefined, partitions: number, roundRobin: number): number {
+  // One partition (the embedded default): nothing to hash.
+  if (partitions === 1) return 0
   if (key === undefined) return roundRobin % partitions
   return (murmur2(Buffer.from(key)) & 0x7fffffff) % partitions
 }

@@ -35,7 +35,7 @@ export async function authenticate(
   attempts?.check()
   const credentials = parseBasicAuth(authorization)
   if (!credentials) throw invalidCredentials()
-  const key = await control.getKey(credentials.user)
+  const key = (control.cachedKey(credentials.user) ?? { value: await control.getKey(credentials.user) }).value
   const storedHash = key && !key.revoked ? key.secret_hash : '0'.repeat(64)
   const ok = verifySecret(credentials.user, credentials.password, storedHash)
   if (!ok || !key || key.revoked) {

@@ -45,20 +45,37 @@ export class AuthFailureLimit {
 
   /** The limit bound to one request's client (its socket's peer, or what a trusted proxy says). */
   attempts(peer: string | undefined, forwardedFor: () => string | undefined): AuthAttempts {
-    const { failures, trusted } = this
-    let key: string | undefined
-    const keyOf = () => (key ??= addressLimitKey(clientAddress(peer, forwardedFor(), trusted)))
-    return {
-      check() {
-        // No failure on record anywhere: nothing to look up (the address is parsed only when needed).
-        if (failures.empty) return
-        const wait = failures.wait(keyOf())
-        if (wait > 0) throw tooManyRequests(wait, 'too many failed authentication attempts; retry later')
-      },
-      failed() {
-        failures.take(keyOf())
-      },
-    }
+    return new ClientAttempts(this.failures, this.trusted, peer, forwardedFor)
+  }
+}
+
+/**
+ * One request's view of the limit. A class, not an object of closures: the edge makes one per
+ * upload, and the client's address is worked out only when a failure is on record somewhere.
+ */
+class ClientAttempts implements AuthAttempts {
+  private key: string | undefined
+
+  constructor(
+    private readonly failures: TokenBuckets,
+    private readonly trusted: ReturnType<typeof trustedProxyList> | undefined,
+    private readonly peer: string | undefined,
+    private readonly forwardedFor: () => string | undefined,
+  ) {}
+
+  check(): void {
+    // No failure on record anywhere: nothing to look up (the address is parsed only when needed).
+    if (this.failures.empty) return
+    const wait = this.failures.wait(this.keyOf())
+    if (wait > 0) throw tooManyRequests(wait, 'too many failed authentication attempts; retry later')
+  }
+
+  failed(): void {
+    this.failures.take(this.keyOf())
+  }
+
+  private keyOf(): string {
+    return (this.key ??= addressLimitKey(clientAddress(this.peer, this.forwardedFor(), this.trusted)))
   }
 }
 
