@@ -1,5 +1,5 @@
 #!/bin/sh
-':' //; exec env MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}" node --max-semi-space-size=4 "$0" "$@"
+':' //; exec env MALLOC_ARENA_MAX="${MALLOC_ARENA_MAX:-2}" node --max-semi-space-size=8 "$0" "$@"
 // Run directly (`bin/sluice.js start`), the line above is shell: it sets glibc's MALLOC_ARENA_MAX
 // unless the operator did, and execs node with V8's semi-space cap in place of the shell (same
 // PID, signals straight to node); both are read once, when the process starts, so they cannot be

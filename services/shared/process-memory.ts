@@ -17,18 +17,22 @@ export const MALLOC_ARENA_MAX = '2'
 
 /**
  * V8's young generation: each isolate (the main thread, each CPU-pool thread) keeps two semi-spaces
- * that grow to 16 MB each under allocation-heavy work and stay resident. Capped at 4 MB
- * (`--max-semi-space-size` for the main thread, `resourceLimits` for the pool's threads): in the
- * sustained scenario V8's pages went from 252-272 MB to 176-193 MB; more scavenges, ~1 µs more CPU
- * per event, mostly on V8's helper threads (bench/README.md, "Session 8 — memory").
+ * that grow to 16 MB each under allocation-heavy work and stay resident. Capped (`--max-semi-space-size`
+ * for the main thread, `resourceLimits` for the pool's threads): at 4 MB for every isolate, V8's
+ * pages in the sustained scenario went from 252-272 MB to 176-193 MB, for ~1 µs more CPU per event
+ * (bench/README.md, "Session 8 — memory"). The main thread's cap is 8 MB since session 21: at 4 MB
+ * an upload's objects, alive for the 4-6 ms it waits for its commit, were still alive at nearly
+ * every scavenge (~45 % survived, each pause ~1 ms), and the edge took plain uploads at 0.64-0.74
+ * of the edge floor's rate where 8 MB (or 16) gave 0.88-0.90 with 0.2 of a core less CPU.
  */
-export const MAX_SEMI_SPACE_MB = 4
+export const MAIN_SEMI_SPACE_MB = 8
+export const WORKER_SEMI_SPACE_MB = 4
 
 /** Node flags the main thread must be started with (its heap is configured before any code runs). */
-export const NODE_MEMORY_FLAGS: readonly string[] = [`--max-semi-space-size=${MAX_SEMI_SPACE_MB}`]
+export const NODE_MEMORY_FLAGS: readonly string[] = [`--max-semi-space-size=${MAIN_SEMI_SPACE_MB}`]
 
 /** resourceLimits of Sluice's worker threads: V8 sizes a young generation as 3 semi-spaces. */
-export const WORKER_RESOURCE_LIMITS = { maxYoungGenerationSizeMb: 3 * MAX_SEMI_SPACE_MB } as const
+export const WORKER_RESOURCE_LIMITS = { maxYoungGenerationSizeMb: 3 * WORKER_SEMI_SPACE_MB } as const
 
 /** `env` with the memory settings a Sluice process starts with; an operator's own values win. */
 export function withProcessMemorySettings(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {

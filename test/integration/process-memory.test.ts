@@ -34,7 +34,7 @@ describe('memory settings of a started Sluice', { timeout: 120_000 }, () => {
     // The shell exec'd node in its place: the PID the launcher got is node's, so signals and kill -9 reach it.
     expect(argv[0]).toMatch(/(^|\/)node$/)
     expect(argv.slice(1)).toEqual([
-      '--max-semi-space-size=4',
+      '--max-semi-space-size=8',
       expect.stringMatching(/bin\/sluice\.js$/),
       'start',
     ])
@@ -66,7 +66,7 @@ describe('memory settings of a started Sluice', { timeout: 120_000 }, () => {
       .map((line) => JSON.parse(line) as { level: number; msg: string })
     expect(warning).toHaveLength(1)
     expect(warning[0]?.level).toBe(40)
-    expect(warning[0]?.msg).toMatch(/^started without MALLOC_ARENA_MAX=2 and --max-semi-space-size=4: /)
+    expect(warning[0]?.msg).toMatch(/^started without MALLOC_ARENA_MAX=2 and --max-semi-space-size=8: /)
     const code = await sluice.stop()
     expect(code, sluice.output()).toBe(0)
     sluice = undefined

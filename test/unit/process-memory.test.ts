@@ -2,10 +2,11 @@ import { readFile } from 'node:fs/promises'
 import { describe, expect, it } from 'vitest'
 import {
   MALLOC_ARENA_MAX,
-  MAX_SEMI_SPACE_MB,
+  MAIN_SEMI_SPACE_MB,
   NODE_MEMORY_FLAGS,
   processMemoryWarning,
   WORKER_RESOURCE_LIMITS,
+  WORKER_SEMI_SPACE_MB,
   withProcessMemorySettings,
 } from '../../services/shared/process-memory.ts'
 
@@ -22,18 +23,20 @@ describe('process memory settings', () => {
     expect(withProcessMemorySettings({ MALLOC_ARENA_MAX: '8' }).MALLOC_ARENA_MAX).toBe('8')
   })
 
-  it('caps the young generation of the main thread and of worker threads alike', () => {
-    expect(NODE_MEMORY_FLAGS).toEqual([`--max-semi-space-size=${MAX_SEMI_SPACE_MB}`])
-    expect(WORKER_RESOURCE_LIMITS).toEqual({ maxYoungGenerationSizeMb: 3 * MAX_SEMI_SPACE_MB })
+  it('caps the young generation of the main thread (8 MB semi-spaces) and of worker threads (4 MB)', () => {
+    expect(NODE_MEMORY_FLAGS).toEqual([`--max-semi-space-size=${MAIN_SEMI_SPACE_MB}`])
+    expect(MAIN_SEMI_SPACE_MB).toBe(8)
+    expect(WORKER_RESOURCE_LIMITS).toEqual({ maxYoungGenerationSizeMb: 3 * WORKER_SEMI_SPACE_MB })
+    expect(WORKER_SEMI_SPACE_MB).toBe(4)
   })
 
   it('warns about what is missing: the arena limit on Linux only, the semi-space cap anywhere', () => {
-    const flags = ['--max-semi-space-size=4']
+    const flags = ['--max-semi-space-size=8']
     expect(processMemoryWarning(undefined, flags, 'linux')).toMatch(/^started without MALLOC_ARENA_MAX=2: /)
     expect(processMemoryWarning(undefined, [], 'linux')).toMatch(
-      /^started without MALLOC_ARENA_MAX=2 and --max-semi-space-size=4: .*docs\/memory\.md/,
+      /^started without MALLOC_ARENA_MAX=2 and --max-semi-space-size=8: .*docs\/memory\.md/,
     )
-    expect(processMemoryWarning('2', [], 'darwin')).toMatch(/^started without --max-semi-space-size=4: /)
+    expect(processMemoryWarning('2', [], 'darwin')).toMatch(/^started without --max-semi-space-size=8: /)
     expect(processMemoryWarning(undefined, flags, 'darwin')).toBeUndefined()
     // An operator's own values count as set.
     expect(processMemoryWarning('16', ['--max_semi_space_size=32'], 'linux')).toBeUndefined()
