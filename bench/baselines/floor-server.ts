@@ -13,8 +13,8 @@ import { createGzipCheck } from '../../pipelines/events/gzip-check.ts'
  * what the spec does not make part of a 202: authentication, rate limits, transaction ids, headers
  * and the pipeline behind the log.
  *
- * Every body is kept under a key of its own, after the last one already in the log (the halves
- * measured before and after an edge scenario share one log directory), as the edge instance's
+ * Every body is kept under a key of its own, after the last one already in the log (a server
+ * started again on the same log directory continues it), as the edge instance's
  * local log keeps every body: nothing consumes it during the bench. Until session 21 the floor
  * overwrote a ring of 1,024 keys, which broke the promise (a body acknowledged and then overwritten
  * is lost) and kept its file at ~72 MB while the edge instance's file grew; on this machine
