@@ -44,7 +44,7 @@ export const PROFILES: Record<'quick' | 'full', BenchProfile> = {
     customers: 2000,
     plainTemplates: 16,
     eventsPerPlainBody: 250,
-    gzipBodies: 96,
+    gzipBodies: 160,
     concurrency: 16,
     baselineMs: 2500,
     edgeMs: 3000,
