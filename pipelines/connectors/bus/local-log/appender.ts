@@ -23,17 +23,13 @@ export class Appender {
    */
   async append(topic: string, partitions: number, messages: ProduceMessage[]): Promise<boolean> {
     const timestamp = Date.now()
-    if (messages.length === 1) {
-      // One record (every upload the edge takes): no grouping by partition.
-      const message = messages[0]!
-      const partition = this.partitionOf(topic, partitions, message)
-      const created = await this.store.appendOne(topic, partitions, partition, message, timestamp)
-      this.wakeups.notify(partitionSignal(topic, partition))
-      return created
-    }
     const byPartition = new Map<number, ProduceMessage[]>()
     for (const message of messages) {
-      const partition = this.partitionOf(topic, partitions, message)
+      const partition =
+        message.partition ?? partitionForKey(message.key, partitions, this.nextRoundRobin(topic, message.key))
+      if (!Number.isInteger(partition) || partition < 0 || partition >= partitions) {
+        throw new RangeError(`partition ${partition} out of range for ${topic} (${partitions} partitions)`)
+      }
       const values = byPartition.get(partition) ?? []
       values.push(message)
       byPartition.set(partition, values)
@@ -42,15 +38,6 @@ export class Appender {
     const created = await this.store.append(topic, partitions, byPartition, timestamp)
     for (const partition of byPartition.keys()) this.wakeups.notify(partitionSignal(topic, partition))
     return created
-  }
-
-  private partitionOf(topic: string, partitions: number, message: ProduceMessage): number {
-    const partition =
-      message.partition ?? partitionForKey(message.key, partitions, this.nextRoundRobin(topic, message.key))
-    if (!Number.isInteger(partition) || partition < 0 || partition >= partitions) {
-      throw new RangeError(`partition ${partition} out of range for ${topic} (${partitions} partitions)`)
-    }
-    return partition
   }
 
   private nextRoundRobin(topic: string, key: string | undefined): number {

@@ -123,27 +123,6 @@ export class LogStore {
     return false
   }
 
-  /** append() of one message to `partition`: no grouping, no waiting on several blocks. */
-  async appendOne(
-    topic: string,
-    partitions: number,
-    partition: number,
-    message: ProduceMessage,
-    timestamp: number,
-  ): Promise<boolean> {
-    if (!this.expectedNext.has(tailId(topic, partition)))
-      return this.appendInTransaction(topic, partitions, new Map([[partition, [message]]]), timestamp)
-    await this.appendBlock(
-      topic,
-      partitions,
-      partition,
-      [message],
-      [encodeRecord(message, timestamp)],
-      timestamp,
-    )
-    return false
-  }
-
   private async appendBlock(
     topic: string,
     partitions: number,
