@@ -4,7 +4,7 @@ import type { Scope } from '../../schemas/admin.ts'
 import type { ControlStore } from '../control/control-store.ts'
 import type { Logger } from '../shared/logger.ts'
 import type { Principal } from './env.ts'
-import { authenticate } from './middleware/api-auth.ts'
+import { authenticate, type ConnectionAuth } from './middleware/api-auth.ts'
 import type { AuthFailureLimit } from './middleware/auth-failure-limit.ts'
 import { errorAnswer } from './middleware/errors.ts'
 import type { HttpRequestMetrics } from './middleware/metrics.ts'
@@ -89,7 +89,13 @@ async function serve(
     const attempts = deps.authFailures?.attempts(req.socket.remoteAddress, () =>
       headerOf(req, 'x-forwarded-for'),
     )
-    const principal = await authenticate(deps.control, req.headers.authorization, attempts, route.scope)
+    const principal = await authenticate(
+      deps.control,
+      req.headers.authorization,
+      attempts,
+      route.scope,
+      connectionAuth(req.socket),
+    )
     const request: UploadRequest = {
       header: (name) => headerOf(req, name.toLowerCase()),
       readBody: (limit) => readIncomingBody(req, limit),
@@ -135,6 +141,15 @@ function keepsConnection(req: IncomingMessage): boolean {
   // No Content-Length and no Transfer-Encoding: an HTTP/1.1 request without a body.
   const declared = req.headers['transfer-encoding'] ? NaN : Number(req.headers['content-length'] ?? 0)
   return Number.isFinite(declared) && declared <= DRAIN_LIMIT_BYTES
+}
+
+// Per connection (its socket), for as long as it is open: what authenticate() remembers on it.
+const connections = new WeakMap<object, ConnectionAuth>()
+
+function connectionAuth(socket: object): ConnectionAuth {
+  let auth = connections.get(socket)
+  if (!auth) connections.set(socket, (auth = {}))
+  return auth
 }
 
 /** A header's value as Hono's `c.req.header` gives it: repeated headers joined by ', '. */

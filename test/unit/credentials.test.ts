@@ -6,6 +6,7 @@ import {
   hashSecret,
   parseBasicAuth,
   safeEqual,
+  VerifiedCredentials,
   verifySecret,
 } from '../../services/control/credentials.ts'
 
@@ -56,5 +57,18 @@ describe('credentials', () => {
     [undefined, undefined],
   ])('parses %s', (header, expected) => {
     expect(parseBasicAuth(header)).toEqual(expected)
+  })
+
+  it('matches a verified header by its exact bytes only', () => {
+    const header = `Basic ${Buffer.from('k1:s1').toString('base64')}`
+    const verified = VerifiedCredentials.of(header, 'k1', hashSecret('k1', 's1'))
+    expect(verified.matches(header)).toBe(true)
+    expect(verified.matches(`${header} `)).toBe(false)
+    expect(verified.matches(header.replace('Basic', 'basic'))).toBe(false)
+    expect(verified.matches(`Basic ${Buffer.from('k1:s2').toString('base64')}`)).toBe(false)
+    expect(verified.matches('')).toBe(false)
+    // Same length in UTF-16 units, not in bytes: no throw from the constant-time compare.
+    expect(verified.matches('é'.repeat(header.length))).toBe(false)
+    expect(verified.apiKey).toBe('k1')
   })
 })

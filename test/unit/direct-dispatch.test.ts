@@ -37,9 +37,11 @@ function request(init: {
   peer?: string
   headers?: Record<string, string>
   body?: string
+  /** The connection it arrives on (a new one when absent). */
+  socket?: Socket
 }) {
-  const socket = new Socket()
-  Object.defineProperty(socket, 'remoteAddress', { value: init.peer ?? '127.0.0.1' })
+  const socket = init.socket ?? new Socket()
+  if (!init.socket) Object.defineProperty(socket, 'remoteAddress', { value: init.peer ?? '127.0.0.1' })
   const req = new IncomingMessage(socket)
   req.method = init.method ?? 'POST'
   req.url = init.url ?? '/v0/uploads'
@@ -72,7 +74,7 @@ function response() {
   return { res: res as unknown as ServerResponse, written, done }
 }
 
-function setup(options: { https?: boolean; limit?: AuthFailureLimit } = {}) {
+function setup(options: { https?: boolean; limit?: AuthFailureLimit; control?: ControlStore } = {}) {
   const handled: { body: string; orgId: number }[] = []
   const route: DirectRoute = {
     method: 'POST',
@@ -87,7 +89,7 @@ function setup(options: { https?: boolean; limit?: AuthFailureLimit } = {}) {
   const metrics = createMetrics()
   const dispatch = directDispatch({
     routes: [route],
-    control,
+    control: options.control ?? control,
     logger: createLogger('silent'),
     requests: new HttpRequestMetrics(metrics),
     ...(options.https && { https: httpsCheck({ trustedProxies: [], allowPlainHttp: false }) }),
@@ -189,5 +191,39 @@ describe('directDispatch', () => {
     expect(handled).toEqual([])
     // The same limit, asked as Hono's middleware asks it, holds the address too.
     expect(() => limit.attempts('198.51.100.4', () => undefined).check()).toThrow(/too many failed/)
+  })
+
+  it('remembers the credentials a connection had verified, and honours a revoked key or a new secret at once', async () => {
+    // A key as the control store's cache holds it now: revoked or given a new secret between requests.
+    const key = {
+      api_key: 'k1',
+      org_id: 7,
+      secret_hash: hashSecret('k1', 's1'),
+      scopes: ['events'],
+      revoked: false,
+    }
+    const cached = { getKey: async () => key, cachedKey: () => ({ value: key }) } as unknown as ControlStore
+    const { dispatch, handled } = setup({ control: cached })
+    const connection = new Socket()
+    Object.defineProperty(connection, 'remoteAddress', { value: '127.0.0.1' })
+    const send = async (password: string, socket = connection) => {
+      const { res, written, done } = response()
+      dispatch(request({ socket, headers: { authorization: basic('k1', password) }, body: 'x' }), res)
+      await done
+      return written.status
+    }
+    expect(await send('s1')).toBe(202)
+    expect(await send('s1')).toBe(202)
+    // Another header on the same connection is checked in full, and does not displace the one remembered.
+    expect(await send('s2')).toBe(401)
+    expect(await send('s1')).toBe(202)
+    key.revoked = true
+    expect(await send('s1')).toBe(401)
+    key.revoked = false
+    key.secret_hash = hashSecret('k1', 's2')
+    expect(await send('s1')).toBe(401)
+    expect(await send('s2')).toBe(202)
+    expect(await send('s2', new Socket())).toBe(202)
+    expect(handled.map((h) => h.orgId)).toEqual([7, 7, 7, 7, 7])
   })
 })

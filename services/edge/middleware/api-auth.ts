@@ -1,7 +1,7 @@
 import type { MiddlewareHandler } from 'hono'
-import type { ControlStore } from '../../control/control-store.ts'
+import type { ApiKeyRecord, ControlStore } from '../../control/control-store.ts'
 import type { Scope } from '../../../schemas/admin.ts'
-import { parseBasicAuth, verifySecret } from '../../control/credentials.ts'
+import { parseBasicAuth, VerifiedCredentials, verifySecret } from '../../control/credentials.ts'
 import { SluiceError, forbidden } from '../../shared/errors.ts'
 import type { AuthAttempts, EdgeEnv, Principal } from '../env.ts'
 
@@ -25,14 +25,31 @@ export function apiAuth(control: ControlStore, scope?: Scope): MiddlewareHandler
   }
 }
 
-/** The check itself, for the middleware and for routes served before Hono's dispatch. */
+/** What a connection remembers of its authentication: the credentials it last had verified. */
+export interface ConnectionAuth {
+  verified?: VerifiedCredentials
+}
+
+/**
+ * The check itself, for the middleware and for routes served before Hono's dispatch. With
+ * `connection`, a request presenting exactly the header its connection last had verified skips
+ * the parse and the hash, as long as the key, as the control store's cache has it now, is not
+ * revoked and still has the secret hash it was verified against; anything else takes the full
+ * check, and a success there becomes what the connection remembers.
+ */
 export async function authenticate(
   control: ControlStore,
   authorization: string | undefined,
   attempts: AuthAttempts | undefined,
   scope: Scope | undefined,
+  connection?: ConnectionAuth,
 ): Promise<Principal> {
   attempts?.check()
+  const known = connection?.verified
+  if (known && authorization !== undefined && known.matches(authorization)) {
+    const key = control.cachedKey(known.apiKey)?.value
+    if (key && !key.revoked && key.secret_hash === known.secretHash) return principalOf(key, scope)
+  }
   const credentials = parseBasicAuth(authorization)
   if (!credentials) throw invalidCredentials()
   const key = (control.cachedKey(credentials.user) ?? { value: await control.getKey(credentials.user) }).value
@@ -42,6 +59,11 @@ export async function authenticate(
     attempts?.failed()
     throw invalidCredentials()
   }
+  if (connection) connection.verified = VerifiedCredentials.of(authorization!, key.api_key, key.secret_hash)
+  return principalOf(key, scope)
+}
+
+function principalOf(key: ApiKeyRecord, scope: Scope | undefined): Principal {
   if (scope && !key.scopes.includes(scope)) throw forbidden(`this API key lacks the '${scope}' scope`)
   return { orgId: key.org_id, apiKey: key.api_key, scopes: key.scopes }
 }
