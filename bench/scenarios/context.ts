@@ -4,7 +4,7 @@ import type { RssSampler, SluiceUnderTest, Tenant, ThreadCpu } from '../sluice.t
 import { cpuSnapshot, cpuUse, type CpuUse } from '../machine.ts'
 import { sleep, type HttpResult } from '../http.ts'
 
-/** How long and how hard each scenario runs: `--quick` (under 3 minutes on 2 cores) or the full run. */
+/** How long and how hard each scenario runs: `--quick` (about 3.5 minutes on 2 cores) or the full run. */
 export interface BenchProfile {
   name: 'quick' | 'full'
   customers: number
