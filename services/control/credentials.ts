@@ -50,7 +50,7 @@ export function verifySecret(apiKey: string, secret: string, storedHash: string)
  * An Authorization header whose secret was verified against `secretHash`, the key's stored hash at
  * the time. A connection remembers the last one it presented, so the next request on it carrying
  * the same header (a client sends the same credentials on every upload of a keep-alive connection)
- * is matched by its bytes, without parsing it or hashing its secret again: ~8 µs of the edge's
+ * is matched by its bytes, without parsing it or hashing its secret again: ~12 µs of the edge's
  * main thread per upload (bench/README.md, "Session 22"). The match is constant-time in the
  * header's content, since a proxy may carry many clients' requests on one connection.
  */
