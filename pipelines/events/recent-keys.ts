@@ -11,9 +11,12 @@ import { keyBytes, keyLength, murmurHash3x86 } from './key-filter.ts'
  * whose key the ring has dropped is free again; a key whose PROBES slots all hold newer keys takes
  * the oldest one's place. Forgetting a key early only sends its copies to the index, as before.
  *
- * Only keys an insert has stored go in (after it ends), so "found here" means what the index would
- * answer: stored, by this transaction (each key is stored once, and nothing deletes a stored key
- * within the ring's horizon; the index keeps keys for 8 days).
+ * The keys of a write go in once it is decided, before its insert ends, so that the write after it,
+ * looked up meanwhile, finds its copies of them here: the index cannot have them yet. If that
+ * insert fails, the event store forgets every key (`forget`) and asks the index again for every
+ * write looked up before the failure; otherwise "found here" means what the index would answer:
+ * stored, by this transaction (each key is stored once, and nothing deletes a stored key within
+ * the ring's horizon; the index keeps keys for 8 days).
  */
 const PROBES = 8
 
@@ -77,6 +80,11 @@ export class RecentKeys {
       if (this.uuids[at] === uuid && this.apps[at] === app) return this.transactions[at]
     }
     return undefined
+  }
+
+  /** Forgets every key (an insert failed: the keys added for it may not be stored). */
+  forget(): void {
+    this.next += this.capacity
   }
 
   /** Whether the ring still holds key `seq` (0, never used, is not). */

@@ -213,9 +213,11 @@ export function eventStore(deps: EventStoreDeps): EventStore {
       indexUncertain = false
     }
     const { marks, lookups } = screenBatch(items, filter)
-    // Copies of keys this process stored recently are answered here; the rest go to the index.
+    // Copies of keys this process stored recently, or is inserting now, are answered here; the
+    // rest go to the index.
     const known = new Map<string, { tx: string }>()
-    const ask = recent && lookups.length > 0 ? recall(lookups, recent, known) : lookups
+    const recalled: WriterItem[] = []
+    const ask = recent && lookups.length > 0 ? recall(lookups, recent, known, recalled) : lookups
     const looked: LookedUp = {
       filter,
       marks,
@@ -223,6 +225,7 @@ export function eventStore(deps: EventStoreDeps): EventStore {
       keys: keysOf(ask),
       uuids: new Set(ask.map((item) => item.uuid)),
       known,
+      recalled,
       found: new Map(),
       stored: new Map(),
       failedInserts,
@@ -253,25 +256,30 @@ export function eventStore(deps: EventStoreDeps): EventStore {
       if (indexUncertain)
         for (const key of await repairLastInserts(deps.store)) looked.filter.add(key.app_id, key.uuid)
       indexUncertain = false
-      stored =
-        looked.lookups.length > 0
-          ? await findStored(deps.store, looked.lookups)
-          : new Map<string, { tx: string }>()
-    } else for (const [key, first] of looked.found) if (!stored.has(key)) stored.set(key, first)
-    for (const [key, first] of looked.known) stored.set(key, first)
+      // What RecentKeys answered too: it may have come from the insert that failed.
+      const asked = [...looked.lookups, ...looked.recalled]
+      stored = asked.length > 0 ? await findStored(deps.store, asked) : new Map<string, { tx: string }>()
+    } else {
+      for (const [key, first] of looked.found) if (!stored.has(key)) stored.set(key, first)
+      for (const [key, first] of looked.known) stored.set(key, first)
+    }
     const out = outcome()
     decide(out, items, looked.marks, stored, looked.filter)
+    // Remembered before the insert ends, so that the next write, looked up meanwhile, finds its
+    // copies of these keys here instead of asking the index, which cannot have them yet. If the
+    // insert fails, all is forgotten, and every write looked up meanwhile asks the index again.
+    if (recent) for (const item of out.storedItems) recent.add(item.app, item.uuid, item.upload.tx, h1(item))
     indexUncertain = true
     try {
       await insert(out, source)
     } catch (err) {
       failedInserts++
+      recent?.forget()
       throw err
     }
     indexUncertain = false
     // Writes looked up while this one was inserted learn its keys.
     for (const other of undecided) handOver(out.storedItems, other)
-    if (recent) for (const item of out.storedItems) recent.add(item.app, item.uuid, item.upload.tx, h1(item))
     out.counted()
     return out.duplicates
   }
@@ -340,8 +348,13 @@ interface LookedUp {
    * a key string only for the few that may be among them, not for every event it stored.
    */
   uuids: Set<string>
-  /** Suspects this process stored recently (RecentKeys), with the transaction that stored each. */
+  /**
+   * Suspects this process stored recently or is inserting now (RecentKeys), with the transaction
+   * that stored each, and the items they were answered for (asked of the index after all if an
+   * insert fails before the decision).
+   */
   known: Map<string, { tx: string }>
+  recalled: WriterItem[]
   /** Suspects stored by an insert that ended after the look-up began, with its transaction. */
   found: Map<string, { tx: string }>
   /** What the index answered. */
@@ -359,17 +372,21 @@ function keysOf(items: readonly WriterItem[]): Set<string> {
 /** The key's h1 where the CPU pool hashed it (RecentKeys hashes the others). */
 const h1 = (item: WriterItem): number | undefined => item.keyHash?.[2 * (item.keyIndex ?? 0)]
 
-/** The look-ups that `recent` does not answer; those it answers go into `known`. */
+/** The look-ups that `recent` does not answer; those it answers go into `known` and `recalled`. */
 function recall(
   lookups: readonly WriterItem[],
   recent: RecentKeys,
   known: Map<string, { tx: string }>,
+  recalled: WriterItem[],
 ): WriterItem[] {
   const ask: WriterItem[] = []
   for (const item of lookups) {
     const tx = recent.get(item.app, item.uuid, h1(item))
     if (tx === undefined) ask.push(item)
-    else known.set(eventKey(item.app, item.uuid), { tx })
+    else {
+      known.set(eventKey(item.app, item.uuid), { tx })
+      recalled.push(item)
+    }
   }
   return ask
 }

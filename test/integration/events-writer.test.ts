@@ -420,12 +420,14 @@ describe('events writer against the embedded engine', () => {
         return { spy, log, release }
       }
 
-      it('learns the keys that insert stored when it ends: a copy is a duplicate, stored once', async () => {
+      it('finds the keys that insert is storing among those it remembers: a copy is a duplicate, stored once, and the index is not asked', async () => {
         const recv = 1_795_300_040_000
         const { spy, log, release } = gated()
         const events = eventStore({ store: spy, soleWriter: true, storedKeys: new StoredKeys(spy) })
         const source = (n: number) => ({ topic: 'uploads', partition: 0, first: String(n), last: String(n) })
         const first = events.write([item('p1', 'tx-40', 1, recv), item('p2', 'tx-40', 2, recv)], source(40))
+        // The first write is decided and its insert under way when the second is asked for.
+        await vi.waitFor(() => expect(log).toEqual(['insert held']))
         // Copies of p1 and p2 from another upload, and a new key.
         const second = events.write(
           [
@@ -435,20 +437,50 @@ describe('events writer against the embedded engine', () => {
           ],
           source(41),
         )
-        await vi.waitFor(() => expect(log).toEqual(['insert held', 'look-up p1\np2']))
         release()
         expect(await first).toEqual([])
         expect((await second).map((d) => [d.transaction_id, d.uuid, d.line, d.detail])).toEqual([
           ['tx-41', 'p1', 1, 'an event with this uuid was already stored (transaction tx-40)'],
           ['tx-41', 'p2', 3, 'an event with this uuid was already stored (transaction tx-40)'],
         ])
-        // The second look-up ran before the first insert ended, and nothing else was asked later.
-        expect(log).toEqual(['insert held', 'look-up p1\np2', 'insert done', 'insert done'])
+        // The copies were answered by the keys the first write was storing: no look-up at all.
+        expect(log).toEqual(['insert held', 'insert done', 'insert done'])
         const stored = await counts()
         expect([stored.p1, stored.p2, stored.p3]).toEqual([1, 1, 1])
       })
 
-      it('asks the index again when that insert fails half-way, after repairing it', async () => {
+      it('learns the keys an insert stored when it ends, for a write looked up before it was decided', async () => {
+        const recv = 1_795_300_045_000
+        const { spy, log, release } = gated()
+        const events = eventStore({ store: spy, soleWriter: true, storedKeys: new StoredKeys(spy) })
+        const source = (n: number) => ({ topic: 'uploads', partition: 0, first: String(n), last: String(n) })
+        // The first write's insert is held; the second waits for its turn, undecided, while the
+        // third, holding copies of the second's keys, is looked up.
+        const first = events.write([item('q0', 'tx-45', 1, recv)], source(45))
+        const second = events.write([item('q1', 'tx-46', 1, recv), item('q2', 'tx-46', 2, recv)], source(46))
+        const third = events.write(
+          [
+            item('q1', 'tx-47', 1, recv + 1),
+            item('q3', 'tx-47', 2, recv + 1),
+            item('q2', 'tx-47', 3, recv + 1),
+          ],
+          source(47),
+        )
+        await vi.waitFor(() => expect(log).toEqual(['insert held', 'look-up q1\nq2']))
+        release()
+        expect(await first).toEqual([])
+        expect(await second).toEqual([])
+        expect((await third).map((d) => [d.transaction_id, d.uuid, d.line, d.detail])).toEqual([
+          ['tx-47', 'q1', 1, 'an event with this uuid was already stored (transaction tx-46)'],
+          ['tx-47', 'q2', 3, 'an event with this uuid was already stored (transaction tx-46)'],
+        ])
+        // Its look-up ran before the second insert, and nothing else was asked later.
+        expect(log).toEqual(['insert held', 'look-up q1\nq2', 'insert done', 'insert done', 'insert done'])
+        const stored = await counts()
+        expect([stored.q1, stored.q2, stored.q3]).toEqual([1, 1, 1])
+      })
+
+      it('asks the index again when that insert fails half-way, after repairing it, about what it remembered too', async () => {
         const recv = 1_795_300_042_000
         let failed = false
         const { spy, log, release } = gated(async () => {
@@ -464,16 +496,18 @@ describe('events writer against the embedded engine', () => {
         const source = (n: number) => ({ topic: 'uploads', partition: 0, first: String(n), last: String(n) })
         const first = events.write([item('p4', 'tx-42', 1, recv)], source(42))
         const firstFailed = expect(first).rejects.toThrow('view write failed')
+        await vi.waitFor(() => expect(log).toEqual(['insert held']))
+        // A copy of p4, answered by the keys the first write is storing.
         const second = events.write(
           [item('p4', 'tx-43', 1, recv + 1), item('p5', 'tx-43', 2, recv + 1)],
           source(43),
         )
-        await vi.waitFor(() => expect(log).toEqual(['insert held', 'look-up p4']))
         // A third write, asked for before the first fails: copies of what the first and second store.
         const third = events.write(
           [item('p5', 'tx-44', 1, recv + 2), item('p4', 'tx-44', 2, recv + 2)],
           source(44),
         )
+        await vi.waitFor(() => expect(log).toEqual(['insert held', 'look-up p5']))
         release()
         await firstFailed
         expect((await second).map((d) => [d.transaction_id, d.uuid, d.detail])).toEqual([
@@ -483,16 +517,10 @@ describe('events writer against the embedded engine', () => {
           ['tx-44', 'p5', 'an event with this uuid was already stored (transaction tx-43)'],
           ['tx-44', 'p4', 'an event with this uuid was already stored (transaction tx-42)'],
         ])
-        // Both were looked up during the first insert, and again once it had failed and was
-        // repaired into the index (the third stores nothing: no insert).
-        expect(log).toEqual([
-          'insert held',
-          'look-up p4',
-          'look-up p5\np4',
-          'look-up p4',
-          'insert done',
-          'look-up p5\np4',
-        ])
+        // p4 was answered from memory and p5 looked up during the first insert; once it had failed
+        // and was repaired, both writes asked the index about all of their suspects (the third
+        // stores nothing: no insert).
+        expect(log).toEqual(['insert held', 'look-up p5', 'look-up p4', 'insert done', 'look-up p5\np4'])
         const stored = await counts()
         expect([stored.p4, stored.p5]).toEqual([1, 1])
       })

@@ -52,4 +52,22 @@ describe('the keys stored recently', () => {
     expect(recent.get('app', 'u-0', 42)).toBeUndefined()
     expect(recent.get('app', 'u-1', 42)).toBe('tx-1')
   })
+
+  it('forgets every key at once, and holds keys added after that as before', () => {
+    const recent = new RecentKeys(100)
+    for (let i = 0; i < 50; i++) recent.add('app', `u-${i}`, `tx-${i}`)
+    recent.forget()
+    for (let i = 0; i < 50; i++) expect(recent.get('app', `u-${i}`)).toBeUndefined()
+    for (let i = 50; i < 150; i++) recent.add('app', `u-${i}`, `tx-${i}`)
+    let held = 0
+    for (let i = 50; i < 150; i++) {
+      const tx = recent.get('app', `u-${i}`)
+      if (tx !== undefined) {
+        expect(tx).toBe(`tx-${i}`)
+        held++
+      }
+    }
+    expect(held).toBeGreaterThan(95)
+    for (let i = 0; i < 50; i++) expect(recent.get('app', `u-${i}`)).toBeUndefined()
+  })
 })
