@@ -106,12 +106,14 @@ export function serverUploadSplitter(deps: SplitterDeps) {
   // batch would wait for its whole parse before its look-ups and insert could start.
   const early = new Map<string, Map<string, { bytes: number; parsed: Promise<ParsedUpload> }>>()
   // Event store only: a partition's next batch's first uploads (of those parsed early), attributed
-  // while this batch's last group is inserted. Until then the engine sat idle at every batch's
-  // start while the first group was attributed, and this thread while the last was inserted:
-  // ~15 % of a gzip batch's time on each. The next batch takes them as its first group when it
-  // starts with those very records (docs/events.md, "Batches back to back").
-  const attributedEarly = new Map<string, Promise<AttributedGroup | undefined>>()
-  return async (batch: RecordBatch): Promise<void> => {
+  // and handed to the event store while this batch's last group is inserted. Until then the engine
+  // sat idle at every batch's start and end: while the first group was attributed, and while the
+  // batch's rejects, receipts and commit were written. The next batch takes the write as its first
+  // group's when it starts with those very records (docs/events.md, "Batches back to back").
+  const writtenEarly = new Map<string, Promise<EarlyWrite | undefined>>()
+  // Early writes not yet settled, so that a stop lets them end before the store closes.
+  const inFlight = new Set<Promise<unknown>>()
+  const handle = async (batch: RecordBatch): Promise<void> => {
     // Uploads go to the pool a little ahead of the group being written (PARSE_AHEAD_BYTES); each
     // group is handled as soon as it is parsed, and its parsed uploads are let go after it.
     const records = batch.records
@@ -119,15 +121,25 @@ export function serverUploadSplitter(deps: SplitterDeps) {
     // Parses started by the previous batch; any not of this batch are dropped (a retried batch).
     const started = early.get(partitionKey)
     early.delete(partitionKey)
-    const startedGroup = attributedEarly.get(partitionKey)
-    attributedEarly.delete(partitionKey)
+    const startedWrite = writtenEarly.get(partitionKey)
+    writtenEarly.delete(partitionKey)
     const parsing: (Promise<ParsedUpload> | undefined)[] = []
     let aheadBytes = 0
     let next = 0
-    // The first group, attributed by the previous batch's call, if this batch starts with its
-    // records (a retried batch does not); a failed early attribution is simply done again here.
-    let carried = startsWith(records, await startedGroup?.catch(() => undefined))
-    if (carried) {
+    // One group is written (the engine's threads) while the next is parsed and attributed (the
+    // pool and this thread): done one after the other, each stage waited for the others, and the
+    // splitter was the whole pipeline's limit with a fifth of the machine idle. Groups are written
+    // in order: the event store decides and inserts its writes one at a time, in the order they are
+    // asked for, and looks the next one's keys up while it inserts (eventStore); here at most two
+    // writes are outstanding, the one inserted and the one looked up.
+    let writing: Promise<GroupOutcome> | undefined
+    // The first group, written by the previous batch's call, if this batch starts with its records.
+    // A retried batch does not: it writes those uploads afresh, and the event store finds what the
+    // early write stored as the same uploads' own events (a replay, not a duplicate). A failed
+    // early attribution is simply done again here; a failed early write fails this batch.
+    const carried = await startedWrite?.catch(() => undefined)
+    if (carried && startsWith(records, carried.group)) {
+      writing = carried.outcome
       next = carried.group.length
       for (let i = 0; i < next; i++) parsing.push(undefined)
     }
@@ -174,18 +186,11 @@ export function serverUploadSplitter(deps: SplitterDeps) {
       for (const r of groupRejects.duplicates) rejects.push(r)
       for (const r of groupRejects.receipts) receipts.push(r)
     }
-    // One group is written (the engine's threads) while the next is parsed and attributed (the
-    // pool and this thread): done one after the other, each stage waited for the others, and the
-    // splitter was the whole pipeline's limit with a fifth of the machine idle. Groups are written
-    // in order: the event store decides and inserts its writes one at a time, in the order they are
-    // asked for, and looks the next one's keys up while it inserts (eventStore); here at most two
-    // writes are outstanding, the one inserted and the one looked up.
-    let writing: Promise<GroupOutcome> | undefined
     try {
-      while (next < records.length || carried) {
+      while (next < records.length) {
         const group: ParsedUpload[] = []
-        let events = carried ? eventsIn(carried.group) : 0
-        while (next < records.length && (events < EVENTS_PER_WRITE || (group.length === 0 && !carried))) {
+        let events = 0
+        while (next < records.length && (events < EVENTS_PER_WRITE || group.length === 0)) {
           parseAhead()
           const upload = await parsing[next]!
           parsing[next] = undefined
@@ -197,13 +202,7 @@ export function serverUploadSplitter(deps: SplitterDeps) {
         // The pool parses the next uploads while this group is attributed and written.
         parseAhead()
         parseNextBatch()
-        // Topped up with uploads that arrived after the early ones were attributed.
-        const attributed = carried
-          ? group.length > 0
-            ? joinGroups(carried, await attributeGroup(group))
-            : carried
-          : await attributeGroup(group)
-        carried = undefined
+        const attributed = await attributeGroup(group)
         const previous = writing
         if (direct) {
           // The event store looks this group's keys up while it inserts the previous one.
@@ -217,7 +216,11 @@ export function serverUploadSplitter(deps: SplitterDeps) {
           writing = forwardGroup(attributed)
         }
       }
-      if (direct) attributeNextEarly()
+      if (direct) {
+        // A batch whose uploads were all written early runs no group, so it looks ahead here.
+        parseNextBatch()
+        writeNextEarly()
+      }
       if (writing) collect(await writing)
     } catch (err) {
       // The batch fails as a whole (and is retried): a write still in flight is let finish first,
@@ -235,13 +238,15 @@ export function serverUploadSplitter(deps: SplitterDeps) {
     /**
      * Attributes the next batch's first uploads (those already with the pool, in offset order
      * from the one after this batch, up to a group's worth) while this batch's last group is
-     * written; the next call takes them as its first group (attributedEarly).
+     * written, and hands them to the event store, which writes them after that group; the next
+     * call takes the write as its first group's (writtenEarly). Only writes go early: the next
+     * batch's rejects, receipts and commit stay its own, after all its writes.
      */
-    function attributeNextEarly(): void {
+    function writeNextEarly(): void {
       const queued = early.get(partitionKey)
       const last = records.at(-1)
       if (!queued || queued.size === 0 || !last) return
-      const attributed = (async (): Promise<AttributedGroup | undefined> => {
+      const written = (async (): Promise<EarlyWrite | undefined> => {
         const group: ParsedUpload[] = []
         let events = 0
         let expected = Number(last.offset) + 1
@@ -252,11 +257,17 @@ export function serverUploadSplitter(deps: SplitterDeps) {
           events += upload.events.uuid.length
           expected++
         }
-        return group.length > 0 ? attributeGroup(group) : undefined
+        if (group.length === 0) return undefined
+        const outcome = forwardGroup(await attributeGroup(group))
+        // Its failure is the next call's (or nobody's, if that call does not take it).
+        outcome.catch(() => undefined)
+        track(outcome)
+        return { group, outcome }
       })()
-      // Failures are handled by the call that takes it (it attributes those uploads itself).
-      attributed.catch(() => undefined)
-      attributedEarly.set(partitionKey, attributed)
+      // A failed attribution is handled by the call that takes it (it attributes those uploads itself).
+      written.catch(() => undefined)
+      track(written)
+      writtenEarly.set(partitionKey, written)
     }
 
     /** Attributes a group of parsed uploads: the events to forward and what it rejected. */
@@ -372,6 +383,24 @@ export function serverUploadSplitter(deps: SplitterDeps) {
       })
     }
   }
+  const track = (work: Promise<unknown>) => {
+    inFlight.add(work)
+    void work.then(
+      () => inFlight.delete(work),
+      () => inFlight.delete(work),
+    )
+  }
+  /** Lets the writes started ahead of a batch end (before the store they write to is closed). */
+  const drain = async (): Promise<void> => {
+    while (inFlight.size > 0) await Promise.allSettled([...inFlight])
+  }
+  return Object.assign(handle, { drain })
+}
+
+interface EarlyWrite {
+  /** The uploads written, the first of the next batch. */
+  group: ParsedUpload[]
+  outcome: Promise<GroupOutcome>
 }
 
 interface AttributedGroup {
@@ -384,33 +413,11 @@ interface AttributedGroup {
   processedAt: number
 }
 
-/** `early` if `records` starts with the very records it was attributed from, else undefined. */
-function startsWith(
-  records: readonly BusRecord[],
-  early: AttributedGroup | undefined,
-): AttributedGroup | undefined {
-  if (!early || early.group.length > records.length) return undefined
-  for (let i = 0; i < early.group.length; i++)
-    if (early.group[i]!.record.offset !== records[i]!.offset) return undefined
-  return early
-}
-
-/** Two attributed groups of consecutive uploads as one (one write). */
-function joinGroups(first: AttributedGroup, second: AttributedGroup): AttributedGroup {
-  return {
-    group: [...first.group, ...second.group],
-    forward: [...first.forward, ...second.forward],
-    items: [...first.items, ...second.items],
-    splitter: [...first.splitter, ...second.splitter],
-    counts: [...first.counts, ...second.counts],
-    processedAt: second.processedAt,
-  }
-}
-
-function eventsIn(group: readonly ParsedUpload[]): number {
-  let events = 0
-  for (const upload of group) events += upload.events.uuid.length
-  return events
+/** Whether `records` starts with the very records of `group`. */
+function startsWith(records: readonly BusRecord[], group: readonly ParsedUpload[]): boolean {
+  if (group.length > records.length) return false
+  for (let i = 0; i < group.length; i++) if (group[i]!.record.offset !== records[i]!.offset) return false
+  return true
 }
 
 interface GroupOutcome {

@@ -58,6 +58,13 @@ export const ingestionPipeline: WorkerPipeline = {
       consumeStage(runtime, { ...stages.sdkBuilder, run: builder }),
       consumeStage(runtime, { ...stages.uploadSplitter, run: splitter }),
     ])
-    return { consumers, close: () => pool.close() }
+    return {
+      consumers,
+      // Writes the splitter started ahead of a batch end before the store closes.
+      close: async () => {
+        await splitter.drain()
+        await pool.close()
+      },
+    }
   },
 }

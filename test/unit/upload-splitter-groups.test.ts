@@ -303,16 +303,21 @@ describe('upload splitter: groups and parsing ahead', () => {
       handedOut.push(...out.map((r) => r.offset))
       return out
     }
-    // The first batch's write starts with its own 3 uploads and the next batch's 3 with the pool.
+    // The first batch's write starts with its own 3 uploads and the next batch's 3 with the pool,
+    // which are then written early, during the first batch.
     await splitter({ topic: 'uploads', partition: 0, records: small.slice(0, 3), ahead: aheadOf(3, 6) })
-    expect(startedAtWrite).toEqual([6])
+    await settle()
+    expect(startedAtWrite).toEqual([6, 6])
     expect(pool.started).toBe(6)
-    // The second batch was parsed already; during its write, the first large uploads of the third
-    // go, as many as NEXT_BATCH_PARSE_BYTES holds (the consumer offers no more than asked for).
+    // The second batch was written already; the first large uploads of the third go to the pool,
+    // as many as NEXT_BATCH_PARSE_BYTES holds (the consumer offers no more than asked for), and
+    // are written early in their turn.
     await splitter({ topic: 'uploads', partition: 0, records: small.slice(3), ahead: aheadOf(6, 16) })
-    expect(startedAtWrite).toEqual([6, 6 + early])
+    await settle()
+    expect(startedAtWrite).toEqual([6, 6, 6 + early])
     expect(pool.started).toBe(6 + early)
     await splitter({ topic: 'uploads', partition: 0, records: large, ahead: aheadOf(16, 16) })
+    expect(startedAtWrite).toEqual([6, 6, 6 + early, 16])
     // Each upload parsed once, each event written once, in order, with its receipt; and each
     // record looked at ahead was read once (the looks after a group read past what the pool has).
     expect(pool.started).toBe(16)
@@ -334,10 +339,11 @@ describe('upload splitter: groups and parsing ahead', () => {
     // The first delivery looks ahead to records 1-2; then record 0 is delivered again (a retry) and
     // only then records 1-3: the early parses are gone with the retry, so they are parsed anew.
     let looks = 0
-    // The second look (after the write) finds record 2 arrived as well: it goes to the pool too.
+    // The later looks (before the early write, and after the batch's write) find record 2 arrived
+    // as well: it goes to the pool too.
     const ahead = () => (++looks === 1 ? [records[1]!] : [records[1]!, records[2]!])
     await splitter({ topic: 'uploads', partition: 0, records: [records[0]!], ahead })
-    expect([looks, pool.started]).toEqual([2, 3])
+    expect([looks, pool.started]).toEqual([3, 3])
     await splitter({ topic: 'uploads', partition: 0, records: [records[0]!] })
     await splitter({ topic: 'uploads', partition: 0, records: records.slice(1) })
     expect(pool.started).toBe(7)
@@ -376,7 +382,7 @@ describe('upload splitter: groups and parsing ahead', () => {
     expect(receipts.map((r) => r.transaction_id)).toEqual(records.map((r) => r.headers.tx))
   })
 
-  it("attributes the next batch's first uploads while a batch's last group is written, and writes them first in the next batch, topped up", async () => {
+  it("writes the next batch's first uploads while a batch's last group is written, and the next batch takes that write as its first group", async () => {
     const records = Array.from({ length: 5 }, (_, i) => upload(i, 10))
     const { store, inserted } = recordingStore()
     // Device look-ups: one per group attributed.
@@ -384,28 +390,44 @@ describe('upload splitter: groups and parsing ahead', () => {
     const { pending, events } = heldWrites(() => counted.lookups)
     const splitter = splitterOf(countingPool(), counted.store, events)
     // Batch 1: records 0-1; the log already holds 2-3 (record 4 comes later).
+    let firstDone = false
     const first = splitter({
       topic: 'uploads',
       partition: 0,
       records: records.slice(0, 2),
       ahead: () => records.slice(2, 4),
-    })
+    }).then(() => (firstDone = true))
     await settle()
-    // Its one group is being written; meanwhile 2-3 were parsed and attributed (a second look-up).
-    expect(pending.map((w) => [w.first, w.last])).toEqual([['0', '1']])
+    // Its one group is being written; meanwhile 2-3 were parsed, attributed (a second look-up)
+    // and handed to the event store, which writes them after it.
+    expect(pending.map((w) => [w.first, w.last])).toEqual([
+      ['0', '1'],
+      ['2', '3'],
+    ])
     expect(counted.lookups).toBe(2)
     pending[0]!.done()
     await first
-    // Batch 2: records 2-4. Its first group is 2-3 as attributed, topped up with 4 (one look-up
-    // more, for 4 alone), written as one group.
-    await settle()
-    const second = splitter({ topic: 'uploads', partition: 0, records: records.slice(2) })
+    // Batch 1's receipts are its own uploads' alone; the early write is batch 2's.
+    expect(firstDone).toBe(true)
+    expect(
+      ((inserted.get('upload_receipts') ?? []) as { transaction_id: string }[]).map((r) => r.transaction_id),
+    ).toEqual(['tx-0', 'tx-1'])
+    // Batch 2: records 2-4. 2-3 are written already; 4 is attributed and written after them, and
+    // the batch ends only once both writes have.
+    let secondDone = false
+    const second = splitter({ topic: 'uploads', partition: 0, records: records.slice(2) }).then(
+      () => (secondDone = true),
+    )
     await settle()
     expect(pending.map((w) => [w.first, w.last])).toEqual([
       ['0', '1'],
-      ['2', '4'],
+      ['2', '3'],
+      ['4', '4'],
     ])
     expect(counted.lookups).toBe(3)
+    pending[2]!.done()
+    await settle()
+    expect(secondDone).toBe(false)
     pending[1]!.done()
     await second
     const sent = uuidsOf(records)
@@ -414,7 +436,7 @@ describe('upload splitter: groups and parsing ahead', () => {
     expect(receipts.map((r) => [r.transaction_id, r.direct])).toEqual(records.map((r) => [r.headers.tx, 10]))
   })
 
-  it('does not use uploads attributed early for a batch that does not start with them (a retry)', async () => {
+  it('does not use an early write for a batch that does not start with its uploads (a retry): they are written afresh', async () => {
     const records = Array.from({ length: 4 }, (_, i) => upload(i, 10))
     const { store, inserted } = recordingStore()
     const writes: [string, string][] = []
@@ -424,8 +446,9 @@ describe('upload splitter: groups and parsing ahead', () => {
         return Promise.resolve([])
       },
     })
-    // Batch 1 (record 0) attributes 1-2 early; then record 0 is delivered again (a retry), and
-    // only then 1-3: the early group is dropped with the retry, and 1-3 are attributed afresh.
+    // Batch 1 (record 0) writes 1-2 early; then record 0 is delivered again (a retry), and only
+    // then 1-3: the early write is not theirs, and 1-3 are attributed and written afresh (the
+    // event store finds what the early write stored as the same uploads' own: a replay).
     await splitter({
       topic: 'uploads',
       partition: 0,
@@ -436,11 +459,71 @@ describe('upload splitter: groups and parsing ahead', () => {
     await splitter({ topic: 'uploads', partition: 0, records: records.slice(1) })
     expect(writes).toEqual([
       ['0', '0'],
+      ['1', '2'],
       ['0', '0'],
       ['1', '3'],
     ])
     const receipts = (inserted.get('upload_receipts') ?? []) as { transaction_id: string }[]
     expect(receipts.map((r) => r.transaction_id)).toEqual(['tx-0', 'tx-0', 'tx-1', 'tx-2', 'tx-3'])
+  })
+
+  it('fails the batch that takes a failed early write, with no receipt; its retry writes the uploads afresh', async () => {
+    const records = Array.from({ length: 3 }, (_, i) => upload(i, 10))
+    const { store, inserted } = recordingStore()
+    const writes: [string, string][] = []
+    let failNext = false
+    const splitter = splitterOf(countingPool(), store, {
+      write(_items, source) {
+        writes.push([source.first, source.last])
+        if (source.first === '1' && !failNext) {
+          failNext = true
+          return Promise.reject(new Error('engine down'))
+        }
+        return Promise.resolve([])
+      },
+    })
+    // Batch 1 ends well; its early write of 1-2 fails.
+    await splitter({ topic: 'uploads', partition: 0, records: [records[0]!], ahead: () => records.slice(1) })
+    await expect(splitter({ topic: 'uploads', partition: 0, records: records.slice(1) })).rejects.toThrow(
+      'engine down',
+    )
+    expect(
+      ((inserted.get('upload_receipts') ?? []) as { transaction_id: string }[]).map((r) => r.transaction_id),
+    ).toEqual(['tx-0'])
+    await splitter({ topic: 'uploads', partition: 0, records: records.slice(1) })
+    expect(writes).toEqual([
+      ['0', '0'],
+      ['1', '2'],
+      ['1', '2'],
+    ])
+    expect(
+      ((inserted.get('upload_receipts') ?? []) as { transaction_id: string }[]).map((r) => r.transaction_id),
+    ).toEqual(['tx-0', 'tx-1', 'tx-2'])
+  })
+
+  it('drain waits for the writes started ahead of a batch', async () => {
+    const records = Array.from({ length: 3 }, (_, i) => upload(i, 10))
+    const { store } = recordingStore()
+    const { pending, events } = heldWrites(() => 0)
+    const splitter = splitterOf(countingPool(), store, events)
+    const first = splitter({
+      topic: 'uploads',
+      partition: 0,
+      records: [records[0]!],
+      ahead: () => records.slice(1),
+    })
+    await settle()
+    expect(pending.map((w) => w.first)).toEqual(['0', '1'])
+    pending[0]!.done()
+    await first
+    // The batch is done (and would be committed); the early write of 1-2 is not.
+    let drained = false
+    const drain = splitter.drain().then(() => (drained = true))
+    await settle()
+    expect(drained).toBe(false)
+    pending[1]!.done()
+    await drain
+    expect(drained).toBe(true)
   })
 
   it('fails the whole batch when a group cannot be written, after the write in flight ends, with no receipt', async () => {
