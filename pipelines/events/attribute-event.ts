@@ -72,11 +72,19 @@ export function serverRows(
 ) {
   const own = Buffer.from(events.own.buffer, events.own.byteOffset, events.own.byteLength)
   const heads = new Map<string, Buffer>()
-  return (i: number, app: string, device: DeviceDims): RowParts => {
+  return <T extends RowParts>(i: number, app: string, device: DeviceDims, into?: T): RowParts => {
     let head = heads.get(app)
     if (!head) heads.set(app, (head = uploadHead(app, upload.receivedAt, 'server', upload.transactionId)))
     let tail = tails.get(device)
     if (!tail) tails.set(device, (tail = deviceTail(device)))
-    return { head, source: own, start: i === 0 ? 0 : events.ownEnd[i - 1]!, end: events.ownEnd[i]!, tail }
+    const start = i === 0 ? 0 : events.ownEnd[i - 1]!
+    const end = events.ownEnd[i]!
+    if (!into) return { head, source: own, start, end, tail }
+    into.head = head
+    into.source = own
+    into.start = start
+    into.end = end
+    into.tail = tail
+    return into
   }
 }

@@ -5,7 +5,13 @@ import { attributeEvent, isAttributionReject, serverRows } from './attribute-eve
 import type { DeviceCache } from './device-cache.ts'
 import { customerKey, lookupDevices, waitForSdkBacklog } from './device-lookup.ts'
 import type { WriterItem } from './classify-stored.ts'
-import { blockMessages, eventPartitions, type BlockEvent, type UploadRef } from './event-block.ts'
+import {
+  blockMessages,
+  eventPartitions,
+  type BlockEvent,
+  type RowParts,
+  type UploadRef,
+} from './event-block.ts'
 import { appOf, noPackedEvents, type DeviceDims, type PackedEvents } from './event-row.ts'
 import {
   MAX_REJECTED_LINES_PER_UPLOAD,
@@ -69,6 +75,9 @@ interface ParsedUpload {
  * over 1 GB; with wider merges of `events` (migration 019) groups of 50,000 cost little more.
  */
 export const EVENTS_PER_WRITE = 50_000
+
+const NO_BYTES = Buffer.alloc(0)
+const NO_ROW: Buffer = NO_BYTES
 
 /** Events attributed between two turns of the event loop, at most (plus one upload's). */
 const ATTRIBUTE_SLICE_EVENTS = 4096
@@ -320,10 +329,26 @@ export function serverUploadSplitter(deps: SplitterDeps) {
           const app = appOf(events, i)
           const uuid = events.uuid[i]!
           const line = events.line[i]!
-          const row = rowOf(i, app, result)
-          if (direct)
-            items.push({ app, uuid, upload: ref, line, value: row, keyHash: events.keyHash, keyIndex: i })
-          else forward.push({ app, uuid, line, upload: ref, row })
+          if (direct) {
+            // The item holds its row's parts itself: one object per event, not two (a group's
+            // items live until its insert ends, so each object is promoted and later collected).
+            const item: WriterItem & RowParts = {
+              app,
+              uuid,
+              upload: ref,
+              line,
+              value: NO_ROW,
+              keyHash: events.keyHash,
+              keyIndex: i,
+              head: NO_BYTES,
+              source: NO_BYTES,
+              start: 0,
+              end: 0,
+              tail: NO_BYTES,
+            }
+            item.value = rowOf(i, app, result, item)
+            items.push(item)
+          } else forward.push({ app, uuid, line, upload: ref, row: rowOf(i, app, result) })
           forwarded++
         }
         // No spread: an argument list has a size limit, an upload's rejects do not.

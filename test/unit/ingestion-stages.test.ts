@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest'
 import { attributeEvent, isAttributionReject, serverRows } from '../../pipelines/events/attribute-event.ts'
-import { decodeBlock, encodeBlock } from '../../pipelines/events/event-block.ts'
+import {
+  copyRow,
+  decodeBlock,
+  encodeBlock,
+  rowLength,
+  type RowParts,
+} from '../../pipelines/events/event-block.ts'
 import { classifyBatch, type WriterItem } from '../../pipelines/events/classify-stored.ts'
 import {
   eventKey,
@@ -132,6 +138,36 @@ describe('attributeEvent', () => {
     })
     return decodeBlock(encodeBlock(block)).map((item) => item.value)
   }
+
+  it("writes a row's parts into the object given (the event store's item), the same bytes as a row of its own", () => {
+    const events = [event, { ...event, uuid: '00000000-0000-4000-8000-000000000009', event_name: 'Sell' }]
+    const packed = packEvents(events)
+    const rowOf = serverRows(packed, { receivedAt: 2000, transactionId: 'tx' }, new Map())
+    const device = attribute(event) as DeviceDims
+    for (let i = 0; i < events.length; i++) {
+      const own = rowOf(i, 'app', device)
+      const into = {
+        head: Buffer.alloc(0),
+        source: Buffer.alloc(0),
+        start: -1,
+        end: -1,
+        tail: Buffer.alloc(0),
+        app: 'x',
+      }
+      expect(rowOf(i, 'app', device, into)).toBe(into)
+      expect(into.app).toBe('x')
+      const bytes = (row: RowParts) => {
+        const out = Buffer.alloc(rowLength(row))
+        copyRow(row, out, 0)
+        return out
+      }
+      expect(bytes(into).equals(bytes(own))).toBe(true)
+      expect(columnsOf(bytes(into))).toMatchObject({
+        uuid: events[i]!.uuid,
+        event_name: events[i]!.event_name,
+      })
+    }
+  })
 
   it("tags the event with its customer's last device", () => {
     expect(attribute(event)).toBe(dims)
