@@ -122,6 +122,21 @@ export function serverUploadSplitter(deps: SplitterDeps) {
   const writtenEarly = new Map<string, Promise<EarlyWrite | undefined>>()
   // Early writes not yet settled, so that a stop lets them end before the store closes.
   const inFlight = new Set<Promise<unknown>>()
+  /**
+   * The write started early for a batch starting at `records`, if it starts with its uploads: its
+   * outcome and how many uploads it wrote, not the uploads themselves (their parsed events would
+   * otherwise be held until the batch ends, not let go once written).
+   */
+  const takeEarlyWrite = async (
+    partitionKey: string,
+    records: readonly BusRecord[],
+  ): Promise<{ outcome: Promise<GroupOutcome>; uploads: number } | undefined> => {
+    const started = writtenEarly.get(partitionKey)
+    writtenEarly.delete(partitionKey)
+    const early = await started?.catch(() => undefined)
+    if (!early || !startsWith(records, early.group)) return undefined
+    return { outcome: early.outcome, uploads: early.group.length }
+  }
   const handle = async (batch: RecordBatch): Promise<void> => {
     // Uploads go to the pool a little ahead of the group being written (PARSE_AHEAD_BYTES); each
     // group is handled as soon as it is parsed, and its parsed uploads are let go after it.
@@ -130,8 +145,6 @@ export function serverUploadSplitter(deps: SplitterDeps) {
     // Parses started by the previous batch; any not of this batch are dropped (a retried batch).
     const started = early.get(partitionKey)
     early.delete(partitionKey)
-    const startedWrite = writtenEarly.get(partitionKey)
-    writtenEarly.delete(partitionKey)
     const parsing: (Promise<ParsedUpload> | undefined)[] = []
     let aheadBytes = 0
     let next = 0
@@ -146,10 +159,10 @@ export function serverUploadSplitter(deps: SplitterDeps) {
     // A retried batch does not: it writes those uploads afresh, and the event store finds what the
     // early write stored as the same uploads' own events (a replay, not a duplicate). A failed
     // early attribution is simply done again here; a failed early write fails this batch.
-    const carried = await startedWrite?.catch(() => undefined)
-    if (carried && startsWith(records, carried.group)) {
+    const carried = await takeEarlyWrite(partitionKey, records)
+    if (carried) {
       writing = carried.outcome
-      next = carried.group.length
+      next = carried.uploads
       for (let i = 0; i < next; i++) parsing.push(undefined)
     }
     const parseAhead = () => {
