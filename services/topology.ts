@@ -83,16 +83,18 @@ export function topology(prefix: string, partitions: number) {
     ...limits,
   })
   const stages = {
-    // Up to 64 bodies or 16 MB: 64 gzip bodies (~470,000 events) or 64 plain ones (16,000 events).
+    // Up to 64 bodies or 8 MB: 32 gzip bodies (~236,000 events) or 64 plain ones (16,000 events).
     // The splitter writes a batch in groups as the CPU pool parses it (EVENTS_PER_WRITE) and lets
-    // each group's uploads go after its write, so the batch bounds the bodies held (16 MB), not
-    // the insert's size or the parsed events; every batch also costs a receipts and a rejects
-    // insert and a commit, which 13 plain bodies a batch (the old 1 MB) paid for 3,250 events. At
-    // 4 MB (16 gzip bodies, ~53 plain ones) alternated with 16 MB, two e2e-only runs each: gzip
-    // 140,303 / 146,546 -> 151,717 / 147,531 events/s, plain 19.2-20.8 -> 16.8-17.2 us per event.
+    // each group's uploads go after its write, so the batch bounds the bodies held, not the
+    // insert's size or the parsed events; every batch also costs a receipts and a rejects insert
+    // and a commit, which 13 plain bodies a batch (the old 1 MB) paid for 3,250 events. At 4 MB
+    // (16 gzip bodies, ~53 plain ones) alternated with 16 MB, two e2e-only runs each: gzip
+    // 140,303 / 146,546 -> 151,717 / 147,531 events/s, plain 19.2-20.8 -> 16.8-17.2 us per event;
+    // 8 MB holds as many bodies in those runs (plain batches are 64 bodies, ~4.8 MB; gzip ones
+    // what the window lets onto the log, ~25 bodies) and half of 16 MB's in a backlog.
     uploadSplitter: stage('upload-splitter', 'uploads-splitter', topics.uploads, {
       maxBatchRecords: 64,
-      maxBatchBytes: 16 * MB,
+      maxBatchBytes: 8 * MB,
     }),
     sdkBuilder: stage('sdk-builder', 'sdk-builder', topics.sdkUploads, {
       maxBatchRecords: 32,
