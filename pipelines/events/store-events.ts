@@ -1,4 +1,4 @@
-import type { Store } from '../connectors/store/store.ts'
+import type { RowPieces, Store } from '../connectors/store/store.ts'
 import { stringSet } from '../connectors/store/string-set.ts'
 import { copyRow, rowLength } from './event-block.ts'
 import { RecentKeys } from './recent-keys.ts'
@@ -51,6 +51,8 @@ export interface EventStore {
 }
 
 const SETTLED_MS = 2000
+/** Bytes of rows handed to the store at a time (rowPieces): ~2,700 bench events. */
+const ROW_PIECE_BYTES = 1024 * 1024
 // How far before a replayed batch's earliest receipt an interrupted insert's rows may lie: the
 // edge stamps receipts before the durable write, so neighbouring records can be out of order by
 // moments; re-split copies of uncommitted uploads are later, not earlier.
@@ -141,8 +143,9 @@ export function eventStore(deps: EventStoreDeps): EventStore {
   }
   type Outcome = ReturnType<typeof outcome>
 
-  // The rows of the insert under way (concatRows): one buffer for all, as inserts run one at a time.
-  const rowsScratch = { buffer: Buffer.alloc(0) }
+  // The piece of rows being written for the insert under way (rowPieces): one for all, as inserts
+  // run one at a time.
+  const piece = Buffer.allocUnsafe(ROW_PIECE_BYTES)
   const insert = async (out: Outcome, source: ItemSource) => {
     if (out.storedItems.length === 0) return
     // RowBinary through `events_ingest` (migration 005), whose view converts the LowCardinality
@@ -151,7 +154,7 @@ export function eventStore(deps: EventStoreDeps): EventStore {
     // ReplacingMergeTree): a write stores each (app, uuid) once, and the index's readers take the
     // earliest row of a key whatever its merges have done; the pass cost ~0.13 µs of engine CPU
     // per event (bench/README.md, "Session 22").
-    await deps.store.insert('events_ingest', concatRows(out.storedItems, rowsScratch), {
+    await deps.store.insert('events_ingest', rowPieces(out.storedItems, piece), {
       dedupToken: `${source.topic}:${source.partition}:${source.first}-${source.last}`,
       rowBinary: EVENT_ROW_BINARY,
       settings: { max_threads: 1, max_insert_threads: 1, optimize_on_insert: 0 },
@@ -402,20 +405,39 @@ function handOver(storedItems: readonly WriterItem[], other: LookedUp): void {
 }
 
 /**
- * The items' rows, whole or in parts, copied into `scratch`'s buffer (grown when too small), which
- * the event store reuses for every insert: its inserts run one at a time, and an insert is done
- * with its rows when it resolves. A fresh buffer per insert (~15 MB for 50,000 events) was a large
- * allocation, its pages faulted in anew, and external memory that hastened garbage collections:
- * 27-85 ms of this thread between one insert's end and the next one's start.
+ * The items' rows, whole or in parts, handed to the store in pieces of `piece`'s size, copied into
+ * `piece` itself, which the event store reuses for every insert (its inserts run one at a time,
+ * and the store is done with a piece when its promise resolves). Until session 23 the rows were
+ * copied into one buffer of the insert's size, reused as well: ~23 MB resident for good, for a
+ * block the engine reads from a file anyway (chdb) or the HTTP client copies (ClickHouse). A fresh
+ * buffer per insert before that (~15 MB for 50,000 events) was a large allocation, its pages
+ * faulted in anew, and external memory that hastened garbage collections: 27-85 ms of this thread
+ * between one insert's end and the next one's start. A row larger than a piece goes on its own.
  */
-function concatRows(items: readonly WriterItem[], scratch: { buffer: Buffer }): Buffer {
+export function rowPieces(items: readonly WriterItem[], piece: Buffer): RowPieces {
   let bytes = 0
   for (const item of items) bytes += rowLength(item.value)
-  if (scratch.buffer.length < bytes) scratch.buffer = Buffer.allocUnsafe(Math.ceil(bytes * 1.25))
-  const out = scratch.buffer
-  let at = 0
-  for (const item of items) at = copyRow(item.value, out, at)
-  return out.subarray(0, bytes)
+  return {
+    bytes,
+    async pieces(sink) {
+      let at = 0
+      for (const item of items) {
+        const n = rowLength(item.value)
+        if (at + n > piece.length && at > 0) {
+          await sink(piece.subarray(0, at))
+          at = 0
+        }
+        if (n > piece.length) {
+          const row = Buffer.allocUnsafe(n)
+          copyRow(item.value, row, 0)
+          await sink(row)
+          continue
+        }
+        at = copyRow(item.value, piece, at)
+      }
+      if (at > 0) await sink(piece.subarray(0, at))
+    },
+  }
 }
 
 /**

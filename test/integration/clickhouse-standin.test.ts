@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ClickHouseStore } from '../../pipelines/connectors/store/clickhouse-store.ts'
 import { RowBinaryWriter } from '../../pipelines/events/row-binary.ts'
 import { clickhouseForTests, type ClickHouseForTests } from '../helpers/clickhouse-standin.ts'
+import { piecesOf } from '../helpers/row-pieces.ts'
 
 // Unless CLICKHOUSE_URL is set, this runs against the local stand-in for a ClickHouse server, backed
 // by chdb (the writable SQL port in a child process); it is not a real ClickHouse server.
@@ -69,6 +70,25 @@ describe(`ClickHouseStore over HTTP (${target})`, () => {
       { id: 1, name: 'a;b' },
       { id: 2, name: "o'c" },
     ])
+  })
+
+  it('inserts RowBinary rows given in pieces, through one buffer reused between pieces', async () => {
+    await store.command('CREATE TABLE t_pieces (id UInt32, name String) ENGINE = MergeTree ORDER BY id')
+    const w = new RowBinaryWriter()
+    for (let id = 1; id <= 50; id++) {
+      w.uint(id, 4)
+      w.string(`name-${id}`)
+    }
+    const given = piecesOf(Buffer.from(w.view()), 100)
+    await store.insert('t_pieces', given, {
+      rowBinary: [
+        ['id', 'UInt32'],
+        ['name', 'String'],
+      ],
+    })
+    expect(given.handed).toBeGreaterThan(3)
+    const rows = await store.query<{ id: number; name: string }>('SELECT id, name FROM t_pieces ORDER BY id')
+    expect(rows).toEqual(Array.from({ length: 50 }, (_, i) => ({ id: i + 1, name: `name-${i + 1}` })))
   })
 
   it('inserts RowBinary rows of the named columns, LowCardinality and Map included, once per dedupToken', async () => {

@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
 import { loadMigrations, migrate } from '../../pipelines/connectors/store/migrations.ts'
 import { stringSet } from '../../pipelines/connectors/store/string-set.ts'
+import { RowBinaryWriter } from '../../pipelines/events/row-binary.ts'
+import { piecesOf } from '../helpers/row-pieces.ts'
 import { tempDir } from '../helpers/temp.ts'
 
 // 36 characters, as event uuids are: the size of a set's values matters to the engine's plan.
@@ -107,6 +109,31 @@ describe('ChdbStore (embedded engine)', () => {
       { id: 1, name: "o'brien", tags: { a: '1' } },
       { id: 3, name: 'c', tags: { k: 'v' } },
     ])
+  })
+
+  it('inserts RowBinary rows given in pieces, through one buffer reused between pieces', async () => {
+    await store.command('CREATE TABLE t_pieces (id UInt32, name String) ENGINE = MergeTree ORDER BY id')
+    const w = new RowBinaryWriter()
+    for (let id = 1; id <= 50; id++) {
+      w.uint(id, 4)
+      w.string(`name-${id}-${'x'.repeat(id)}`)
+    }
+    const bytes = Buffer.from(w.view())
+    // Pieces of 64 bytes split rows and values: the file the engine reads holds them whole.
+    const given = piecesOf(bytes, 64)
+    await store.insert('t_pieces', given, {
+      rowBinary: [
+        ['id', 'UInt32'],
+        ['name', 'String'],
+      ],
+    })
+    expect(given.handed).toBe(Math.ceil(bytes.length / 64))
+    const rows = await store.query<{ id: number; name: string }>('SELECT id, name FROM t_pieces ORDER BY id')
+    expect(rows).toEqual(
+      Array.from({ length: 50 }, (_, i) => ({ id: i + 1, name: `name-${i + 1}-${'x'.repeat(i + 1)}` })),
+    )
+    // Pieces are RowBinary only.
+    await expect(store.insert('t_pieces', piecesOf(bytes, 64))).rejects.toThrow('RowBinary only')
   })
 
   it('drops a repeated insert with the same deduplication token, and only that one', async () => {

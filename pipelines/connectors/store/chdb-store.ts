@@ -1,9 +1,16 @@
 import { mkdirSync, rmSync } from 'node:fs'
-import { rm, writeFile } from 'node:fs/promises'
+import { open, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { Session } from 'chdb'
-import type { InsertOptions, QueryParams, RawExecutor, Store } from './store.ts'
+import {
+  isRowPieces,
+  type InsertOptions,
+  type QueryParams,
+  type RawExecutor,
+  type RowPieces,
+  type Store,
+} from './store.ts'
 import {
   insertSettings,
   parseJsonEachRow,
@@ -109,9 +116,14 @@ export class ChdbStore implements Store, RawExecutor {
     return Readable.from(chunks(), { objectMode: false })
   }
 
-  async insert(table: string, rows: readonly object[] | Buffer, options: InsertOptions = {}): Promise<void> {
-    if (Buffer.isBuffer(rows) && options.rowBinary)
+  async insert(
+    table: string,
+    rows: readonly object[] | Buffer | RowPieces,
+    options: InsertOptions = {},
+  ): Promise<void> {
+    if ((Buffer.isBuffer(rows) || isRowPieces(rows)) && options.rowBinary)
       return this.insertRowBinary(table, rows, options.rowBinary, options)
+    if (isRowPieces(rows)) throw new Error('rows in pieces are RowBinary only')
     const values = Buffer.isBuffer(rows) ? rows : toJsonEachRow(rows)
     if (values.length === 0) return
     const compact = Buffer.isBuffer(rows) ? options.compactColumns : undefined
@@ -126,15 +138,24 @@ export class ChdbStore implements Store, RawExecutor {
 
   private async insertRowBinary(
     table: string,
-    rows: Buffer,
+    rows: Buffer | RowPieces,
     columns: NonNullable<InsertOptions['rowBinary']>,
     options: InsertOptions,
   ): Promise<void> {
-    if (rows.length === 0) return
+    if (Buffer.isBuffer(rows) ? rows.length === 0 : rows.bytes === 0) return
     const { names, structure } = rowBinaryColumns(table, columns)
     const file = join(this.spool, `${++this.spooled}.rowbinary`)
-    await writeFile(file, rows)
     try {
+      if (Buffer.isBuffer(rows)) await writeFile(file, rows)
+      else {
+        // Piece by piece: each is written before the producer reuses its buffer.
+        const handle = await open(file, 'w')
+        try {
+          await rows.pieces((piece) => handle.writeFile(piece))
+        } finally {
+          await handle.close()
+        }
+      }
       await this.insertSession.queryAsync(
         `INSERT INTO ${table} (${names})${settingsClause(insertSettings(options))}
          SELECT * FROM file(${stringLiteral(file)}, 'RowBinary', ${stringLiteral(structure)})`,

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream'
 import { createClient, type ClickHouseClient } from '@clickhouse/client'
-import type { InsertOptions, QueryParams, Store } from './store.ts'
+import { isRowPieces, type InsertOptions, type QueryParams, type RowPieces, type Store } from './store.ts'
 import { insertSettings, rowBinaryColumns, toJsonEachRow } from './rows.ts'
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_.]*$/
@@ -83,8 +83,14 @@ export class ClickHouseStore implements Store {
     return Readable.from(chunks(), { objectMode: false })
   }
 
-  async insert(table: string, rows: readonly object[] | Buffer, options: InsertOptions = {}): Promise<void> {
+  async insert(
+    table: string,
+    given: readonly object[] | Buffer | RowPieces,
+    options: InsertOptions = {},
+  ): Promise<void> {
     const settings = insertSettings(options)
+    // The HTTP body is sent as one buffer: pieces are copied into it (their buffer is reused).
+    const rows = isRowPieces(given) ? await wholeRows(given) : given
     if (Buffer.isBuffer(rows)) {
       if (rows.length === 0) return
       if (!IDENTIFIER.test(table)) throw new Error(`invalid table name: ${table}`)
@@ -121,4 +127,14 @@ export class ClickHouseStore implements Store {
   async close(): Promise<void> {
     await this.client.close()
   }
+}
+
+async function wholeRows(rows: RowPieces): Promise<Buffer> {
+  const out = Buffer.allocUnsafe(rows.bytes)
+  let at = 0
+  await rows.pieces((piece) => {
+    at += piece.copy(out, at)
+    return Promise.resolve()
+  })
+  return out.subarray(0, at)
 }

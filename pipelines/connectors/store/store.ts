@@ -44,12 +44,27 @@ export interface Store {
    */
   queryStream(sql: string, params: QueryParams | undefined, format: string): Readable
   /**
-   * Insert objects, or a ready buffer the engine loads itself: JSONEachRow, or JSONCompactEachRow
-   * (`compactColumns`), or RowBinary (`rowBinary`).
+   * Insert objects, or ready bytes the engine loads itself: JSONEachRow, or JSONCompactEachRow
+   * (`compactColumns`), or RowBinary (`rowBinary`), whole (a Buffer) or in pieces (RowPieces,
+   * RowBinary only).
    */
-  insert(table: string, rows: readonly object[] | Buffer, options?: InsertOptions): Promise<void>
+  insert(table: string, rows: readonly object[] | Buffer | RowPieces, options?: InsertOptions): Promise<void>
   ping(): Promise<boolean>
   close(): Promise<void>
+}
+
+/**
+ * Rows given in pieces, so that the caller need not hold them whole: `bytes` in all, handed to
+ * `sink` one piece at a time, in order. A piece is valid only until the promise `sink` returned for
+ * it resolves (the producer reuses its buffer), so an adapter that keeps a piece longer copies it.
+ */
+export interface RowPieces {
+  readonly bytes: number
+  pieces(sink: (piece: Buffer) => Promise<void>): Promise<void>
+}
+
+export function isRowPieces(rows: readonly object[] | Buffer | RowPieces): rows is RowPieces {
+  return !Buffer.isBuffer(rows) && !Array.isArray(rows) && typeof (rows as RowPieces).pieces === 'function'
 }
 
 /** Raw execution used by the SQL port: bytes in the format the caller asked for. */
