@@ -63,7 +63,8 @@ export function attributeEvent(
  * the upload's head for the event's app (`UPLOAD_COLUMNS`), the event's own values (`OWN_COLUMNS`,
  * a slice of the buffer the CPU pool wrote), and the device's tail (`DEVICE_DIMENSIONS`), copied
  * once into the event block. A head is written once per app of the upload; a tail once per device,
- * in `tails`, which the caller shares across the uploads of a batch.
+ * in `tails`, which the caller shares across the uploads of a batch. Given `into`, the parts are
+ * written into it (the event store's item, which carries its row itself) instead of a new object.
  */
 export function serverRows(
   events: PackedEvents,
@@ -72,7 +73,7 @@ export function serverRows(
 ) {
   const own = Buffer.from(events.own.buffer, events.own.byteOffset, events.own.byteLength)
   const heads = new Map<string, Buffer>()
-  return <T extends RowParts>(i: number, app: string, device: DeviceDims, into?: T): RowParts => {
+  return (i: number, app: string, device: DeviceDims, into?: RowParts): RowParts => {
     let head = heads.get(app)
     if (!head) heads.set(app, (head = uploadHead(app, upload.receivedAt, 'server', upload.transactionId)))
     let tail = tails.get(device)
