@@ -2,6 +2,19 @@ import { describe, expect, it } from 'vitest'
 import { keyHashes } from '../../pipelines/events/key-filter.ts'
 import { RecentKeys } from '../../pipelines/events/recent-keys.ts'
 
+/** How many of keys u-from..u-to `recent` still holds, each with its own transaction tx-i. */
+function heldOf(recent: RecentKeys, from: number, to: number): number {
+  let held = 0
+  for (let i = from; i < to; i++) {
+    const tx = recent.get('app', `u-${i}`)
+    if (tx !== undefined) {
+      expect(tx).toBe(`tx-${i}`)
+      held++
+    }
+  }
+  return held
+}
+
 describe('the keys stored recently', () => {
   it('answers with the transaction that stored a key, and nothing for keys it never held', () => {
     const recent = new RecentKeys(1000)
@@ -28,15 +41,7 @@ describe('the keys stored recently', () => {
     const recent = new RecentKeys(1000)
     for (let i = 0; i < 5000; i++) recent.add('app', `u-${i}`, `tx-${i}`)
     // The ring holds the last 1,000; a full probe range may have pushed out a few of them early.
-    let held = 0
-    for (let i = 4000; i < 5000; i++) {
-      const tx = recent.get('app', `u-${i}`)
-      if (tx !== undefined) {
-        expect(tx).toBe(`tx-${i}`)
-        held++
-      }
-    }
-    expect(held).toBeGreaterThan(990)
+    expect(heldOf(recent, 4000, 5000)).toBeGreaterThan(990)
     for (let i = 0; i < 4000; i++) expect(recent.get('app', `u-${i}`)).toBeUndefined()
   })
 
@@ -59,15 +64,7 @@ describe('the keys stored recently', () => {
     recent.forget()
     for (let i = 0; i < 50; i++) expect(recent.get('app', `u-${i}`)).toBeUndefined()
     for (let i = 50; i < 150; i++) recent.add('app', `u-${i}`, `tx-${i}`)
-    let held = 0
-    for (let i = 50; i < 150; i++) {
-      const tx = recent.get('app', `u-${i}`)
-      if (tx !== undefined) {
-        expect(tx).toBe(`tx-${i}`)
-        held++
-      }
-    }
-    expect(held).toBeGreaterThan(95)
+    expect(heldOf(recent, 50, 150)).toBeGreaterThan(95)
     for (let i = 0; i < 50; i++) expect(recent.get('app', `u-${i}`)).toBeUndefined()
   })
 })
