@@ -1,5 +1,5 @@
 import { mkdirSync, rmSync } from 'node:fs'
-import { open, rm, writeFile } from 'node:fs/promises'
+import { open, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Readable } from 'node:stream'
 import { Session } from 'chdb'
@@ -121,9 +121,9 @@ export class ChdbStore implements Store, RawExecutor {
     rows: readonly object[] | Buffer | RowPieces,
     options: InsertOptions = {},
   ): Promise<void> {
-    if ((Buffer.isBuffer(rows) || isRowPieces(rows)) && options.rowBinary)
-      return this.insertRowBinary(table, rows, options.rowBinary, options)
-    if (isRowPieces(rows)) throw new Error('rows in pieces are RowBinary only')
+    // Pieces come with `rowBinary` (isRowPieces throws otherwise).
+    if (isRowPieces(rows, options) || (Buffer.isBuffer(rows) && options.rowBinary))
+      return this.insertRowBinary(table, rows, options.rowBinary!, options)
     const values = Buffer.isBuffer(rows) ? rows : toJsonEachRow(rows)
     if (values.length === 0) return
     const compact = Buffer.isBuffer(rows) ? options.compactColumns : undefined
@@ -146,15 +146,13 @@ export class ChdbStore implements Store, RawExecutor {
     const { names, structure } = rowBinaryColumns(table, columns)
     const file = join(this.spool, `${++this.spooled}.rowbinary`)
     try {
-      if (Buffer.isBuffer(rows)) await writeFile(file, rows)
-      else {
+      const handle = await open(file, 'w')
+      try {
         // Piece by piece: each is written before the producer reuses its buffer.
-        const handle = await open(file, 'w')
-        try {
-          await rows.pieces((piece) => handle.writeFile(piece))
-        } finally {
-          await handle.close()
-        }
+        if (Buffer.isBuffer(rows)) await handle.writeFile(rows)
+        else await rows.pieces((piece) => handle.writeFile(piece))
+      } finally {
+        await handle.close()
       }
       await this.insertSession.queryAsync(
         `INSERT INTO ${table} (${names})${settingsClause(insertSettings(options))}

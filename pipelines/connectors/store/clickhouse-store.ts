@@ -90,7 +90,7 @@ export class ClickHouseStore implements Store {
   ): Promise<void> {
     const settings = insertSettings(options)
     // The HTTP body is sent as one buffer: pieces are copied into it (their buffer is reused).
-    const rows = isRowPieces(given) ? await wholeRows(given) : given
+    const rows = isRowPieces(given, options) ? await wholeRows(given) : given
     if (Buffer.isBuffer(rows)) {
       if (rows.length === 0) return
       if (!IDENTIFIER.test(table)) throw new Error(`invalid table name: ${table}`)

@@ -63,8 +63,15 @@ export interface RowPieces {
   pieces(sink: (piece: Buffer) => Promise<void>): Promise<void>
 }
 
-export function isRowPieces(rows: readonly object[] | Buffer | RowPieces): rows is RowPieces {
-  return !Buffer.isBuffer(rows) && !Array.isArray(rows) && typeof (rows as RowPieces).pieces === 'function'
+/** Whether `rows` come in pieces; pieces are RowBinary only, in every adapter. */
+export function isRowPieces(
+  rows: readonly object[] | Buffer | RowPieces,
+  options: InsertOptions = {},
+): rows is RowPieces {
+  const pieces =
+    !Buffer.isBuffer(rows) && !Array.isArray(rows) && typeof (rows as RowPieces).pieces === 'function'
+  if (pieces && !options.rowBinary) throw new Error('rows in pieces are RowBinary only')
+  return pieces
 }
 
 /** Raw execution used by the SQL port: bytes in the format the caller asked for. */
