@@ -6,7 +6,7 @@
  */
 import { AnalystQueryCancelled, ReadOnlyRefusal, type AnalystEngine } from './analyst-engine.ts'
 import { ErrorCode, isIdentifier, SqlPortError, type HttpParams } from './clickhouse-protocol.ts'
-import { ConcurrencyLimit, WaitCancelled } from './concurrency-limit.ts'
+import { ConcurrencyLimit, WaitCancelled } from '../shared/concurrency-limit.ts'
 import { isDeniedReadOnlySetting, readOnlyRefusal } from './read-only-first-pass.ts'
 import { isValidSettingName } from './settings-clause.ts'
 import type { StatementAnalysis } from './statement-analysis.ts'

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { ConcurrencyLimit, WaitCancelled } from '../../services/sql-port/concurrency-limit.ts'
+import { ConcurrencyLimit, WaitCancelled } from '../../services/shared/concurrency-limit.ts'
 
 /** A task that runs until its `finish` is called, recording that it started. */
 function gate(started: string[], name: string) {
@@ -33,6 +33,23 @@ describe('ConcurrencyLimit', () => {
     gates[2]?.finish()
     gates[3]?.finish()
     expect(await Promise.all(results)).toEqual(['a', 'b', 'c', 'd'])
+    expect(limit.pending).toBe(0)
+  })
+
+  it('without a signal, keeps a task waiting until its turn and runs it', async () => {
+    const limit = new ConcurrencyLimit(1)
+    const started: string[] = []
+    const gates = ['a', 'b', 'c'].map((name) => gate(started, name))
+    const results = gates.map((g) => limit.run(undefined, g.task))
+    await flush()
+    expect(started).toEqual(['a'])
+    expect(limit.pending).toBe(3)
+    for (const g of gates) {
+      g.finish()
+      await flush()
+    }
+    expect(started).toEqual(['a', 'b', 'c'])
+    expect(await Promise.all(results)).toEqual(['a', 'b', 'c'])
     expect(limit.pending).toBe(0)
   })
 

@@ -23,7 +23,8 @@ export class ConcurrencyLimit {
     return this.running + this.waiting.length
   }
 
-  async run<T>(signal: AbortSignal, task: () => Promise<T>): Promise<T> {
+  /** Runs `task` in its turn; without `signal`, its wait is never called off. */
+  async run<T>(signal: AbortSignal | undefined, task: () => Promise<T>): Promise<T> {
     if (this.running >= this.limit) await this.turn(signal)
     else this.running++
     try {
@@ -34,8 +35,12 @@ export class ConcurrencyLimit {
   }
 
   /** Resolves holding a slot (counted in `running`), or rejects when `signal` aborts first. */
-  private turn(signal: AbortSignal): Promise<void> {
+  private turn(signal: AbortSignal | undefined): Promise<void> {
     return new Promise<void>((resolve, reject) => {
+      if (!signal) {
+        this.waiting.push({ start: resolve })
+        return
+      }
       const entry = {
         start: () => {
           signal.removeEventListener('abort', onAbort)
