@@ -77,7 +77,6 @@ interface ParsedUpload {
 export const EVENTS_PER_WRITE = 50_000
 
 const NO_BYTES = Buffer.alloc(0)
-const NO_ROW: Buffer = NO_BYTES
 
 /** Events attributed between two turns of the event loop, at most (plus one upload's). */
 const ATTRIBUTE_SLICE_EVENTS = 4096
@@ -350,7 +349,7 @@ export function serverUploadSplitter(deps: SplitterDeps) {
               uuid,
               upload: ref,
               line,
-              value: NO_ROW,
+              value: NO_BYTES,
               keyHash: events.keyHash,
               keyIndex: i,
               head: NO_BYTES,

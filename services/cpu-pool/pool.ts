@@ -37,10 +37,11 @@ export class CpuPool implements CpuRunner {
   constructor(threads = 0, queuedPerThread = 64) {
     const size = threads > 0 ? threads : defaultPoolThreads(availableParallelism())
     const queued = size * queuedPerThread
-    // Piscina refuses a task once its queue is full ("Task queue is at limit"): the callers past
-    // it wait here, in order, instead. The upload splitter alone asks for up to two batches of
-    // uploads at once (its own and the next one's, parsed ahead: 128 tiny uploads), with the SDK
-    // builder beside it, and one thread's queue holds 64.
+    // The one bound on what the pool holds: the tasks running and `queued` more; the callers past
+    // it wait here, in order. (Piscina's own `maxQueue` refuses a task past it instead, "Task
+    // queue is at limit", and the upload splitter alone asks for up to two batches of uploads at
+    // once: its own and the next one's, parsed ahead, 128 tiny uploads, with the SDK builder
+    // beside it.)
     this.gate = new ConcurrencyLimit(size + queued)
     // Their CPU time is the pool's in the split by kind of thread (/metrics, the bench).
     this.threadIds.onmessage = (message) => {
@@ -52,9 +53,6 @@ export class CpuPool implements CpuRunner {
       filename: new URL('./worker-entry.mjs', import.meta.url).href,
       minThreads: size,
       maxThreads: size,
-      // A bounded queue (the gate never hands it more): callers wait in the consumer instead of
-      // piling up tasks in memory.
-      maxQueue: queued,
       idleTimeout: 60_000,
       // Small young generations: each thread's semi-spaces stay resident (docs/memory.md).
       resourceLimits: WORKER_RESOURCE_LIMITS,
@@ -68,6 +66,11 @@ export class CpuPool implements CpuRunner {
 
   get threads(): number {
     return this.piscina.maxThreads
+  }
+
+  /** Tasks handed to the threads' queue and not yet running (at most `queuedPerThread` per thread). */
+  get queued(): number {
+    return this.piscina.queueSize
   }
 
   async close(): Promise<void> {

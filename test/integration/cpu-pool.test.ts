@@ -15,7 +15,11 @@ describe('CpuPool', () => {
     // One thread and a queue of one: piscina alone refuses the third task at once.
     pool = new CpuPool(1, 1)
     const bodies = Array.from({ length: 24 }, (_, i) => uploadOf(3 + (i % 5)))
-    const results = await Promise.all(bodies.map(({ body }) => pool!.run(serverUpload(body))))
+    const running = bodies.map(({ body }) => pool!.run(serverUpload(body)))
+    // The rest wait with their callers, not in the threads' queue.
+    await new Promise((resolve) => setImmediate(resolve))
+    expect(pool.queued).toBeLessThanOrEqual(1)
+    const results = await Promise.all(running)
     expect(results.map((r) => eventsOf(r).uuid)).toEqual(bodies.map(({ uuids }) => uuids))
     expect(results.map((r) => eventsOf(r).apps)).toEqual(bodies.map(() => ['app-1']))
   })
