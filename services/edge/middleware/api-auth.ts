@@ -33,9 +33,8 @@ export interface ConnectionAuth {
 /**
  * The check itself, for the middleware and for routes served before Hono's dispatch. With
  * `connection`, a request presenting exactly the header its connection last had verified skips
- * the parse and the hash, as long as the key, as the control store's cache has it now, is not
- * revoked and still has the secret hash it was verified against; anything else takes the full
- * check, and a success there becomes what the connection remembers.
+ * the parse and the hash (rememberedPrincipal); anything else takes the full check, and a success
+ * there becomes what the connection remembers.
  */
 export async function authenticate(
   control: ControlStore,
@@ -45,11 +44,21 @@ export async function authenticate(
   connection?: ConnectionAuth,
 ): Promise<Principal> {
   attempts?.check()
-  const known = connection?.verified
-  if (known && authorization !== undefined && known.matches(authorization)) {
-    const key = control.cachedKey(known.apiKey)?.value
-    if (key && !key.revoked && key.secret_hash === known.secretHash) return principalOf(key, scope)
-  }
+  const remembered = connection && rememberedPrincipal(control, authorization, scope, connection)
+  return remembered ?? verifyCredentials(control, authorization, attempts, scope, connection)
+}
+
+/**
+ * The full check of the header's key and secret (after the failure limit's check): a failure
+ * counts against the limit, a success becomes what `connection` remembers.
+ */
+export async function verifyCredentials(
+  control: ControlStore,
+  authorization: string | undefined,
+  attempts: AuthAttempts | undefined,
+  scope: Scope | undefined,
+  connection?: ConnectionAuth,
+): Promise<Principal> {
   const credentials = parseBasicAuth(authorization)
   if (!credentials) throw invalidCredentials()
   const key = (control.cachedKey(credentials.user) ?? { value: await control.getKey(credentials.user) }).value
@@ -61,6 +70,24 @@ export async function authenticate(
   }
   if (connection) connection.verified = VerifiedCredentials.of(authorization!, key.api_key, key.secret_hash)
   return principalOf(key, scope)
+}
+
+/**
+ * The principal of a request presenting exactly the header its connection last had verified, as
+ * long as the key, as the control store's cache has it now, is not revoked and still has the secret
+ * hash it was verified against; undefined when the full check must run. Synchronous, so the upload
+ * route can skip an await per request (callers check the failure limit first, as authenticate does).
+ */
+export function rememberedPrincipal(
+  control: ControlStore,
+  authorization: string | undefined,
+  scope: Scope | undefined,
+  connection: ConnectionAuth,
+): Principal | undefined {
+  const known = connection.verified
+  if (!known || authorization === undefined || !known.matches(authorization)) return undefined
+  const key = control.cachedKey(known.apiKey)?.value
+  return key && !key.revoked && key.secret_hash === known.secretHash ? principalOf(key, scope) : undefined
 }
 
 function principalOf(key: ApiKeyRecord, scope: Scope | undefined): Principal {

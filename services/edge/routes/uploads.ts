@@ -170,7 +170,8 @@ async function accept(
   const length = declared === undefined ? NaN : Number(declared)
   const holding =
     Number.isFinite(length) && length >= 0 ? Math.min(length, deps.limits.maxBytes) : deps.limits.maxBytes
-  return deps.shedder.track(holding, async () => {
+  deps.shedder.hold(holding)
+  try {
     const body = await readUploadBody(request, encoding, deps.limits, deps.checkGzip)
     const receivedAt = Date.now()
     const tx = mintTransactionId(deps.transactionKey, sender.orgId, receivedAt)
@@ -185,7 +186,9 @@ async function accept(
     }
     await produce(deps, topic, sender.app ?? tx, body, headers)
     return tx
-  })
+  } finally {
+    deps.shedder.release(holding)
+  }
 }
 
 async function produce(
