@@ -19,9 +19,10 @@ export class Appender {
 
   /**
    * Appends the messages to a topic of `partitions` partitions and wakes the consumers of the
-   * partitions written. Resolves, once durable, to whether this call created the topic.
+   * partitions written. Resolves, once durable, to whether this call created the topic; a
+   * partition out of range throws before anything is written.
    */
-  async append(topic: string, partitions: number, messages: ProduceMessage[]): Promise<boolean> {
+  append(topic: string, partitions: number, messages: ProduceMessage[]): Promise<boolean> {
     const timestamp = Date.now()
     const byPartition = new Map<number, ProduceMessage[]>()
     for (const message of messages) {
@@ -34,10 +35,12 @@ export class Appender {
       values.push(message)
       byPartition.set(partition, values)
     }
-    // Encoded inside the write transaction (LogStore.append), straight into a reused buffer.
-    const created = await this.store.append(topic, partitions, byPartition, timestamp)
-    for (const partition of byPartition.keys()) this.wakeups.notify(partitionSignal(topic, partition))
-    return created
+    // Encoded inside the write transaction (LogStore.append), straight into a reused buffer. A
+    // then, not an await: this runs for every upload the edge takes, and its caller awaits anyway.
+    return this.store.append(topic, partitions, byPartition, timestamp).then((created) => {
+      for (const partition of byPartition.keys()) this.wakeups.notify(partitionSignal(topic, partition))
+      return created
+    })
   }
 
   private nextRoundRobin(topic: string, key: string | undefined): number {
