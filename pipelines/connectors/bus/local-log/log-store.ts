@@ -103,11 +103,8 @@ export class LogStore {
    * turns out stale (another producer appended meanwhile, or a commit failed), the append runs as
    * a transaction callback instead, which reads the tail inside the write transaction, behind
    * every write queued before it, and sets the expectation from there.
-   *
-   * Not an async function (the edge calls it for every upload): a record that cannot be encoded
-   * throws here, before its block is written, and its caller turns that into a rejection.
    */
-  append(
+  async append(
     topic: string,
     partitions: number,
     byPartition: Map<number, ProduceMessage[]>,
@@ -122,8 +119,9 @@ export class LogStore {
       blocks.push(this.appendBlock(topic, partitions, partition, messages, values, timestamp))
     }
     // One partition is the common case (every upload is one record): no Promise.all for it.
+    await (blocks.length === 1 ? blocks[0] : Promise.all(blocks))
     // Only an append in a transaction creates a topic, and one did before any expectation was set.
-    return (blocks.length === 1 ? blocks[0]! : Promise.all(blocks)).then(notCreated)
+    return false
   }
 
   private async appendBlock(
@@ -300,10 +298,6 @@ export class LogStore {
     const value = this.records.getBinaryFast(key)
     return value === undefined ? 0 : recordTimestamp(value)
   }
-}
-
-function notCreated(): false {
-  return false
 }
 
 function tailId(topic: string, partition: number): string {
