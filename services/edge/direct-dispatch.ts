@@ -4,7 +4,7 @@ import type { Scope } from '../../schemas/admin.ts'
 import type { ControlStore } from '../control/control-store.ts'
 import type { Logger } from '../shared/logger.ts'
 import type { Principal } from './env.ts'
-import { rememberedPrincipal, verifyCredentials, type ConnectionAuth } from './middleware/api-auth.ts'
+import { authenticate, rememberedPrincipal, type ConnectionAuth } from './middleware/api-auth.ts'
 import type { AuthFailureLimit } from './middleware/auth-failure-limit.ts'
 import { errorAnswer } from './middleware/errors.ts'
 import type { HttpRequestMetrics } from './middleware/metrics.ts'
@@ -92,9 +92,11 @@ async function serve(
     attempts?.check()
     const connection = connectionAuth(req.socket)
     const authorization = req.headers.authorization
+    // authenticate() repeats the two checks above (both only read) before the full one, which
+    // runs only when the connection does not remember this very header.
     const principal =
       rememberedPrincipal(deps.control, authorization, route.scope, connection) ??
-      (await verifyCredentials(deps.control, authorization, attempts, route.scope, connection))
+      (await authenticate(deps.control, authorization, attempts, route.scope, connection))
     const request: UploadRequest = {
       header: (name) => headerOf(req, name.toLowerCase()),
       readBody: (limit) => readIncomingBody(req, limit),
@@ -142,7 +144,7 @@ function keepsConnection(req: IncomingMessage): boolean {
   return Number.isFinite(declared) && declared <= DRAIN_LIMIT_BYTES
 }
 
-// Per connection (its socket), for as long as it is open: what verifyCredentials() remembers on it.
+// Per connection (its socket), for as long as it is open: what authenticate() remembers on it.
 const connections = new WeakMap<object, ConnectionAuth>()
 
 function connectionAuth(socket: object): ConnectionAuth {

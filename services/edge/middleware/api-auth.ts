@@ -45,20 +45,7 @@ export async function authenticate(
 ): Promise<Principal> {
   attempts?.check()
   const remembered = connection && rememberedPrincipal(control, authorization, scope, connection)
-  return remembered ?? verifyCredentials(control, authorization, attempts, scope, connection)
-}
-
-/**
- * The full check of the header's key and secret (after the failure limit's check): a failure
- * counts against the limit, a success becomes what `connection` remembers.
- */
-export async function verifyCredentials(
-  control: ControlStore,
-  authorization: string | undefined,
-  attempts: AuthAttempts | undefined,
-  scope: Scope | undefined,
-  connection?: ConnectionAuth,
-): Promise<Principal> {
+  if (remembered) return remembered
   const credentials = parseBasicAuth(authorization)
   if (!credentials) throw invalidCredentials()
   const key = (control.cachedKey(credentials.user) ?? { value: await control.getKey(credentials.user) }).value
@@ -76,7 +63,8 @@ export async function verifyCredentials(
  * The principal of a request presenting exactly the header its connection last had verified, as
  * long as the key, as the control store's cache has it now, is not revoked and still has the secret
  * hash it was verified against; undefined when the full check must run. Synchronous, so the upload
- * route can skip an await per request (callers check the failure limit first, as authenticate does).
+ * route can skip an await per request (it checks the failure limit first, as authenticate does,
+ * and calls authenticate when this is undefined).
  */
 export function rememberedPrincipal(
   control: ControlStore,
