@@ -88,7 +88,8 @@ describe(`ClickHouseStore over HTTP (${target})`, () => {
     })
     expect(given.handed).toBeGreaterThan(3)
     const rows = await store.query<{ id: number; name: string }>('SELECT id, name FROM t_pieces ORDER BY id')
-    expect(rows).toEqual(Array.from({ length: 50 }, (_, i) => ({ id: i + 1, name: `name-${i + 1}` }))) // Pieces are RowBinary only, as in the embedded engine's adapter.
+    expect(rows).toEqual(Array.from({ length: 50 }, (_, i) => ({ id: i + 1, name: `name-${i + 1}` })))
+    // Pieces are RowBinary only, as in the embedded engine's adapter.
     await expect(store.insert('t_pieces', piecesOf(Buffer.from(w.view()), 100))).rejects.toThrow(
       'RowBinary only',
     )

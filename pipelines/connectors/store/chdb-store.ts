@@ -5,6 +5,7 @@ import { Readable } from 'node:stream'
 import { Session } from 'chdb'
 import {
   isRowPieces,
+  piecesColumns,
   type InsertOptions,
   type QueryParams,
   type RawExecutor,
@@ -121,9 +122,9 @@ export class ChdbStore implements Store, RawExecutor {
     rows: readonly object[] | Buffer | RowPieces,
     options: InsertOptions = {},
   ): Promise<void> {
-    // Pieces come with `rowBinary` (isRowPieces throws otherwise).
-    if (isRowPieces(rows, options) || (Buffer.isBuffer(rows) && options.rowBinary))
-      return this.insertRowBinary(table, rows, options.rowBinary!, options)
+    if (isRowPieces(rows)) return this.insertRowBinary(table, rows, piecesColumns(options), options)
+    if (Buffer.isBuffer(rows) && options.rowBinary)
+      return this.insertRowBinary(table, rows, options.rowBinary, options)
     const values = Buffer.isBuffer(rows) ? rows : toJsonEachRow(rows)
     if (values.length === 0) return
     const compact = Buffer.isBuffer(rows) ? options.compactColumns : undefined

@@ -1,6 +1,13 @@
 import { Readable } from 'node:stream'
 import { createClient, type ClickHouseClient } from '@clickhouse/client'
-import { isRowPieces, type InsertOptions, type QueryParams, type RowPieces, type Store } from './store.ts'
+import {
+  isRowPieces,
+  piecesColumns,
+  type InsertOptions,
+  type QueryParams,
+  type RowPieces,
+  type Store,
+} from './store.ts'
 import { insertSettings, rowBinaryColumns, toJsonEachRow } from './rows.ts'
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_.]*$/
@@ -90,7 +97,7 @@ export class ClickHouseStore implements Store {
   ): Promise<void> {
     const settings = insertSettings(options)
     // The HTTP body is sent as one buffer: pieces are copied into it (their buffer is reused).
-    const rows = isRowPieces(given, options) ? await wholeRows(given) : given
+    const rows = isRowPieces(given) ? await wholeRows(given, options) : given
     if (Buffer.isBuffer(rows)) {
       if (rows.length === 0) return
       if (!IDENTIFIER.test(table)) throw new Error(`invalid table name: ${table}`)
@@ -129,7 +136,8 @@ export class ClickHouseStore implements Store {
   }
 }
 
-async function wholeRows(rows: RowPieces): Promise<Buffer> {
+async function wholeRows(rows: RowPieces, options: InsertOptions): Promise<Buffer> {
+  piecesColumns(options) // the check every adapter makes of pieces
   const out = Buffer.allocUnsafe(rows.bytes)
   let at = 0
   await rows.pieces((piece) => {

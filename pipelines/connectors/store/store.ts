@@ -63,15 +63,14 @@ export interface RowPieces {
   pieces(sink: (piece: Buffer) => Promise<void>): Promise<void>
 }
 
-/** Whether `rows` come in pieces; pieces are RowBinary only, in every adapter. */
-export function isRowPieces(
-  rows: readonly object[] | Buffer | RowPieces,
-  options: InsertOptions = {},
-): rows is RowPieces {
-  const pieces =
-    !Buffer.isBuffer(rows) && !Array.isArray(rows) && typeof (rows as RowPieces).pieces === 'function'
-  if (pieces && !options.rowBinary) throw new Error('rows in pieces are RowBinary only')
-  return pieces
+export function isRowPieces(rows: readonly object[] | Buffer | RowPieces): rows is RowPieces {
+  return !Buffer.isBuffer(rows) && !Array.isArray(rows) && typeof (rows as RowPieces).pieces === 'function'
+}
+
+/** The columns rows in pieces are written under: pieces are RowBinary only, in every adapter. */
+export function piecesColumns(options: InsertOptions): NonNullable<InsertOptions['rowBinary']> {
+  if (!options.rowBinary) throw new Error('rows in pieces are RowBinary only')
+  return options.rowBinary
 }
 
 /** Raw execution used by the SQL port: bytes in the format the caller asked for. */
