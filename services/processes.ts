@@ -28,6 +28,7 @@ import type { DirectRoute } from './edge/direct-dispatch.ts'
 import { uploadRoutes } from './edge/routes/uploads.ts'
 import { listen } from './edge/serve.ts'
 import { LoadShedder } from './edge/uploads/load-shedder.ts'
+import { UploadBuffers } from './edge/uploads/upload-buffers.ts'
 import { createGzipCheck } from '../pipelines/events/gzip-check.ts'
 import { transactionKey, TransactionKey } from './edge/uploads/transaction-id.ts'
 import { startOpsServer } from './ops-server.ts'
@@ -203,6 +204,12 @@ export interface EdgeAreas {
   stop(): void
 }
 
+/**
+ * Upload-body memory the edge keeps between uploads (UploadBuffers): about 100 plain bodies of the
+ * bench's size, more than its senders have in flight; bodies beyond it are allocated as before.
+ */
+const UPLOAD_BUFFERS_IDLE_BYTES = 8 * 1024 * 1024
+
 export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | undefined }): EdgeAreas {
   const { config, bus, store, control, metrics, logger, topology } = runtime
   if (!secrets.adminToken)
@@ -230,6 +237,10 @@ export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | unde
       ? transactionKey(secrets.adminToken)
       : new TransactionKey(randomBytes(32)),
     checkGzip,
+    buffers: new UploadBuffers({
+      maxBytes: config.SLUICE_UPLOAD_MAX_BYTES,
+      maxIdleBytes: UPLOAD_BUFFERS_IDLE_BYTES,
+    }),
     limits: {
       maxBytes: config.SLUICE_UPLOAD_MAX_BYTES,
       maxInflatedBytes: config.SLUICE_UPLOAD_MAX_DECOMPRESSED_BYTES,

@@ -99,7 +99,7 @@ async function serve(
       (await authenticate(deps.control, authorization, attempts, route.scope, connection))
     const request: UploadRequest = {
       header: (name) => headerOf(req, name.toLowerCase()),
-      readBody: (limit) => readIncomingBody(req, limit),
+      readBody: (limit, memory) => readIncomingBody(req, limit, memory),
     }
     const { status, body } = await route.handle(request, principal)
     answer = { status, headers: {}, body }

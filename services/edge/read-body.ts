@@ -10,26 +10,36 @@ import { payloadTooLarge, SluiceError } from '../shared/errors.ts'
  * Request object, ~0.4 ms of the event loop per upload (a third of the edge's time on plain
  * bodies). Anywhere else (app.request() in tests), through the Request.
  */
-export async function readRequestBody(c: Context, limit: number): Promise<Buffer> {
+export async function readRequestBody(c: Context, limit: number, memory?: BodyMemory): Promise<Buffer> {
   const incoming = (c.env as { incoming?: unknown } | undefined)?.incoming
   if (!isUnreadIncoming(incoming)) return readBoundedBody(c.req.raw, limit)
-  return readIncomingBody(incoming, limit)
+  return readIncomingBody(incoming, limit, memory)
+}
+
+/** Where a body of known length is read into (UploadBuffers); absent: a buffer of its own. */
+export interface BodyMemory {
+  /** `size` bytes with the bus's headroom before them (headroom.ts). */
+  take(size: number): Buffer
 }
 
 /**
  * A Node request's body, bounded like readBoundedBody (413 once it reaches `limit` bytes). With a
  * Content-Length (Node's parser holds the body to it) the chunks are copied straight into one
- * buffer made up front, with headroom for the bus's record header (headroom.ts); without one they
- * are gathered and joined at the end. The listeners stay on the request once it settles (it is
+ * buffer taken up front (from `memory` when given), with headroom for the bus's record header
+ * (headroom.ts); without one they are gathered and joined at the end. The listeners stay on the request once it settles (it is
  * garbage with them): removing four listeners per upload put its emitter's listener table into
  * slow mode, work the edge did thousands of times a second.
  */
-export function readIncomingBody(incoming: IncomingMessage, limit: number): Promise<Buffer> {
+export function readIncomingBody(
+  incoming: IncomingMessage,
+  limit: number,
+  memory?: BodyMemory,
+): Promise<Buffer> {
   const declared = Number(incoming.headers['content-length'] ?? NaN)
   if (Number.isFinite(declared) && declared >= limit) return Promise.reject(tooLarge(limit))
   return new Promise<Buffer>((resolve, reject) => {
     const sized = Number.isSafeInteger(declared) && declared >= 0
-    const body = sized ? allocWithHeadroom(declared) : undefined
+    const body = sized ? (memory ? memory.take(declared) : allocWithHeadroom(declared)) : undefined
     const chunks: Buffer[] = []
     let total = 0
     let settled = false

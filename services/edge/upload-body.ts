@@ -2,7 +2,7 @@ import type { Context } from 'hono'
 import { hasContent } from '../../pipelines/events/gzip.ts'
 import type { GzipCheck } from '../../pipelines/events/gzip-check.ts'
 import { badRequest, payloadTooLarge, unavailable, unsupportedMediaType } from '../shared/errors.ts'
-import { readRequestBody } from './read-body.ts'
+import { readRequestBody, type BodyMemory } from './read-body.ts'
 
 export interface UploadLimits {
   maxBytes: number
@@ -12,13 +12,16 @@ export interface UploadLimits {
 /** What the upload checks read of a request: headers, and the body once. */
 export interface UploadRequest {
   header(name: string): string | undefined
-  /** The whole body; 413 once it reaches `limit` bytes. */
-  readBody(limit: number): Promise<Buffer>
+  /** The whole body, read into `memory` when it can be; 413 once it reaches `limit` bytes. */
+  readBody(limit: number, memory?: BodyMemory): Promise<Buffer>
 }
 
 /** The upload checks' view of a request Hono dispatched. */
 export function honoUploadRequest(c: Context): UploadRequest {
-  return { header: (name) => c.req.header(name), readBody: (limit) => readRequestBody(c, limit) }
+  return {
+    header: (name) => c.req.header(name),
+    readBody: (limit, memory) => readRequestBody(c, limit, memory),
+  }
 }
 
 /**
@@ -44,8 +47,9 @@ export async function readUploadBody(
   encoding: 'gzip' | 'identity',
   limits: UploadLimits,
   checkGzip: GzipCheck,
+  memory?: BodyMemory,
 ): Promise<Buffer> {
-  const body = await request.readBody(limits.maxBytes)
+  const body = await request.readBody(limits.maxBytes, memory)
   if (body.length === 0) throw badRequest('empty body: send one JSON object per line')
   if (encoding === 'gzip') {
     const check = await checkGzip(body, limits.maxInflatedBytes).catch((err: unknown) => {

@@ -13,10 +13,23 @@ const reserved = new WeakMap<Buffer, number>()
 
 /** A Buffer of `size` bytes (not zeroed) with HEADROOM bytes of its own memory in front of it. */
 export function allocWithHeadroom(size: number): Buffer {
-  const view = Buffer.allocUnsafe(HEADROOM + size).subarray(HEADROOM)
+  return viewWithHeadroom(Buffer.allocUnsafe(HEADROOM + size), size)
+}
+
+/**
+ * The `size` bytes of `memory` after its first HEADROOM bytes, with those as the view's room:
+ * for memory a caller keeps and uses again (the edge's upload buffers). Throws if it is too small.
+ */
+export function viewWithHeadroom(memory: Buffer, size: number): Buffer {
+  if (memory.length < HEADROOM + size)
+    throw new RangeError(`${memory.length} bytes hold no ${size}-byte view after the headroom`)
+  const view = memory.subarray(HEADROOM, HEADROOM + size)
   reserved.set(view, HEADROOM)
   return view
 }
+
+/** Bytes of room allocWithHeadroom and viewWithHeadroom leave before a view. */
+export const HEADROOM_BYTES = HEADROOM
 
 /**
  * A view of `bytes` bytes immediately before `payload` followed by the payload, if `payload` was

@@ -4,6 +4,7 @@ import type { Store } from '../../../pipelines/connectors/store/store.ts'
 import type { ControlStore } from '../../control/control-store.ts'
 import type { LoadShedder } from '../uploads/load-shedder.ts'
 import { readReceipt } from '../uploads/receipts.ts'
+import type { UploadBuffers } from '../uploads/upload-buffers.ts'
 import type { UploadHeaders } from '../../../pipelines/events/upload-headers.ts'
 import type { GzipCheck } from '../../../pipelines/events/gzip-check.ts'
 import {
@@ -39,6 +40,8 @@ export interface UploadRouteDeps {
   transactionKey: TransactionKey
   /** Checks gzip bodies (createGzipCheck: one for the edge, holding its inflate memory). */
   checkGzip: GzipCheck
+  /** Memory upload bodies are read into and given back to once stored; absent: a buffer each. */
+  buffers?: UploadBuffers
   limits: UploadLimits & { ratePerKeyPerSecond: number; sdkRatePerAppPerSecond: number }
 }
 
@@ -176,8 +179,9 @@ async function accept(
   const holding =
     Number.isFinite(length) && length >= 0 ? Math.min(length, deps.limits.maxBytes) : deps.limits.maxBytes
   deps.shedder.hold(holding)
+  let body: Buffer | undefined
   try {
-    const body = await readUploadBody(request, encoding, deps.limits, deps.checkGzip)
+    body = await readUploadBody(request, encoding, deps.limits, deps.checkGzip, deps.buffers)
     const receivedAt = Date.now()
     const tx = mintTransactionId(deps.transactionKey, sender.orgId, receivedAt)
     const headers: UploadHeaders = {
@@ -193,6 +197,9 @@ async function accept(
     return tx
   } finally {
     deps.shedder.release(holding)
+    // Stored or refused by the bus: nothing reads the body any more. A body refused before it
+    // reached the bus is left to the GC (a refusal's path need not be fast).
+    if (body) deps.buffers?.give(body)
   }
 }
 
