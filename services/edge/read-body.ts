@@ -37,42 +37,71 @@ export function readIncomingBody(
 ): Promise<Buffer> {
   const declared = Number(incoming.headers['content-length'] ?? NaN)
   if (Number.isFinite(declared) && declared >= limit) return Promise.reject(tooLarge(limit))
+  const sized = Number.isSafeInteger(declared) && declared >= 0
+  const body = sized ? (memory ? memory.take(declared) : allocWithHeadroom(declared)) : undefined
   return new Promise<Buffer>((resolve, reject) => {
-    const sized = Number.isSafeInteger(declared) && declared >= 0
-    const body = sized ? (memory ? memory.take(declared) : allocWithHeadroom(declared)) : undefined
-    const chunks: Buffer[] = []
-    let total = 0
-    let settled = false
-    const fail = (error: Error) => {
-      if (settled) return
-      settled = true
-      reject(error)
-    }
+    const read = new BodyRead(limit, body, resolve, reject)
     incoming.on('data', (chunk: Buffer) => {
-      if (settled) return
-      if (total + chunk.length >= limit || (body && total + chunk.length > body.length)) {
-        // Nothing more is read; the answer (413) closes the exchange.
-        incoming.pause()
-        fail(tooLarge(limit))
-        return
-      }
-      if (body) body.set(chunk, total)
-      else chunks.push(chunk)
-      total += chunk.length
+      // Nothing more is read past the limit; the answer (413) closes the exchange.
+      if (!read.add(chunk)) incoming.pause()
     })
-    incoming.on('end', () => {
-      if (settled) return
-      settled = true
-      // Node ends a sized body only once all of it came: `total` is its length.
-      resolve(
-        body ? (total === body.length ? body : body.subarray(0, total)) : joinWithHeadroom(chunks, total),
-      )
-    })
-    incoming.on('error', (err: Error) => fail(aborted(err)))
+    incoming.on('end', () => read.end())
+    incoming.on('error', (err: Error) => read.fail(aborted(err)))
     incoming.on('close', () => {
-      if (!incoming.complete) fail(aborted(new Error('the client closed the connection')))
+      if (!incoming.complete) read.fail(aborted(new Error('the client closed the connection')))
     })
   })
+}
+
+/**
+ * One body as it arrives. A class, not closures over local variables: run by tsx, a named
+ * closure made per request was also given its name (an Object.defineProperty each).
+ */
+class BodyRead {
+  private settled = false
+  private total = 0
+  /** Chunks of a body of unknown length, joined at the end. */
+  private readonly chunks: Buffer[] | undefined
+
+  constructor(
+    private readonly limit: number,
+    /** The whole body's memory, when its length is known. */
+    private readonly body: Buffer | undefined,
+    private readonly resolve: (body: Buffer) => void,
+    private readonly reject: (error: Error) => void,
+  ) {
+    this.chunks = body ? undefined : []
+  }
+
+  /** Takes a chunk; false once the body is too large (the read is then refused). */
+  add(chunk: Buffer): boolean {
+    if (this.settled) return true
+    const { body, total } = this
+    if (total + chunk.length >= this.limit || (body && total + chunk.length > body.length)) {
+      this.fail(tooLarge(this.limit))
+      return false
+    }
+    if (body) body.set(chunk, total)
+    else this.chunks!.push(chunk)
+    this.total = total + chunk.length
+    return true
+  }
+
+  end(): void {
+    if (this.settled) return
+    this.settled = true
+    const { body, total } = this
+    // Node ends a sized body only once all of it came: `total` is its length.
+    this.resolve(
+      body ? (total === body.length ? body : body.subarray(0, total)) : joinWithHeadroom(this.chunks!, total),
+    )
+  }
+
+  fail(error: Error): void {
+    if (this.settled) return
+    this.settled = true
+    this.reject(error)
+  }
 }
 
 /**

@@ -37,10 +37,9 @@ export async function listen(
   const tls = options.tls
   const hono = getRequestListener(app.fetch)
   const direct = options.direct
-  const listener: typeof hono = direct
-    ? async (req, res) => {
-        if (!direct(req, res)) await hono(req, res)
-      }
+  // Not an async function: a direct route's request would otherwise cost a promise of its own.
+  const listener: (...args: Parameters<typeof hono>) => unknown = direct
+    ? (req, res) => (direct(req, res) ? undefined : hono(req, res))
     : hono
   const server = tls
     ? createSecureServer({ allowHTTP1: true, ...(await readTls(tls)) }, listener)

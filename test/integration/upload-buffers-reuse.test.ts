@@ -49,9 +49,8 @@ describe('upload bodies in reused memory: every record holds exactly what was se
     const sent = Array.from({ length: 240 }, (_, n) => {
       const plain = body(n, 20_000 + ((n * 7919) % 180_000))
       // Every fifth one gzip (served through Hono; it reads into the same memory).
-      return n % 5 === 4
-        ? { stored: gzipSync(plain), headers: { 'Content-Encoding': 'gzip' } }
-        : { stored: plain, headers: {} }
+      const headers: Record<string, string> = n % 5 === 4 ? { 'Content-Encoding': 'gzip' } : {}
+      return { stored: n % 5 === 4 ? gzipSync(plain) : plain, headers }
     })
     const byTx = new Map<string, Buffer>()
     let next = 0

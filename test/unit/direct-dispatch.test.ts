@@ -123,7 +123,7 @@ describe('directDispatch', () => {
           method: 'POST',
           paths: ['/v0/uploads'],
           scope: 'events',
-          takes: (header) => header('content-type') === 'application/json',
+          takes: (request) => request.header('content-type') === 'application/json',
           handle: async () => ({ status: 202, body: {} }),
         },
       ],

@@ -127,7 +127,8 @@ export function uploadRoutes(deps: UploadRouteDeps): { routes: Hono<EdgeEnv>; di
     // bench; session 20, with the gzip check inflating into reused memory: within the noise,
     // bench/README.md); they, other spellings of the type and refused types stay with Hono, which
     // answers them the same.
-    takes: (header) => header('content-type') === 'application/json' && !header('content-encoding'),
+    takes: (request) =>
+      request.header('content-type') === 'application/json' && !request.header('content-encoding'),
     scope: 'events',
     handle: serverUpload,
   }

@@ -24,13 +24,16 @@ export class Appender {
    */
   append(topic: string, partitions: number, messages: ProduceMessage[]): Promise<boolean> {
     const timestamp = Date.now()
+    if (messages.length === 1) {
+      // Every upload: one record, one partition.
+      const partition = this.partitionOf(topic, partitions, messages[0]!)
+      return this.store
+        .appendOne(topic, partitions, partition, messages[0]!, timestamp)
+        .then((created) => this.appended(topic, partition, created))
+    }
     const byPartition = new Map<number, ProduceMessage[]>()
     for (const message of messages) {
-      const partition =
-        message.partition ?? partitionForKey(message.key, partitions, this.nextRoundRobin(topic, message.key))
-      if (!Number.isInteger(partition) || partition < 0 || partition >= partitions) {
-        throw new RangeError(`partition ${partition} out of range for ${topic} (${partitions} partitions)`)
-      }
+      const partition = this.partitionOf(topic, partitions, message)
       const values = byPartition.get(partition) ?? []
       values.push(message)
       byPartition.set(partition, values)
@@ -41,6 +44,20 @@ export class Appender {
       for (const partition of byPartition.keys()) this.wakeups.notify(partitionSignal(topic, partition))
       return created
     })
+  }
+
+  private partitionOf(topic: string, partitions: number, message: ProduceMessage): number {
+    const partition =
+      message.partition ?? partitionForKey(message.key, partitions, this.nextRoundRobin(topic, message.key))
+    if (!Number.isInteger(partition) || partition < 0 || partition >= partitions) {
+      throw new RangeError(`partition ${partition} out of range for ${topic} (${partitions} partitions)`)
+    }
+    return partition
+  }
+
+  private appended(topic: string, partition: number, created: boolean): boolean {
+    this.wakeups.notify(partitionSignal(topic, partition))
+    return created
   }
 
   private nextRoundRobin(topic: string, key: string | undefined): number {

@@ -48,10 +48,10 @@ export class LogStore {
   /** Topics seen committed: topics are never deleted, so an append to one need not look it up. */
   private readonly knownTopics = new Set<string>()
   /**
-   * Next offset per partition as this process expects it (`topic\0partition`): what its last
-   * append left, or what it read. Only a guess: appends are written on condition that it holds.
+   * Next offset per topic and partition as this process expects it: what its last append left,
+   * or what it read. Only a guess: appends are written on condition that it holds.
    */
-  private readonly expectedNext = new Map<string, number>()
+  private readonly expectedNext = new Map<string, (number | undefined)[]>()
 
   private constructor(private readonly env: RootDatabase) {
     this.records = env.openDB<Buffer, RecordKey>({ name: 'records', encoding: 'binary' })
@@ -111,17 +111,33 @@ export class LogStore {
     timestamp: number,
   ): Promise<boolean> {
     for (const partition of byPartition.keys())
-      if (!this.expectedNext.has(tailId(topic, partition)))
+      if (this.expected(topic, partition) === undefined)
         return this.appendInTransaction(topic, partitions, byPartition, timestamp)
     const blocks: Promise<void>[] = []
     for (const [partition, messages] of byPartition) {
       const values = messages.map((message) => encodeRecord(message, timestamp))
       blocks.push(this.appendBlock(topic, partitions, partition, messages, values, timestamp))
     }
-    // One partition is the common case (every upload is one record): no Promise.all for it.
-    await (blocks.length === 1 ? blocks[0] : Promise.all(blocks))
+    await Promise.all(blocks)
     // Only an append in a transaction creates a topic, and one did before any expectation was set.
     return false
+  }
+
+  /**
+   * append() of one message to one partition: every upload is one record, and this path makes no
+   * per-partition map, arrays of blocks or async frame of its own for it.
+   */
+  appendOne(
+    topic: string,
+    partitions: number,
+    partition: number,
+    message: ProduceMessage,
+    timestamp: number,
+  ): Promise<boolean> {
+    if (this.expected(topic, partition) === undefined)
+      return this.appendInTransaction(topic, partitions, new Map([[partition, [message]]]), timestamp)
+    const block = [encodeRecord(message, timestamp)]
+    return this.appendBlock(topic, partitions, partition, [message], block, timestamp).then(notCreated)
   }
 
   private async appendBlock(
@@ -132,11 +148,10 @@ export class LogStore {
     values: Buffer[],
     timestamp: number,
   ): Promise<void> {
-    const id = tailId(topic, partition)
-    const base = this.expectedNext.get(id)!
+    const base = this.expected(topic, partition)!
     const next = base + values.length
     // Taken now, so appends started before this one commits queue up behind it.
-    this.expectedNext.set(id, next)
+    this.expect(topic, partition, next)
     let written: boolean
     try {
       written = await this.tails.ifVersion([topic, partition], base, () => {
@@ -147,13 +162,23 @@ export class LogStore {
       })
     } catch (err) {
       // The commit failed, so its offsets were not taken: the next append reads the tail again.
-      this.expectedNext.delete(id)
+      this.expect(topic, partition, undefined)
       throw err
     }
     if (written) return
     // Another producer moved the tail (or an earlier commit failed): nothing was written.
-    this.expectedNext.delete(id)
+    this.expect(topic, partition, undefined)
     await this.appendInTransaction(topic, partitions, new Map([[partition, messages]]), timestamp)
+  }
+
+  private expected(topic: string, partition: number): number | undefined {
+    return this.expectedNext.get(topic)?.[partition]
+  }
+
+  private expect(topic: string, partition: number, next: number | undefined): void {
+    let byPartition = this.expectedNext.get(topic)
+    if (!byPartition) this.expectedNext.set(topic, (byPartition = []))
+    byPartition[partition] = next
   }
 
   /**
@@ -175,7 +200,7 @@ export class LogStore {
           this.records.putSync([topic, partition, next++], this.encoder.encode(message, timestamp))
         this.meta.putSync(['next', topic, partition], next)
         this.tails.putSync([topic, partition], true, next)
-        this.expectedNext.set(tailId(topic, partition), next)
+        this.expect(topic, partition, next)
       }
       return created
     })
@@ -185,7 +210,7 @@ export class LogStore {
         return created
       },
       (err: unknown) => {
-        for (const partition of byPartition.keys()) this.expectedNext.delete(tailId(topic, partition))
+        for (const partition of byPartition.keys()) this.expect(topic, partition, undefined)
         throw err
       },
     )
@@ -300,9 +325,7 @@ export class LogStore {
   }
 }
 
-function tailId(topic: string, partition: number): string {
-  return `${topic}\u0000${partition}`
-}
+const notCreated = () => false
 
 function partitionRange(topic: string, partition: number): { start: MetaKey; end: MetaKey } {
   return { start: [topic, partition], end: [topic, partition + 1] }
