@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { hotCounter, HotHistogram } from './hot-metrics.ts'
 import { THREAD_KINDS, threadCpuSeconds } from './thread-cpu.ts'
 
 /** All Prometheus metrics of one process, served at /metrics. */
@@ -7,20 +8,21 @@ export function createMetrics() {
   collectDefaultMetrics({ register: registry, prefix: 'sluice_' })
   return {
     registry,
-    httpRequests: new Counter({
+    // Updated per request and per upload: hot-metrics.ts.
+    httpRequests: hotCounter({
       name: 'sluice_http_requests_total',
       help: 'HTTP requests by route and status',
       labelNames: ['method', 'route', 'status'] as const,
       registers: [registry],
     }),
-    httpDuration: new Histogram({
+    httpDuration: new HotHistogram({
       name: 'sluice_http_request_duration_seconds',
       help: 'HTTP request latency',
-      labelNames: ['method', 'route'] as const,
+      labelNames: ['method', 'route'],
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
       registers: [registry],
     }),
-    busProduced: new Counter({
+    busProduced: hotCounter({
       name: 'sluice_bus_produced_records_total',
       help: 'Records produced to the bus',
       labelNames: ['topic'] as const,

@@ -31,6 +31,7 @@ describe('requireHttps', () => {
     ['loopback IPv4', from('127.0.0.1')],
     ['loopback IPv6', from('::1')],
     ['IPv4-mapped loopback', from('::ffff:127.0.0.1')],
+    ['IPv4-mapped loopback in capitals', from('::FFFF:127.0.0.1')],
     ['TLS from anywhere', from('203.0.113.7', true)],
   ])('answers %s', async (_name, env) => {
     const res = await app().request('/v1/auth/check', {}, env)
@@ -45,6 +46,10 @@ describe('requireHttps', () => {
       (await app().request('/x', { headers: { 'X-Forwarded-Proto': 'http' } }, from('10.1.2.3'))).status,
     ).toBe(403)
     expect((await app().request('/x', https, from('203.0.113.7'))).status).toBe(403)
+    // The proxy's IPv4 address as an IPv4-mapped IPv6 one is the same proxy; another is not.
+    expect((await app().request('/x', https, from('::ffff:10.1.2.3'))).status).toBe(200)
+    expect((await app().request('/x', {}, from('::ffff:10.1.2.3'))).status).toBe(403)
+    expect((await app().request('/x', {}, from('::ffff:203.0.113.7'))).status).toBe(403)
   })
 
   it('keeps health, readiness and metrics reachable, and can be switched off', async () => {

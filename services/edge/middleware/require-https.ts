@@ -67,11 +67,21 @@ function socketOf(c: Context): PeerSocket | undefined {
 }
 
 function isLoopback(address: string): boolean {
-  const bare = address.replace(/^::ffff:/i, '')
+  const bare = withoutMappedPrefix(address)
   return bare === '::1' || bare.startsWith('127.')
 }
 
 function isTrustedPeer(peer: string, trusted: ReturnType<typeof trustedProxyList>): boolean {
-  const bare = peer.replace(/^::ffff:/i, '')
+  const bare = withoutMappedPrefix(peer)
   return trusted.check(bare, bare.includes(':') ? 'ipv6' : 'ipv4')
+}
+
+/** An IPv4-mapped IPv6 address (`::ffff:127.0.0.1`) as its IPv4 address; any other as it is. */
+function withoutMappedPrefix(address: string): string {
+  // Checked per request: a look at the first characters, not a regular expression's replace.
+  return address.length > 7 &&
+    address.charCodeAt(0) === 0x3a &&
+    address.slice(0, 7).toLowerCase() === '::ffff:'
+    ? address.slice(7)
+    : address
 }

@@ -55,6 +55,12 @@ export interface UploadRouteDeps {
 export function uploadRoutes(deps: UploadRouteDeps): { routes: Hono<EdgeEnv>; direct: DirectRoute } {
   const app = new Hono<EdgeEnv>()
   const buckets = new TokenBuckets(deps.limits.ratePerKeyPerSecond, 1000)
+  const uploadTopic = (name: string): UploadTopic => ({
+    name,
+    produced: deps.metrics.busProduced.child({ topic: name }),
+  })
+  const serverTopic = uploadTopic(deps.topics.uploads)
+  const sdkTopic = uploadTopic(deps.topics.sdkUploads)
   const sdkBuckets = new TokenBuckets(deps.limits.sdkRatePerAppPerSecond, 1000)
 
   // Not an async function: one frame fewer on the path every server-side upload takes. Callers
@@ -62,7 +68,7 @@ export function uploadRoutes(deps: UploadRouteDeps): { routes: Hono<EdgeEnv>; di
   const serverUpload = (request: UploadRequest, principal: Principal) => {
     const wait = buckets.take(principal.apiKey)
     if (wait > 0) throw tooManyRequests(wait)
-    return accept(deps, request, deps.topics.uploads, {
+    return accept(deps, request, serverTopic, {
       orgId: principal.orgId,
       apiKey: principal.apiKey,
       source: 'server',
@@ -101,7 +107,7 @@ export function uploadRoutes(deps: UploadRouteDeps): { routes: Hono<EdgeEnv>; di
     const target = await deps.control.getApp(appKey)
     if (!target) throw new SluiceError('unauthorized', 401, 'unknown app key')
     // Keyed by app: one consumer owns each app's device state, so its updates never race.
-    const tx = await accept(deps, honoUploadRequest(c), deps.topics.sdkUploads, {
+    const tx = await accept(deps, honoUploadRequest(c), sdkTopic, {
       orgId: target.org_id,
       apiKey: '',
       source: 'sdk',
@@ -158,6 +164,12 @@ function issuedTransaction(deps: UploadRouteDeps, tx: string, orgId: number): Tr
   return info
 }
 
+/** A topic uploads are written to, and its produced-records counter (resolved once, not per upload). */
+interface UploadTopic {
+  name: string
+  produced: { inc(): void }
+}
+
 /**
  * What every upload goes through once its sender is known: check what a 202 promises, then write
  * the body as one durable bus record (keyed by the app for SDK uploads, by the transaction
@@ -166,7 +178,7 @@ function issuedTransaction(deps: UploadRouteDeps, tx: string, orgId: number): Tr
 async function accept(
   deps: UploadRouteDeps,
   request: UploadRequest,
-  topic: string,
+  topic: UploadTopic,
   sender: { orgId: number; apiKey: string; source: 'server' | 'sdk'; app?: string },
 ): Promise<string> {
   const encoding = uploadEncoding(request)
@@ -192,9 +204,16 @@ async function accept(
       recv: String(receivedAt),
       enc: encoding,
       src: sender.source,
-      ...(sender.app === undefined ? {} : { app: sender.app }),
     }
-    await produce(deps, topic, sender.app ?? tx, body, headers)
+    if (sender.app !== undefined) headers.app = sender.app
+    try {
+      await deps.bus.produce(topic.name, [
+        { key: sender.app ?? tx, value: body, headers: headers as unknown as Record<string, string> },
+      ])
+    } catch (err) {
+      throw busUnavailable(err)
+    }
+    topic.produced.inc()
     return tx
   } finally {
     deps.shedder.release(holding)
@@ -204,34 +223,11 @@ async function accept(
   }
 }
 
-async function produce(
-  deps: UploadRouteDeps,
-  topic: string,
-  key: string,
-  body: Buffer,
-  headers: UploadHeaders,
-) {
-  try {
-    await deps.bus.produce(topic, [
-      { key, value: body, headers: headers as unknown as Record<string, string> },
-    ])
-  } catch (err) {
-    // Nothing was promised yet: the client retries, and the worker dedupes if a copy did land.
-    throw new SluiceError('bus_unavailable', 503, 'could not store the upload durably; retry', {
-      retriable: true,
-      headers: { 'Retry-After': '1' },
-      cause: err,
-    })
-  }
-  producedCounter(deps.metrics, topic).inc()
-}
-
-// The counter's child per topic (two topics): inc({ topic }) hashes the label object per upload.
-const producedCounters = new WeakMap<Metrics, Map<string, { inc(): void }>>()
-function producedCounter(metrics: Metrics, topic: string): { inc(): void } {
-  let byTopic = producedCounters.get(metrics)
-  if (!byTopic) producedCounters.set(metrics, (byTopic = new Map<string, { inc(): void }>()))
-  let counter = byTopic.get(topic)
-  if (!counter) byTopic.set(topic, (counter = metrics.busProduced.labels({ topic })))
-  return counter
+/** The bus refused the record: nothing was promised yet, so the client retries (the worker dedupes a copy that did land). */
+function busUnavailable(cause: unknown): SluiceError {
+  return new SluiceError('bus_unavailable', 503, 'could not store the upload durably; retry', {
+    retriable: true,
+    headers: { 'Retry-After': '1' },
+    cause,
+  })
 }
