@@ -30,7 +30,7 @@ export class HttpRequestMetrics {
 
   record(method: string, route: string, statusCode: number, seconds: number): void {
     let byMethod = this.byRoute.get(route)
-    if (!byMethod) this.byRoute.set(route, (byMethod = new Map()))
+    if (!byMethod) this.byRoute.set(route, (byMethod = new Map<string, RouteMetrics>()))
     let routeMetrics = byMethod.get(method)
     if (!routeMetrics)
       byMethod.set(
