@@ -457,7 +457,7 @@ export function markdownReport(r: BenchResults): string {
     out.push(
       '',
       `- **freshness**: ${f.targetBodiesPerSecond.toFixed(1)} bodies/s (${fmtN(f.targetEventsPerSecond)} ev/s asked, ${Math.round((f.loadShare ?? 0.5) * 100)} % of the max sustained rate; ${fmtN(f.acceptedEventsPerSecond)} ev/s accepted) for ${fmtN(f.sendMs / 1000, 1)} s; ` +
-        `${f.samples} sampled uploads (${f.polls} receipt reads answered in ${lat(f.receiptReadMs)}), 202 → receipt done p50/p90/p99 ${lat(f.freshnessMs)}, max ${fmtN(f.freshnessMs.max)} ms${f.timedOut ? `, ${f.timedOut} timed out` : ''}; answers ${statusText(f.statuses)}${f.skipped ? `, ${f.skipped} sends skipped (client saturated)` : ''}; CPU ${cpuText(f.cpu)}.`,
+        `${f.samples} sampled uploads (${f.polls} receipt reads answered in ${lat(f.receiptReadMs)}), 202 → receipt done p50/p90/p99 ${lat(f.freshnessMs)}, max ${fmtN(f.freshnessMs.max)} ms${f.timedOut ? `, ${f.timedOut} timed out` : ''}${f.warmUp ? `; before them, ${fmtN(f.warmUp.ms / 1000, 1)} s of the same load from idle, not counted (${f.warmUp.freshnessMs.count} sampled, max ${fmtN(f.warmUp.freshnessMs.max ?? NaN)} ms)` : ''}; answers ${statusText(f.statuses)}${f.skipped ? `, ${f.skipped} sends skipped (client saturated)` : ''}; CPU ${cpuText(f.cpu)}.`,
     )
   }
   if (s.profiles) {

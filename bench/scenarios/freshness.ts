@@ -26,11 +26,25 @@ export interface FreshnessResult {
   /** 202 to receipt `done` (every event queryable), per sampled upload. */
   freshnessMs: LatencySummary
   freshnessPoints: [number, number][]
+  /**
+   * The load's first seconds, at the same rate, before sampling counts (FRESHNESS_WARM_UP_MS): its
+   * uploads' freshness, for information. From idle, the pipeline takes 1-2 s to settle.
+   */
+  warmUp?: { ms: number; freshnessMs: LatencySummary }
   cpu: CpuUse
 }
 
 /** Freshness is measured at this share of the max sustained rate: busy, with 20 % headroom. */
 export const FRESHNESS_LOAD_SHARE = 0.8
+
+/**
+ * The load runs this long before its samples count. From idle, the uploads of the first 1-2 s came
+ * back in up to ~1.1 s while the pipeline's batches grew to the rate, then settled at ~300-500 ms,
+ * also with the engine left idle for 15 s first (bench/README.md, "Session 26"): a start-up
+ * transient, not the latency at a sustained rate, which is what the figure is about. Their
+ * freshness is still reported (`warmUp`).
+ */
+export const FRESHNESS_WARM_UP_MS = 2500
 
 /**
  * Freshness at a fixed rate (80 % of the max sustained rate measured earlier in the run): uploads are
@@ -48,7 +62,9 @@ export async function freshness(
     source: BodySource
     eventsPerBody: number
     maxSustainedEventsPerSecond: number
+    /** How long samples are taken, after the warm-up. */
     durationMs: number
+    warmUpMs?: number
     pollMs?: number
     maxSampling?: number
   },
@@ -59,6 +75,7 @@ export async function freshness(
   const maxSampling = options.maxSampling ?? 3
   const statuses: StatusCounts = {}
   const latencies: number[] = []
+  const warmUpLatencies: number[] = []
   const points: [number, number][] = []
   const pollers = new Set<Promise<void>>()
   const poll = new HttpClient(ctx.sut.url, maxSampling + 1)
@@ -66,6 +83,8 @@ export async function freshness(
   let timedOut = 0
   const readMs: number[] = []
   const startedAtS = sinceRun(ctx)
+  const warmUpMs = options.warmUpMs ?? FRESHNESS_WARM_UP_MS
+  const samplingFrom = performance.now() + warmUpMs
 
   const follow = async (tx: string, acceptedAt: number) => {
     const deadline = Math.min(acceptedAt + 30_000, ctx.budgetEnd)
@@ -73,6 +92,7 @@ export async function freshness(
       const res = await poll.request('GET', `/v0/uploads/${tx}`, { Authorization: ctx.tenant.auth })
       readMs.push(res.ms)
       if (res.status === 200 && (JSON.parse(res.body) as { state: string }).state === 'done') {
+        if (acceptedAt < samplingFrom) return void warmUpLatencies.push(res.at - acceptedAt)
         latencies.push(res.at - acceptedAt)
         points.push([sinceRun(ctx, acceptedAt) - startedAtS, res.at - acceptedAt])
         return
@@ -89,7 +109,7 @@ export async function freshness(
   const { value: loop, cpu } = await measureCpu(ctx, async () => {
     const result = await openLoop({
       ratePerSecond: rate,
-      durationMs: options.durationMs,
+      durationMs: warmUpMs + options.durationMs,
       maxInFlight: 64,
       send: async () => {
         const body: BodyInstance | undefined = options.source.next()
@@ -133,6 +153,7 @@ export async function freshness(
     receiptReadMs: summarize(readMs),
     freshnessMs: summarize(latencies),
     freshnessPoints: points,
+    warmUp: { ms: warmUpMs, freshnessMs: summarize(warmUpLatencies) },
     cpu,
   }
 }
