@@ -38,8 +38,8 @@ export class Appender {
       values.push(message)
       byPartition.set(partition, values)
     }
-    // Encoded inside the write transaction (LogStore.append), straight into a reused buffer. A
-    // then, not an await: this runs for every upload the edge takes, and its caller awaits anyway.
+    // Encoded by LogStore.append (into a body's headroom when it has one). A then, not an await:
+    // its caller awaits anyway.
     return this.store.append(topic, partitions, byPartition, timestamp).then((created) => {
       for (const partition of byPartition.keys()) this.wakeups.notify(partitionSignal(topic, partition))
       return created
