@@ -26,9 +26,9 @@ export interface BodyMemory {
  * A Node request's body, bounded like readBoundedBody (413 once it reaches `limit` bytes). With a
  * Content-Length (Node's parser holds the body to it) the chunks are copied straight into one
  * buffer taken up front (from `memory` when given), with headroom for the bus's record header
- * (headroom.ts); without one they are gathered and joined at the end. The listeners stay on the request once it settles (it is
- * garbage with them): removing four listeners per upload put its emitter's listener table into
- * slow mode, work the edge did thousands of times a second.
+ * (headroom.ts); without one they are gathered and joined at the end. The listeners stay on the
+ * request once it settles (it is garbage with them): removing four listeners per upload put its
+ * emitter's listener table into slow mode, work the edge did thousands of times a second.
  */
 export function readIncomingBody(
   incoming: IncomingMessage,

@@ -72,7 +72,11 @@ export interface Bus {
   readonly kind: 'local' | 'kafka'
   /** Create topics where the transport allows it (idempotent). */
   ensureTopics(topics: TopicSpec[]): Promise<void>
-  /** Resolves only once every message is durable (fsync'd locally, or acks=-1 on Kafka). */
+  /**
+   * Resolves only once every message is durable (fsync'd locally, or acks=-1 on Kafka). A
+   * message's value is read only until the returned promise settles, resolved or rejected: the
+   * edge then reuses that memory for the next upload (UploadBuffers).
+   */
   produce(topic: string, messages: ProduceMessage[]): Promise<void>
   consume(options: ConsumeOptions): Promise<Consumer>
   /** Partitions of a topic (creating it with the default count where the transport does that). */

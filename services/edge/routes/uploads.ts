@@ -55,13 +55,13 @@ export interface UploadRouteDeps {
 export function uploadRoutes(deps: UploadRouteDeps): { routes: Hono<EdgeEnv>; direct: DirectRoute } {
   const app = new Hono<EdgeEnv>()
   const buckets = new TokenBuckets(deps.limits.ratePerKeyPerSecond, 1000)
+  const sdkBuckets = new TokenBuckets(deps.limits.sdkRatePerAppPerSecond, 1000)
   const uploadTopic = (name: string): UploadTopic => ({
     name,
     produced: deps.metrics.busProduced.child({ topic: name }),
   })
   const serverTopic = uploadTopic(deps.topics.uploads)
   const sdkTopic = uploadTopic(deps.topics.sdkUploads)
-  const sdkBuckets = new TokenBuckets(deps.limits.sdkRatePerAppPerSecond, 1000)
 
   // Not an async function: one frame fewer on the path every server-side upload takes. Callers
   // await it inside their try, so the rate limit's throw reaches them as a rejection would.
@@ -223,7 +223,10 @@ async function accept(
   }
 }
 
-/** The bus refused the record: nothing was promised yet, so the client retries (the worker dedupes a copy that did land). */
+/**
+ * The bus refused the record: nothing was promised yet, so the client retries (the worker dedupes
+ * a copy that did land).
+ */
 function busUnavailable(cause: unknown): SluiceError {
   return new SluiceError('bus_unavailable', 503, 'could not store the upload durably; retry', {
     retriable: true,
