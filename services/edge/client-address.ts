@@ -23,9 +23,9 @@ export function clientAddress(
   forwardedFor: string | undefined,
   trusted: BlockList | undefined,
 ): string {
-  let address = normalise(peer ?? 'unknown')
+  let address = normaliseAddress(peer ?? 'unknown')
   if (!trusted || !forwardedFor) return address
-  const hops = forwardedFor.split(',').map((hop) => normalise(hop.trim()))
+  const hops = forwardedFor.split(',').map((hop) => normaliseAddress(hop.trim()))
   while (isTrusted(address, trusted)) {
     const hop = hops.pop()
     if (hop === undefined || hop === '') break
@@ -43,14 +43,22 @@ export function addressLimitKey(address: string): string {
   return `${ipv6Groups(address).slice(0, 4).join(':')}::/64`
 }
 
-function normalise(address: string): string {
-  const bare = address.replace(/%.*$/, '').toLowerCase()
-  // A dual-stack socket reports IPv4 peers as IPv4-mapped IPv6 addresses.
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(bare)
-  return mapped?.[1] ?? bare
+/**
+ * An address as the edge compares it: lower case, without an IPv6 zone, and an IPv4-mapped IPv6
+ * address (a dual-stack socket reports IPv4 peers so) as its IPv4 address. Runs per request on
+ * the upload path (require-https.ts): no regular expression unless the address is mapped.
+ */
+export function normaliseAddress(address: string): string {
+  const zone = address.indexOf('%')
+  const bare = (zone < 0 ? address : address.slice(0, zone)).toLowerCase()
+  if (!bare.startsWith('::ffff:')) return bare
+  return MAPPED_IPV4.exec(bare)?.[1] ?? bare
 }
 
-function isTrusted(address: string, trusted: BlockList): boolean {
+const MAPPED_IPV4 = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/
+
+/** Whether a normalised address is one of the trusted proxies. */
+export function isTrusted(address: string, trusted: BlockList): boolean {
   const family = isIP(address)
   return family !== 0 && trusted.check(address, family === 6 ? 'ipv6' : 'ipv4')
 }

@@ -12,7 +12,7 @@ describe('CpuPool', () => {
   })
 
   it('runs every task asked for at once, past what its queue holds, in full', async () => {
-    // One thread and a queue of one: piscina alone refuses the third task at once.
+    // One thread and a queue of one: the pool's gate holds the other 22 with their callers.
     pool = new CpuPool(1, 1)
     const bodies = Array.from({ length: 24 }, (_, i) => uploadOf(3 + (i % 5)))
     const running = bodies.map(({ body }) => pool!.run(serverUpload(body)))

@@ -1,6 +1,6 @@
 import type { Context, MiddlewareHandler } from 'hono'
 import { SluiceError } from '../../shared/errors.ts'
-import { trustedProxyList } from '../client-address.ts'
+import { isTrusted, normaliseAddress, trustedProxyList } from '../client-address.ts'
 import type { EdgeEnv } from '../env.ts'
 
 export interface RequireHttpsOptions {
@@ -52,7 +52,7 @@ export function httpsCheck(options: RequireHttpsOptions): HttpsCheck {
     if (peer === undefined || isLoopback(peer)) return
     // The header counts only when the peer itself is a proxy we trust: anyone can write it.
     const proto = forwardedProto()?.split(',')[0]?.trim().toLowerCase()
-    if (trusted && proto === 'https' && isTrustedPeer(peer, trusted)) return
+    if (trusted && proto === 'https' && isTrusted(normaliseAddress(peer), trusted)) return
     throw new SluiceError(
       'https_required',
       403,
@@ -67,21 +67,6 @@ function socketOf(c: Context): PeerSocket | undefined {
 }
 
 function isLoopback(address: string): boolean {
-  const bare = withoutMappedPrefix(address)
+  const bare = normaliseAddress(address)
   return bare === '::1' || bare.startsWith('127.')
-}
-
-function isTrustedPeer(peer: string, trusted: ReturnType<typeof trustedProxyList>): boolean {
-  const bare = withoutMappedPrefix(peer)
-  return trusted.check(bare, bare.includes(':') ? 'ipv6' : 'ipv4')
-}
-
-/** An IPv4-mapped IPv6 address (`::ffff:127.0.0.1`) as its IPv4 address; any other as it is. */
-function withoutMappedPrefix(address: string): string {
-  // Checked per request: a look at the first characters, not a regular expression's replace.
-  return address.length > 7 &&
-    address.charCodeAt(0) === 0x3a &&
-    address.slice(0, 7).toLowerCase() === '::ffff:'
-    ? address.slice(7)
-    : address
 }

@@ -71,7 +71,7 @@ export class UploadBuffers {
     this.idleBytes += memory.length
   }
 
-  /** Memory kept idle now, in bytes (for tests and metrics). */
+  /** Memory kept idle now, in bytes. */
   get idleMemoryBytes(): number {
     return this.idleBytes
   }

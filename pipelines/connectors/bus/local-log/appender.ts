@@ -27,9 +27,10 @@ export class Appender {
     if (messages.length === 1) {
       // Every upload: one record, one partition.
       const partition = this.partitionOf(topic, partitions, messages[0]!)
-      return this.store
-        .appendOne(topic, partitions, partition, messages[0]!, timestamp)
-        .then((created) => this.appended(topic, partition, created))
+      return this.store.appendOne(topic, partitions, partition, messages[0]!, timestamp).then((created) => {
+        this.wakeups.notify(partitionSignal(topic, partition))
+        return created
+      })
     }
     const byPartition = new Map<number, ProduceMessage[]>()
     for (const message of messages) {
@@ -53,11 +54,6 @@ export class Appender {
       throw new RangeError(`partition ${partition} out of range for ${topic} (${partitions} partitions)`)
     }
     return partition
-  }
-
-  private appended(topic: string, partition: number, created: boolean): boolean {
-    this.wakeups.notify(partitionSignal(topic, partition))
-    return created
   }
 
   private nextRoundRobin(topic: string, key: string | undefined): number {
