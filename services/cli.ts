@@ -217,7 +217,7 @@ async function runAdmin(config: Config, args: string[]): Promise<number> {
   }
   const { positionals, values } = parsed
   const [resource, action] = positionals
-  const base = values.url ?? process.env.SLUICE_URL ?? `http://127.0.0.1:${config.PORT}`
+  const base = values.url ?? config.SLUICE_URL ?? `http://127.0.0.1:${config.PORT}`
   const token =
     values.token ?? config.SLUICE_ADMIN_TOKEN ?? (await readStoredToken(resolve(config.SLUICE_DATA_DIR)))
   const need = (name: 'org' | 'name' | 'key' | 'id'): string => {
