@@ -14,6 +14,7 @@ import { exportFigures, exportLine, type ExportBenchResult } from './scenarios/e
 import type { EdgeResult, EndToEndResult } from './scenarios/uploads.ts'
 import type { ThreadCpu } from './sluice.ts'
 import { ratesOfCounter, round, type LatencySummary } from './stats.ts'
+import { STAGE_MEANING, STAGES, stagesLine, type StageBreakdown } from './freshness-stages.ts'
 import { barChart, lineChart, type BarGroup } from './svg.ts'
 
 export interface Target {
@@ -250,6 +251,9 @@ export function buildFigures(r: Omit<BenchResults, 'figures'>): Figure[] {
   const samples = f
     ? `${f.samples} samples at ${Math.round((f.loadShare ?? 0.5) * 100)} % of the max sustained rate${f.timedOut > 0 ? `, ${f.timedOut} timed out` : ''}`
     : ''
+  const spread =
+    f && f.freshnessMs.count > 0 ? `; p90 ${fmtN(f.freshnessMs.p90)}, max ${fmtN(f.freshnessMs.max)} ms` : ''
+  const stages = f?.stages && f.stages.samples > 0 ? `; ${stagesLine(f.stages)}` : ''
   figures.push(
     p50 === undefined
       ? { name: 'freshness_p50_ms', unit: 'ms', skipped: why('freshness') }
@@ -260,7 +264,9 @@ export function buildFigures(r: Omit<BenchResults, 'figures'>): Figure[] {
     unit: 'ms',
     target: TARGETS.freshness_p99_ms,
     met: meets(p99, TARGETS.freshness_p99_ms) && (f?.timedOut ?? 0) === 0,
-    ...(p99 === undefined ? { skipped: why('freshness') } : { value: Math.round(p99), detail: samples }),
+    ...(p99 === undefined
+      ? { skipped: why('freshness') }
+      : { value: Math.round(p99), detail: samples + spread + stages }),
   })
 
   const p = r.scenarios.profiles
@@ -457,8 +463,9 @@ export function markdownReport(r: BenchResults): string {
     out.push(
       '',
       `- **freshness**: ${f.targetBodiesPerSecond.toFixed(1)} bodies/s (${fmtN(f.targetEventsPerSecond)} ev/s asked, ${Math.round((f.loadShare ?? 0.5) * 100)} % of the max sustained rate; ${fmtN(f.acceptedEventsPerSecond)} ev/s accepted) for ${fmtN(f.sendMs / 1000, 1)} s; ` +
-        `${f.samples} sampled uploads (${f.polls} receipt reads answered in ${lat(f.receiptReadMs)}), 202 → receipt done p50/p90/p99 ${lat(f.freshnessMs)}, max ${fmtN(f.freshnessMs.max)} ms${f.timedOut ? `, ${f.timedOut} timed out` : ''}${f.warmUp ? `; before them, ${fmtN(f.warmUp.ms / 1000, 1)} s of the same load from idle, not counted (${f.warmUp.freshnessMs.count} sampled, max ${fmtN(f.warmUp.freshnessMs.max ?? NaN)} ms)` : ''}; answers ${statusText(f.statuses)}${f.skipped ? `, ${f.skipped} sends skipped (client saturated)` : ''}; CPU ${cpuText(f.cpu)}.`,
+        `${f.samples} sampled uploads (${f.polls} receipt reads answered in ${lat(f.receiptReadMs)}), 202 → receipt done p50/p90/p99 ${lat(f.freshnessMs)}, max ${fmtN(f.freshnessMs.max)} ms${f.timedOut ? `, ${f.timedOut} timed out` : ''}${f.warmUp ? `; before them, ${fmtN(f.warmUp.ms / 1000, 1)} s of the same load from idle, not counted (${f.warmUp.freshnessMs.count} sampled, max ${fmtN(f.warmUp.freshnessMs.max ?? NaN)} ms)` : ''}; answers ${statusText(f.statuses)}${f.skipped ? `, ${f.skipped} sends skipped (client saturated)` : ''}${f.unfollowed ? `, ${f.unfollowed} accepted while 2,000 were followed, not sampled` : ''}; CPU ${cpuText(f.cpu)}.`,
     )
+    if (f.stages && f.stages.samples > 0) out.push('', ...stageTable(f.stages))
   }
   if (s.profiles) {
     const p = s.profiles
@@ -509,6 +516,31 @@ export function markdownReport(r: BenchResults): string {
     '',
   )
   return out.join('\n')
+}
+
+/** Freshness split by stage: each stage's spread, its mean over all samples and over the slowest 10 %. */
+export function stageTable(b: StageBreakdown): string[] {
+  const rows = [
+    `Freshness by stage (${b.samples} samples; ms):`,
+    '',
+    '| stage | p50 | p90 | p99 | max | mean | mean of the slowest 10 % |',
+    '|---|---|---|---|---|---|---|',
+  ]
+  for (const stage of STAGES) {
+    const s = b.stages[stage]
+    rows.push(
+      `| ${STAGE_MEANING[stage]} | ${fmtN(s.p50)} | ${fmtN(s.p90)} | ${fmtN(s.p99)} | ${fmtN(s.max)} | ${fmtN(b.meanMs[stage])} | ${fmtN(b.tailMeanMs[stage])} |`,
+    )
+  }
+  const t = b.totalMs
+  rows.push(
+    `| 202 → seen done (all) | ${fmtN(t.p50)} | ${fmtN(t.p90)} | ${fmtN(t.p99)} | ${fmtN(t.max)} | ${fmtN(t.mean)} | |`,
+  )
+  rows.push(
+    '',
+    `The slowest: ${b.slowest.map((x) => `${fmtN(x.totalMs)} ms (${STAGES.map((st) => `${st} ${fmtN(x.stages[st])}`).join(', ')})`).join('; ')}.`,
+  )
+  return rows
 }
 
 export function charts(r: BenchResults): Record<string, string> {
@@ -646,7 +678,17 @@ function comparable(r: BenchResults): [string, number | undefined][] {
       rows.push([`${u.name} CPU us/event engine`, cpu.engine])
     }
   }
-  if (r.scenarios.freshness) rows.push(['freshness p50 ms', r.scenarios.freshness.freshnessMs.p50])
+  if (r.scenarios.freshness) {
+    const f = r.scenarios.freshness
+    rows.push(['freshness p50 ms', f.freshnessMs.p50])
+    rows.push(['freshness p90 ms', f.freshnessMs.p90])
+    rows.push(['freshness max ms', f.freshnessMs.max])
+    for (const stage of STAGES)
+      if (f.stages) {
+        rows.push([`freshness ${stage} p50 ms`, f.stages.stages[stage].p50])
+        rows.push([`freshness ${stage} p99 ms`, f.stages.stages[stage].p99])
+      }
+  }
   if (r.scenarios.sdk) rows.push(['sdk rows/s', r.scenarios.sdk.rowsPerSecond])
   if (r.scenarios.overload) rows.push(['overload shed share %', r.scenarios.overload.shedShare * 100])
   if (r.run.cpu) rows.push(['noise: other CPU (cores)', r.run.cpu.other])
