@@ -11,7 +11,7 @@ import type { SdkResult } from './scenarios/sdk.ts'
 import type { EdgeResult, EndToEndResult } from './scenarios/uploads.ts'
 import type { ThreadCpu } from './sluice.ts'
 import { ratesOfCounter, round, type LatencySummary } from './stats.ts'
-import { STAGE_MEANING, STAGES, stagesLine, type StageBreakdown } from './freshness-stages.ts'
+import { STAGES } from './freshness-stages.ts'
 import { barChart, lineChart, type BarGroup } from './svg.ts'
 
 export interface BenchResults {
@@ -63,7 +63,6 @@ export interface BenchResults {
 export const TARGETS = {
   edge_ratio: { op: '>=', value: 0.8 },
   e2e_ratio: { op: '>=', value: 1.0 },
-  freshness_p99_ms: { op: '<=', value: 1000 },
   rss_max_mb: { op: '<=', value: 1024 },
   sustained_rate_ratio: { op: '>=', value: 0.8 },
 } as const satisfies Record<string, Target>
@@ -224,30 +223,6 @@ export function buildFigures(r: Omit<BenchResults, 'figures'>, reporters: Report
           detail: cpuParts.join('; '),
         },
   )
-
-  const f = r.scenarios.freshness
-  const p50 = f?.freshnessMs.p50
-  const p99 = f?.freshnessMs.p99
-  const samples = f
-    ? `${f.samples} samples at ${Math.round((f.loadShare ?? 0.5) * 100)} % of the max sustained rate${f.timedOut > 0 ? `, ${f.timedOut} timed out` : ''}`
-    : ''
-  const spread =
-    f && f.freshnessMs.count > 0 ? `; p90 ${fmtN(f.freshnessMs.p90)}, max ${fmtN(f.freshnessMs.max)} ms` : ''
-  const stages = f?.stages && f.stages.samples > 0 ? `; ${stagesLine(f.stages)}` : ''
-  figures.push(
-    p50 === undefined
-      ? { name: 'freshness_p50_ms', unit: 'ms', skipped: why('freshness') }
-      : { name: 'freshness_p50_ms', unit: 'ms', value: Math.round(p50), detail: samples },
-  )
-  figures.push({
-    name: 'freshness_p99_ms',
-    unit: 'ms',
-    target: TARGETS.freshness_p99_ms,
-    met: meets(p99, TARGETS.freshness_p99_ms) && (f?.timedOut ?? 0) === 0,
-    ...(p99 === undefined
-      ? { skipped: why('freshness') }
-      : { value: Math.round(p99), detail: samples + spread + stages }),
-  })
 
   const p = r.scenarios.profiles
   if (!p || p.skipped !== undefined) {
@@ -435,15 +410,6 @@ export function markdownReport(r: BenchResults, reporters: Reporters): string {
   }
   for (const u of s.e2e) e2eRow(u)
   if (s.sustained) e2eRow(s.sustained)
-  if (s.freshness) {
-    const f = s.freshness
-    out.push(
-      '',
-      `- **freshness**: ${f.targetBodiesPerSecond.toFixed(1)} bodies/s (${fmtN(f.targetEventsPerSecond)} ev/s asked, ${Math.round((f.loadShare ?? 0.5) * 100)} % of the max sustained rate; ${fmtN(f.acceptedEventsPerSecond)} ev/s accepted) for ${fmtN(f.sendMs / 1000, 1)} s; ` +
-        `${f.samples} sampled uploads (${f.polls} receipt reads answered in ${lat(f.receiptReadMs)}), 202 → receipt done p50/p90/p99 ${lat(f.freshnessMs)}, max ${fmtN(f.freshnessMs.max)} ms${f.timedOut ? `, ${f.timedOut} timed out` : ''}${f.warmUp ? `; before them, ${fmtN(f.warmUp.ms / 1000, 1)} s of the same load from idle, not counted (${f.warmUp.freshnessMs.count} sampled, max ${fmtN(f.warmUp.freshnessMs.max ?? NaN)} ms)` : ''}; answers ${statusText(f.statuses)}${f.skipped ? `, ${f.skipped} sends skipped (client saturated)` : ''}${f.unfollowed ? `, ${f.unfollowed} accepted while 2,000 were followed, not sampled` : ''}; CPU ${cpuText(f.cpu)}.`,
-    )
-    if (f.stages && f.stages.samples > 0) out.push('', ...stageTable(f.stages))
-  }
   if (s.profiles) {
     const p = s.profiles
     if (p.skipped !== undefined) out.push('', `- **profiles**: skipped: ${p.skipped}.`)
@@ -493,31 +459,6 @@ export function markdownReport(r: BenchResults, reporters: Reporters): string {
     '',
   )
   return out.join('\n')
-}
-
-/** Freshness split by stage: each stage's spread, its mean over all samples and over the slowest 10 %. */
-export function stageTable(b: StageBreakdown): string[] {
-  const rows = [
-    `Freshness by stage (${b.samples} samples; ms):`,
-    '',
-    '| stage | p50 | p90 | p99 | max | mean | mean of the slowest 10 % |',
-    '|---|---|---|---|---|---|---|',
-  ]
-  for (const stage of STAGES) {
-    const s = b.stages[stage]
-    rows.push(
-      `| ${STAGE_MEANING[stage]} | ${fmtN(s.p50)} | ${fmtN(s.p90)} | ${fmtN(s.p99)} | ${fmtN(s.max)} | ${fmtN(b.meanMs[stage])} | ${fmtN(b.tailMeanMs[stage])} |`,
-    )
-  }
-  const t = b.totalMs
-  rows.push(
-    `| 202 → seen done (all) | ${fmtN(t.p50)} | ${fmtN(t.p90)} | ${fmtN(t.p99)} | ${fmtN(t.max)} | ${fmtN(t.mean)} | |`,
-  )
-  rows.push(
-    '',
-    `The slowest: ${b.slowest.map((x) => `${fmtN(x.totalMs)} ms (${STAGES.map((st) => `${st} ${fmtN(x.stages[st])}`).join(', ')})`).join('; ')}.`,
-  )
-  return rows
 }
 
 export function charts(r: BenchResults): Record<string, string> {

@@ -7,7 +7,7 @@ import {
   tailStage,
   type StageStamps,
 } from '../../bench/freshness-stages.ts'
-import { stageTable } from '../../bench/report.ts'
+import { stageTable } from '../../bench/scenarios/freshness-report.ts'
 
 /** A sample from its stages' lengths, starting at `at`. */
 function sample(
