@@ -164,13 +164,13 @@ async function startGovernor(config: Config, logger: Logger): Promise<MemoryGove
 }
 
 async function runMigrate(config: Config): Promise<number> {
-  const [{ openStore }, { migrate }] = await Promise.all([
+  const [{ openStore, migrateOptions }, { migrate }] = await Promise.all([
     import('./runtime.ts'),
     import('../pipelines/connectors/store/migrations.ts'),
   ])
   const store = await openStore(config, resolve(config.SLUICE_DATA_DIR))
   try {
-    const result = await migrate(store)
+    const result = await migrate(store, undefined, migrateOptions(config))
     process.stdout.write(JSON.stringify(result) + '\n')
     return 0
   } finally {

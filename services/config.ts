@@ -111,6 +111,16 @@ const busAndStore = {
     .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a plain identifier')
     .default('sluice')
     .describe('Database of every table.'),
+  CLICKHOUSE_CLUSTER: optionalText('identifier')
+    .pipe(
+      z
+        .string()
+        .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a plain identifier')
+        .optional(),
+    )
+    .describe(
+      "A ClickHouse cluster's name (its `remote_servers` entry): migrations run their cluster form (ON CLUSTER, replicated tables, Distributed tables in front of sharded ones; docs/scaling.md). Needs `CLICKHOUSE_URL`. Unset: one ClickHouse server, the migrations as written.",
+    ),
 }
 
 const sqlPort = {
@@ -336,6 +346,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if ((cert === undefined) !== (key === undefined))
       throw new ConfigError(
         'invalid configuration:\n  SLUICE_TLS_CERT and SLUICE_TLS_KEY: set both (PEM files) to serve HTTPS, or neither',
+      )
+    if (result.data.CLICKHOUSE_CLUSTER !== undefined && result.data.CLICKHOUSE_URL === undefined)
+      throw new ConfigError(
+        'invalid configuration:\n  CLICKHOUSE_CLUSTER: needs CLICKHOUSE_URL (a cluster is ClickHouse servers; the embedded engine is one node)',
       )
     return result.data
   }
