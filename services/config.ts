@@ -75,6 +75,15 @@ export const configSchema = z.object({
   SLUICE_PROFILE_RATE_PER_KEY_PER_MIN: int(50_000, 1),
   SLUICE_PROFILE_RATE_PER_CUSTOMER_PER_MIN: int(15, 1),
   SLUICE_EXPORT_RATE_PER_KEY_PER_MIN: int(50, 1),
+  /** Query and Apps APIs (docs/query-api.md): engine caps of each query, queries at once per edge, limits per API key. */
+  SLUICE_QUERY_MAX_EXECUTION_SECONDS: int(30, 1),
+  SLUICE_QUERY_MAX_MEMORY_BYTES: int(1024 * 1024 * 1024, 1),
+  SLUICE_QUERY_MAX_THREADS: int(1, 1),
+  SLUICE_QUERY_MAX_CONCURRENT: int(2, 1),
+  SLUICE_QUERY_CONCURRENT_PER_KEY: int(1, 1),
+  SLUICE_QUERY_RATE_PER_KEY_PER_MIN: int(60, 1),
+  SLUICE_QUERY_RATE_PER_KEY_PER_HOUR: int(150, 1),
+  SLUICE_QUERY_RATE_PER_KEY_PER_DAY: int(1000, 1),
   /** In-app campaigns (docs/campaigns.md, "In-app assets"): multipart body, one creative file, a zip once inflated. */
   SLUICE_INAPP_MAX_REQUEST_BYTES: int(25 * 1024 * 1024, 1),
   SLUICE_INAPP_MAX_FILE_BYTES: int(5 * 1024 * 1024, 1),

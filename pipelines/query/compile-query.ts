@@ -127,10 +127,11 @@ function metricSql(
       return `uniqExactIf(f.session_uuid, f.session_uuid != '')`
     case 'sessions_per_event':
       return `if(countIf(f.kind = 'e') = 0, NULL, uniqExactIf(f.session_uuid, f.kind = 'e' AND f.session_uuid != '') / countIf(f.kind = 'e'))`
-    case 'average_session_length':
+    case 'average_session_length': {
       // Each session once, however many of its events matched; NULL when none has a length.
       const lengths = `arrayMap(x -> x.2, groupUniqArrayIf((f.session_uuid, l.length), f.session_uuid != '' AND l.found = 1))`
       return `if(empty(${lengths}), NULL, arrayAvg(${lengths}))`
+    }
     case 'ltv':
       return `sumIf(f.ltv_change, f.kind = 'e')`
     case 'new_users': {
