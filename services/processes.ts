@@ -9,6 +9,9 @@ import {
 import { ClickHouseStore } from '../pipelines/connectors/store/clickhouse-store.ts'
 import { QueryKeyLimits } from './edge/query/key-limits.ts'
 import { queryRoutes } from './edge/routes/query.ts'
+import { appRoutes } from './edge/routes/apps.ts'
+import { appSettingsAdminRoutes } from './edge/routes/app-settings-admin.ts'
+import { ConcurrencyLimit } from './shared/concurrency-limit.ts'
 import { DEFAULT_ASSET_LIMITS } from '../pipelines/campaigns/inapp-assets.ts'
 import { campaignSlotMembers } from '../pipelines/campaigns/slot-targets.ts'
 import { campaignTickJob } from '../pipelines/campaigns/tick-job.ts'
@@ -313,7 +316,8 @@ export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | unde
     configs: new PushTransportConfigs(store, control),
     adminToken: secrets.adminToken,
   })
-  const query = queryRoutes({
+  // The Query and Apps APIs share the per-key limits and the edge's turns on the engine.
+  const analysts = {
     control,
     store,
     reads: analystReads(runtime),
@@ -323,12 +327,14 @@ export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | unde
       perHour: config.SLUICE_QUERY_RATE_PER_KEY_PER_HOUR,
       perDay: config.SLUICE_QUERY_RATE_PER_KEY_PER_DAY,
     }),
-    maxConcurrent: config.SLUICE_QUERY_MAX_CONCURRENT,
-  })
+    engineTurns: new ConcurrencyLimit(config.SLUICE_QUERY_MAX_CONCURRENT),
+  }
   return {
     routers: [
       uploads.routes,
-      query,
+      queryRoutes(analysts),
+      appRoutes(analysts),
+      appSettingsAdminRoutes({ control, store, adminToken: secrets.adminToken }),
       profiles,
       audiences,
       campaigns,

@@ -1,3 +1,4 @@
+import { DateTime } from 'luxon'
 import { expect } from 'vitest'
 import {
   SCHEMA_URL,
@@ -9,6 +10,7 @@ import {
   sessionRow,
   uuid,
 } from '../helpers/ingestion-scenario.ts'
+import { ADMIN_TOKEN } from '../helpers/edge.ts'
 import type { InProcessSluice } from '../helpers/sluice-inprocess.ts'
 
 const RESULT_SET = 'application/vnd.localytics.v1+hal+json;type=ResultSet'
@@ -279,4 +281,99 @@ export async function runQueryScenario(sluice: InProcessSluice, suffix: string) 
   }
   const noAuth = await fetch(`${sluice.url}/v1/query?${q({ metrics: 'users' })}`)
   expect(noAuth.status).toBe(401)
+
+  // The app's time zone, set through the admin API, moves the day boundaries.
+  const zone = 'Pacific/Kiritimati' // UTC+14: most days differ from UTC's
+  const set = await fetch(`${sluice.url}/admin/v1/apps/${appId}/settings`, {
+    method: 'PUT',
+    headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({
+      time_zone: zone,
+      icon_url: 'https://cdn.example/icon.png',
+      custom_dimensions: { custom_0_dimension: 'Blood Type' },
+    }),
+  })
+  expect(set.status).toBe(200)
+  expect(await set.json()).toEqual({
+    app_id: appId,
+    time_zone: zone,
+    icon_url: 'https://cdn.example/icon.png',
+    custom_dimensions: { custom_0_dimension: 'Blood Type' },
+  })
+  const badZone = await fetch(`${sluice.url}/admin/v1/apps/${appId}/settings`, {
+    method: 'PUT',
+    headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ time_zone: 'Mars/Olympus' }),
+  })
+  expect(badZone.status).toBe(400)
+  expect(((await badZone.json()) as { error: string }).error).toContain('Mars/Olympus')
+
+  const zoned = (t: number) => DateTime.fromMillis(t, { zone }).toISODate()!
+  const zonedDays = [...new Set(posted.map((e) => zoned(e.t)))].sort()
+  const inZone = await answer(
+    q({ metrics: 'occurrences', dimensions: 'day', conditions: '{"event_name":["!=","Opened"]}' }),
+  )
+  expect(inZone.results).toEqual(
+    zonedDays.map((d) => ({ day: d, occurrences: posted.filter((e) => zoned(e.t) === d).length })),
+  )
+  expect(inZone.query).toMatchObject({ time_zone: zone })
+
+  // Apps API: the org's apps with stats from the stored data, never another org's.
+  const listed = await fetch(`${sluice.url}/v1/apps`, { headers: { Authorization: tenant.auth } })
+  expect(listed.headers.get('content-type')).toBe('application/vnd.localytics.v1+hal+json;type=App')
+  const list = (await listed.json()) as { _embedded: { apps: Record<string, unknown>[] }; _links: unknown }
+  const sessionDays = [now - 3 * hour, now - 2 * hour]
+  const allTimes = [...posted.map((e) => e.t), ...sessionDays, now - 2 * hour + 1000]
+  const stats = {
+    sessions: 2,
+    closes: 0,
+    users: 2,
+    events: posted.length + 1,
+    data_points: 2 + posted.length + 1,
+    platforms: ['iOS'],
+    client_libraries: [],
+    begin_date: zoned(Math.min(...allTimes)),
+    end_date: zoned(Math.max(...allTimes)),
+  }
+  expect(list._embedded.apps).toEqual([
+    {
+      name: appId,
+      app_id: appId,
+      created_at: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T/) as unknown,
+      stats,
+      _links: {
+        self: { href: `/v1/apps/${appId}` },
+        apps: { href: '/v1/apps' },
+        query: {
+          templated: true,
+          href: `/v1/apps/${appId}/query{?app_id,metrics,dimensions,conditions,limit,order,days,comment,translate}`,
+        },
+        attributes: { href: `/v1/apps/${appId}/attributes` },
+        root: { href: '/v1' },
+      },
+    },
+  ])
+  const one = await fetch(`${sluice.url}/v1/apps/${appId}`, { headers: { Authorization: tenant.auth } })
+  expect(one.headers.get('content-type')).toBe('application/vnd.localytics.v1+hal+json;type=App')
+  expect(await one.json()).toMatchObject({
+    app_id: appId,
+    stats,
+    icon_url: 'https://cdn.example/icon.png',
+    custom_dimensions: { custom_0_dimension: 'Blood Type' },
+  })
+  const attrs = await fetch(`${sluice.url}/v1/apps/${appId}/attributes`, {
+    headers: { Authorization: tenant.auth },
+  })
+  expect(await attrs.json()).toEqual({
+    events: [
+      { event_name: 'Opened', attributes: [], high_cardinality_attributes: [] },
+      { event_name: 'Purchase', attributes: ['Amount (USD)', 'sku'], high_cardinality_attributes: [] },
+      { event_name: 'Refund', attributes: [], high_cardinality_attributes: [] },
+    ],
+    _links: { app: { href: `/v1/apps/${appId}` }, root: { href: '/v1' } },
+  })
+  for (const path of [`/v1/apps/qx-${suffix}`, `/v1/apps/qx-${suffix}/attributes`]) {
+    const r = await fetch(`${sluice.url}${path}`, { headers: { Authorization: tenant.auth } })
+    expect(r.status, path).toBe(403)
+  }
 }

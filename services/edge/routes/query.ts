@@ -7,7 +7,7 @@ import { compileQuery } from '../../../pipelines/query/compile-query.ts'
 import { parseQuery, QueryError } from '../../../pipelines/query/parse-query.ts'
 import { queryEcho, resultCsv, resultRows } from '../../../pipelines/query/result-set.ts'
 import type { ControlStore } from '../../control/control-store.ts'
-import { ConcurrencyLimit } from '../../shared/concurrency-limit.ts'
+import type { ConcurrencyLimit } from '../../shared/concurrency-limit.ts'
 import { badRequest, forbidden, SluiceError } from '../../shared/errors.ts'
 import type { EdgeEnv } from '../env.ts'
 import { analystRequest, ownApps } from '../query/analyst-request.ts'
@@ -21,20 +21,20 @@ export interface QueryRouteDeps {
   store: Store
   reads: CappedReads
   limits: QueryKeyLimits
-  /** Analyst queries running at once on this edge, whatever their keys. */
-  maxConcurrent: number
+  /** Analyst reads running at once on this edge, whatever their keys (shared with the Apps API). */
+  engineTurns: ConcurrencyLimit
   clock?: Clock
 }
 
 /**
  * The Query API (spec query-api.md; docs/query-api.md): `GET|POST /v1/query` and
  * `/v1/apps/:app_id/query`. The parameters become one compiled, parameterised query over the apps
- * of the key's org, run under the engine's caps (capped-reads.ts), at most `maxConcurrent` at once.
+ * of the key's org, run under the engine's caps (capped-reads.ts), a few at once (`engineTurns`).
  */
 export function queryRoutes(deps: QueryRouteDeps) {
   const app = new Hono<EdgeEnv>()
   const clock = deps.clock ?? systemClock
-  const engineTurns = new ConcurrencyLimit(deps.maxConcurrent)
+  const { engineTurns } = deps
 
   const answer = async (c: Context<EdgeEnv>, pathAppId?: string) => {
     const { params, principal } = await analystRequest(c, deps.control)
