@@ -15,6 +15,7 @@ import { errorHandler, notFoundHandler } from './middleware/errors.ts'
 import { HttpRequestMetrics, httpMetrics } from './middleware/metrics.ts'
 import { httpsCheck, requireHttps, type RequireHttpsOptions } from './middleware/require-https.ts'
 import { adminRoutes, type DeadLetterAdmin } from './routes/admin.ts'
+import { apiReferenceRoutes } from './routes/api-reference.ts'
 import { authCheckRoutes } from './routes/auth-check.ts'
 import { healthRoutes, type ReadinessCheck } from './routes/health.ts'
 
@@ -69,6 +70,7 @@ export function createEdge(deps: EdgeDeps): Edge {
   app.route('/', healthRoutes(deps.metrics, deps.readiness, deps.isDraining))
   app.route('/admin/v1', adminRoutes(deps.control, deps.adminToken, deps.deadLetters))
   app.route('/', authCheckRoutes(deps.control))
+  app.route('/', apiReferenceRoutes())
   for (const area of deps.areas ?? []) app.route('/', area)
   // Registered last: reached only when no route above answered.
   for (const prefix of API_PREFIXES)
