@@ -93,7 +93,7 @@ function components(entries: readonly { id: string; schema: z.ZodType }[], io: '
 
 /** The id a schema is referenced by: its own (`.meta({ id })`), else the one the operation gives it. */
 const idOf = (schema: z.ZodType, fallback: string, named: Map<z.ZodType, string>): string => {
-  const id = (z.globalRegistry.get(schema)?.id) ?? named.get(schema) ?? fallback
+  const id = z.globalRegistry.get(schema)?.id ?? named.get(schema) ?? fallback
   named.set(schema, id)
   return id
 }

@@ -1,5 +1,6 @@
 import { Hono } from 'hono'
 import type { ControlStore } from '../control/control-store.ts'
+import { dashboardRoutes } from '../dashboard/routes.ts'
 import { notFound } from '../shared/errors.ts'
 import type { Logger } from '../shared/logger.ts'
 import type { Metrics } from '../shared/metrics.ts'
@@ -71,6 +72,8 @@ export function createEdge(deps: EdgeDeps): Edge {
   app.route('/admin/v1', adminRoutes(deps.control, deps.adminToken, deps.deadLetters))
   app.route('/', authCheckRoutes(deps.control))
   app.route('/', apiReferenceRoutes())
+  // The dashboard calls the APIs through this very app, with the browser request's connection.
+  app.route('/', dashboardRoutes({ dispatch: (request, env) => app.fetch(request, env), adminToken: deps.adminToken }))
   for (const area of deps.areas ?? []) app.route('/', area)
   // Registered last: reached only when no route above answered.
   for (const prefix of API_PREFIXES)
