@@ -167,13 +167,13 @@ async function startGovernor(config: Config, logger: Logger): Promise<MemoryGove
 }
 
 async function runMigrate(config: Config): Promise<number> {
-  const [{ openStore }, { migrate }] = await Promise.all([
+  const [{ openStore, migrateOptions }, { migrate }] = await Promise.all([
     import('./runtime.ts'),
     import('../pipelines/connectors/store/migrations.ts'),
   ])
   const store = await openStore(config, resolve(config.SLUICE_DATA_DIR))
   try {
-    const result = await migrate(store)
+    const result = await migrate(store, undefined, migrateOptions(config))
     process.stdout.write(JSON.stringify(result) + '\n')
     return 0
   } finally {
@@ -223,7 +223,7 @@ async function runAdmin(config: Config, args: string[]): Promise<number> {
   }
   const { positionals, values } = parsed
   const [resource, action] = positionals
-  const base = values.url ?? process.env.SLUICE_URL ?? `http://127.0.0.1:${config.PORT}`
+  const base = values.url ?? config.SLUICE_URL ?? `http://127.0.0.1:${config.PORT}`
   const token =
     values.token ?? config.SLUICE_ADMIN_TOKEN ?? (await readStoredToken(resolve(config.SLUICE_DATA_DIR)))
   const need = (name: 'org' | 'name' | 'key' | 'id'): string => {
