@@ -158,6 +158,7 @@ describe('clusterStatements', () => {
       version: 99,
       name: '099_new',
       checksum: '',
+      accepted: [],
       statements: splitStatements(sql),
     })
     expect(() => clusterMigrations([migration('RENAME TABLE a TO b')], target)).toThrow(

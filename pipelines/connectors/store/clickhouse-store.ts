@@ -86,6 +86,21 @@ export class ClickHouseStore implements Store {
     return result.json<T>()
   }
 
+  /** A query with per-query settings (the caps of an analyst's read: capped-reads.ts). */
+  async queryWithSettings<T = Record<string, unknown>>(
+    sql: string,
+    params: QueryParams,
+    settings: Record<string, string | number>,
+  ): Promise<T[]> {
+    const result = await this.client.query({
+      query: sql,
+      format: 'JSONEachRow',
+      query_params: params,
+      clickhouse_settings: settings,
+    })
+    return result.json<T>()
+  }
+
   /**
    * The server's own bytes of `format` over HTTP, read as the reader asks for them. The query is
    * aborted when the stream is destroyed before its end. An error the server meets after the
