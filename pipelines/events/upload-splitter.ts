@@ -4,14 +4,7 @@ import type { CpuRunner } from '../cpu/tasks.ts'
 import { attributeEvent, isAttributionReject, serverRows } from './attribute-event.ts'
 import type { DeviceCache } from './device-cache.ts'
 import { customerKey, lookupDevices, waitForSdkBacklog } from './device-lookup.ts'
-import type { WriterItem } from './classify-stored.ts'
-import {
-  blockMessages,
-  eventPartitions,
-  type BlockEvent,
-  type RowParts,
-  type UploadRef,
-} from './event-block.ts'
+import { blockMessages, eventPartitions, type BlockEvent } from './event-block.ts'
 import { appOf, noPackedEvents, type DeviceDims, type PackedEvents } from './event-row.ts'
 import {
   MAX_REJECTED_LINES_PER_UPLOAD,
@@ -24,6 +17,7 @@ import {
 } from './upload-outcomes.ts'
 import type { EventStore } from './store-events.ts'
 import type { UploadHeaders } from './upload-headers.ts'
+import type { RowParts, UploadRef, WriterItem } from './writer-item.ts'
 
 /** The one thing the splitter asks of the control plane. */
 export interface AppDirectory {

@@ -3,7 +3,6 @@ import { describe, expect, it } from 'vitest'
 import type { Bus, BusRecord } from '../../pipelines/connectors/bus/bus.ts'
 import type { Store } from '../../pipelines/connectors/store/store.ts'
 import runTask, { type CpuResult, type CpuRunner, type CpuTask } from '../../pipelines/cpu/tasks.ts'
-import type { WriterItem } from '../../pipelines/events/classify-stored.ts'
 import type { EventStore } from '../../pipelines/events/store-events.ts'
 import {
   EVENTS_PER_WRITE,
@@ -13,6 +12,7 @@ import {
   serverUploadSplitter,
 } from '../../pipelines/events/upload-splitter.ts'
 import { lines, SCHEMA_URL, uuid } from '../helpers/ingestion-scenario.ts'
+import type { WriterItem } from '../../pipelines/events/writer-item.ts'
 
 const APP = 'groups-app'
 const DEVICE = {
