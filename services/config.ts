@@ -111,6 +111,16 @@ const busAndStore = {
     .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a plain identifier')
     .default('sluice')
     .describe('Database of every table.'),
+  CLICKHOUSE_CLUSTER: optionalText('identifier')
+    .pipe(
+      z
+        .string()
+        .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a plain identifier')
+        .optional(),
+    )
+    .describe(
+      "A ClickHouse cluster's name (its `remote_servers` entry): migrations run their cluster form (ON CLUSTER, replicated tables, Distributed tables in front of sharded ones; docs/scaling.md). Needs `CLICKHOUSE_URL`. Unset: one ClickHouse server, the migrations as written.",
+    ),
 }
 
 const sqlPort = {
@@ -229,6 +239,33 @@ const push = {
   ),
 }
 
+const query = {
+  SLUICE_QUERY_MAX_EXECUTION_SECONDS: int(30, 1).describe(
+    'Time limit of one Query API query, enforced by the engine (`max_execution_time`); no parameter lifts it (docs/query-api.md).',
+  ),
+  SLUICE_QUERY_MAX_MEMORY_BYTES: int(1024 * 1024 * 1024, 1).describe(
+    'Memory limit of one Query API query (`max_memory_usage`).',
+  ),
+  SLUICE_QUERY_MAX_THREADS: int(1, 1).describe(
+    'Engine threads per Query API query: fewer than the cores leaves CPU to the public APIs.',
+  ),
+  SLUICE_QUERY_MAX_CONCURRENT: int(2, 1).describe(
+    'Query and Apps API reads running at once per edge; the others wait their turn.',
+  ),
+  SLUICE_QUERY_CONCURRENT_PER_KEY: int(1, 1).describe(
+    'Query and Apps API requests one API key may have running at once (429 with Retry-After beyond).',
+  ),
+  SLUICE_QUERY_RATE_PER_KEY_PER_MIN: int(60, 1).describe(
+    'Query and Apps API requests per API key per minute, both APIs together (429 with Retry-After).',
+  ),
+  SLUICE_QUERY_RATE_PER_KEY_PER_HOUR: int(150, 1).describe(
+    'Query and Apps API requests per API key per hour (429).',
+  ),
+  SLUICE_QUERY_RATE_PER_KEY_PER_DAY: int(1000, 1).describe(
+    'Query and Apps API requests per API key per day (429).',
+  ),
+}
+
 const campaigns = {
   SLUICE_INAPP_MAX_REQUEST_BYTES: int(25 * 1024 * 1024, 1).describe(
     'In-app campaign create or update body limit (multipart; 413 at or above it, before parsing; docs/campaigns.md, "In-app assets").',
@@ -265,6 +302,7 @@ export const configSchema = z.object({
   ...profiles,
   ...controlAndAudiences,
   ...push,
+  ...query,
   ...campaigns,
   ...exportConfig,
   ...memory,
@@ -306,6 +344,11 @@ export const configAreas: readonly { title: string; about: string; settings: Rec
   },
   { title: 'Push', about: 'Request limits, delivery and transports (docs/push.md).', settings: push },
   {
+    title: 'Query and Apps APIs',
+    about: "The analysts' API: engine caps of each query and limits per API key (docs/query-api.md).",
+    settings: query,
+  },
+  {
     title: 'Campaigns',
     about: 'In-app creatives and the campaign executor (docs/campaigns.md).',
     settings: campaigns,
@@ -336,6 +379,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     if ((cert === undefined) !== (key === undefined))
       throw new ConfigError(
         'invalid configuration:\n  SLUICE_TLS_CERT and SLUICE_TLS_KEY: set both (PEM files) to serve HTTPS, or neither',
+      )
+    if (result.data.CLICKHOUSE_CLUSTER !== undefined && result.data.CLICKHOUSE_URL === undefined)
+      throw new ConfigError(
+        'invalid configuration:\n  CLICKHOUSE_CLUSTER: needs CLICKHOUSE_URL (a cluster is ClickHouse servers; the embedded engine is one node)',
       )
     return result.data
   }

@@ -31,7 +31,7 @@ export type SegmentationResult =
       handWrittenMs: LatencySummary
       /**
        * CPU time of the engine's process per query (all its threads), which contention inflates less
-       * than wall time (absent from results of before session 6).
+       * than wall time (absent from results written before `f373090`).
        */
       compiledCpuMs?: LatencySummary
       handWrittenCpuMs?: LatencySummary

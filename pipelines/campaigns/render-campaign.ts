@@ -2,6 +2,7 @@ import type {
   Channel,
   InappCampaignBody,
   PushCampaignBody,
+  StoredAudiences,
   StoredPushSchedule,
 } from '../../schemas/campaigns.ts'
 import { intervalStart } from './schedule-time.ts'
@@ -18,7 +19,15 @@ export function renderCampaign(row: { id: number; channel: Channel; body: string
   const schedule =
     row.channel === 'push' ? renderPushSchedule(body.schedule as StoredPushSchedule) : body.schedule
   const creatives = creatives_as_object ? body.creatives[0] : body.creatives
-  return { id: row.id, ...visible, schedule, creatives }
+  return { id: row.id, ...visible, audiences: renderAudiences(body.audiences), schedule, creatives }
+}
+
+/** Saved audiences named in `target_rules.audiences` are answered there, as the client sent them. */
+function renderAudiences(audiences: StoredAudiences): Record<string, unknown> {
+  const { audience_ids, ...rest } = audiences
+  if (!audience_ids) return rest
+  const { devices, ...head } = rest
+  return { ...head, target_rules: { audiences: audience_ids }, ...(devices && { devices }) }
 }
 
 function renderPushSchedule(schedule: StoredPushSchedule): StoredPushSchedule {

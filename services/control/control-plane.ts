@@ -11,13 +11,20 @@ import { commandDecoder } from '../../pipelines/control/commands.ts'
 import type { CommandEnvelope } from '../../pipelines/control/control-area.ts'
 import { exportArea } from '../../pipelines/exports/export-control-area.ts'
 import { pushTransportArea } from '../../pipelines/push/transport-commands.ts'
+import { appSettingsArea } from '../../pipelines/query/app-settings-commands.ts'
 
 /**
  * The areas whose records are control-plane commands, registered with the control plane here
  * (it knows none of them): their kinds are decoded and applied by the one applier, in topic
  * order, with orgs, apps and keys (docs/control-plane.md, "Adding a kind of record").
  */
-export const CONTROL_AREAS = [audienceArea, campaignArea, pushTransportArea, exportArea] as const
+export const CONTROL_AREAS = [
+  audienceArea,
+  campaignArea,
+  pushTransportArea,
+  appSettingsArea,
+  exportArea,
+] as const
 
 export const CONTROL = controlPlane(CONTROL_AREAS)
 
