@@ -9,7 +9,7 @@ import type { CampaignRow } from './campaign-commands.ts'
 import { slotRequest } from './campaign-push.ts'
 import { compilePlan, localDueTable, PLAN_TOTALS_SQL } from './plan-sql.ts'
 import { CAMPAIGN_COLUMNS, toCampaignRow, type RawCampaignRow } from './campaign-state.ts'
-import { dueOccurrences, SLOT_MS, type DueOccurrence } from './occurrences.ts'
+import { dueOccurrences, PLAN_AHEAD_MS, SLOT_MS, type DueOccurrence } from './occurrences.ts'
 
 /**
  * Campaign execution (docs/campaigns.md, "Execution"): on each tick (the campaign-tick job puts
@@ -33,6 +33,12 @@ export interface ExecutorDeps {
   /** Produce push request records durably onto the push-requests topic. */
   produce: (records: PushRequestRecord[]) => Promise<void>
   now?: () => number
+  /**
+   * An occurrence planned ahead whose start comes within this many ms of a pass is waited for and
+   * its first slot dispatched at its start, not at the next tick (the tick interval: a start is
+   * then never a tick late). 0: at the next tick.
+   */
+  startOnTimeWithinMs?: number
   onPlanned?: (info: { campaignId: number; occurrence: string; ms: number } & PlanCounts) => void
   onFailed?: (info: { campaignId: number; occurrence: string; error: unknown }) => void
 }
@@ -160,6 +166,8 @@ export function campaignExecutor(deps: ExecutorDeps): StageHandler {
   }
 
   const dispatch = async (campaign: CampaignRow, body: PushCampaignBody, occ: OccurrenceRow) => {
+    // Planned ahead, then edited before anything went out: planned again when due, never sent as was.
+    if (supersededPlan(campaign, occ)) return
     const at = now()
     const current = Math.floor((at - occ.starts_at) / SLOT_MS)
     if (current < occ.dispatched) return
@@ -215,9 +223,9 @@ export function campaignExecutor(deps: ExecutorDeps): StageHandler {
     )
     for (const { row, body } of campaigns) {
       const known = occurrences.get(row.id) ?? new Map<string, OccurrenceRow>()
-      for (const due of dueOccurrences(row, body, at)) {
+      for (const due of dueOccurrences(row, body, at, PLAN_AHEAD_MS)) {
         const existing = known.get(due.key)
-        if (existing && existing.state !== 'planning') continue
+        if (existing && existing.state !== 'planning' && !supersededPlan(row, existing)) continue
         try {
           await plan(row, body, due)
         } catch (err) {
@@ -231,9 +239,23 @@ export function campaignExecutor(deps: ExecutorDeps): StageHandler {
       store,
       campaigns.map((c) => c.row.id),
     )
+    const soon: { row: CampaignRow; body: PushCampaignBody; occ: OccurrenceRow }[] = []
+    const within = deps.startOnTimeWithinMs ?? 0
     for (const { row, body } of campaigns)
-      for (const occ of fresh.get(row.id)?.values() ?? [])
-        if (occ.state === 'planned') await dispatch(row, body, occ)
+      for (const occ of fresh.get(row.id)?.values() ?? []) {
+        if (occ.state !== 'planned') continue
+        await dispatch(row, body, occ)
+        const wait = occ.starts_at - now()
+        if (occ.dispatched === 0 && wait > 0 && wait <= within && !supersededPlan(row, occ))
+          soon.push({ row, body, occ })
+      }
+    // Planned ahead and starting before the next tick: dispatched at the start itself.
+    soon.sort((a, b) => a.occ.starts_at - b.occ.starts_at)
+    for (const { row, body, occ } of soon) {
+      const wait = occ.starts_at - now()
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait))
+      await dispatch(row, body, occ)
+    }
   }
 
   return async (batch) => {
@@ -247,6 +269,15 @@ export function campaignExecutor(deps: ExecutorDeps): StageHandler {
     if (ticks > 0) await pass()
     return { outcomes }
   }
+}
+
+/**
+ * A plan made before the campaign's last edit, of which nothing was dispatched yet (it was
+ * planned ahead of its start, PLAN_AHEAD_MS): the edit may change its audience, creatives or
+ * start, so it is planned again instead of sent.
+ */
+function supersededPlan(campaign: CampaignRow, occ: OccurrenceRow): boolean {
+  return occ.state === 'planned' && occ.dispatched === 0 && campaign.updated_at > occ.plan_id
 }
 
 /** Active push campaigns that are neither archived nor deleted. */

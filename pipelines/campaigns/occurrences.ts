@@ -35,14 +35,28 @@ export interface DueOccurrence {
 }
 
 /**
- * The occurrences of an active push campaign that have started by `now`, no longer ago than the
- * grace (an occurrence missed by more than that is never sent late). Recurring schedules name
- * each occurrence by its date; one-time ones are `once`; begin_immediately is named after the
- * moment the campaign was activated, so re-activating it sends again.
+ * How long before an occurrence's start it is planned: the plan (audience evaluated, every
+ * member's variant, due time and slot) is ready when the start comes, so its first slot goes
+ * out at once, whatever the audience's size. Members who join the audience in this last minute
+ * are not in the occurrence; an edit of the campaign after its plan and before its start has it
+ * planned again (executor.ts).
  */
-export function dueOccurrences(row: CampaignRow, body: PushCampaignBody, now: number): DueOccurrence[] {
+export const PLAN_AHEAD_MS = 60_000
+
+/**
+ * The occurrences of an active push campaign that start by `now + ahead`, and started no longer
+ * ago than the grace (an occurrence missed by more than that is never sent late). Recurring
+ * schedules name each occurrence by its date; one-time ones are `once`; begin_immediately is
+ * named after the moment the campaign was activated, so re-activating it sends again.
+ */
+export function dueOccurrences(
+  row: CampaignRow,
+  body: PushCampaignBody,
+  now: number,
+  ahead = 0,
+): DueOccurrence[] {
   const s = body.schedule
-  const recent = (start: number) => start <= now && now - start <= ONE_TIME_GRACE_MS
+  const recent = (start: number) => start <= now + ahead && now - start <= ONE_TIME_GRACE_MS
   if ('begin_immediately' in s) {
     if (row.activated_at === null) return []
     const start = row.activated_at
@@ -72,7 +86,7 @@ export function dueOccurrences(row: CampaignRow, body: PushCampaignBody, now: nu
   if ('recurring' in s) {
     const r = s.recurring
     const wc = wallClockOf(r.begin_date)
-    return recurringOccurrences(r, now - ONE_TIME_GRACE_MS, now).map(({ key, at }) => {
+    return recurringOccurrences(r, now - ONE_TIME_GRACE_MS, now + ahead).map(({ key, at }) => {
       const [year, month, day] = key.split('-').map(Number) as [number, number, number]
       return {
         key,
