@@ -40,8 +40,8 @@ export const FRESHNESS_LOAD_SHARE = 0.8
 /**
  * The load runs this long before its samples count. From idle, the uploads of the first 1-2 s came
  * back in up to ~1.1 s while the pipeline's batches grew to the rate, then settled at ~300-500 ms,
- * also with the engine left idle for 15 s first (bench/README.md, "Session 26"): a start-up
- * transient, not the latency at a sustained rate, which is what the figure is about. Their
+ * also with the engine left idle for 15 s first (measured at `9dc878c`; docs/performance.md): a
+ * start-up transient, not the latency at a sustained rate, which is what the figure is about. Their
  * freshness is still reported (`warmUp`).
  */
 export const FRESHNESS_WARM_UP_MS = 2500

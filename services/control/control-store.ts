@@ -1,7 +1,7 @@
 import type { Store } from '../../pipelines/connectors/store/store.ts'
 import { newCommand, type ControlCommand, type ControlResult } from '../../pipelines/control/commands.ts'
 import { latestJobRuns, type JobRun } from '../../pipelines/control/control-results.ts'
-import { SCOPES, type Scope } from '../../schemas/admin.ts'
+import { effectiveScopes, SCOPES, type Scope } from '../../schemas/admin.ts'
 import type { CommandSender } from './command-client.ts'
 import { generateApiKey, generateAppKey, generateSecret, hashSecret } from './credentials.ts'
 import { TtlCache, type TtlCacheOptions } from './ttl-cache.ts'
@@ -152,7 +152,11 @@ export class ControlStore {
       `SELECT api_key, scopes, revoked FROM api_keys FINAL WHERE org_id = {org:UInt64} ORDER BY created_at, api_key`,
       { org: orgId },
     )
-    return rows.map((r) => ({ api_key: r.api_key, scopes: r.scopes, revoked: Number(r.revoked) === 1 }))
+    return rows.map((r) => ({
+      api_key: r.api_key,
+      scopes: effectiveScopes(r.scopes),
+      revoked: Number(r.revoked) === 1,
+    }))
   }
 
   /** Returns false when the key does not exist in that org (or is already revoked). */
@@ -210,7 +214,7 @@ export class ControlStore {
       api_key: row.api_key,
       org_id: Number(row.org_id),
       secret_hash: row.secret_hash,
-      scopes: row.scopes,
+      scopes: effectiveScopes(row.scopes),
       revoked: Number(row.revoked) === 1,
     }
   }

@@ -10,6 +10,8 @@ import {
   markdownReport,
   type BenchResults,
 } from '../../bench/report.ts'
+import type { ScenarioReporter } from '../../bench/figures.ts'
+import { REPORTERS } from '../../bench/reporters.ts'
 import type { BenchContext } from '../../bench/scenarios/context.ts'
 import { profiles } from '../../bench/scenarios/profiles.ts'
 import { segmentationFigures, type SegmentationResult } from '../../bench/scenarios/segmentation.ts'
@@ -247,7 +249,7 @@ function results(over: Partial<BenchResults['scenarios']> = {}): BenchResults {
     rss: [],
     errors: [],
   }
-  return { ...r, figures: buildFigures(r) }
+  return { ...r, figures: buildFigures(r, REPORTERS) }
 }
 
 describe('bench report', () => {
@@ -432,7 +434,7 @@ describe('bench report', () => {
     const a = results()
     const b = results()
     b.baselines.floor![0]!.bytesPerSecond = 50e6
-    const md = markdownReport(a)
+    const md = markdownReport(a, REPORTERS)
     expect(md).toContain(
       "| `edge_ratio` | 0.82 (plain 0.95, gzip 0.82; bytes per CPU second against the floor's: gzip 0.82; against a bare server that keeps no promise: plain 0.24, gzip 0.21) | >= 0.8 | met |",
     )
@@ -443,6 +445,39 @@ describe('bench report', () => {
     const table = compareReport(a, b, ['A', 'B'])
     expect(table).toMatch(/baseline floor plain MB\/s\s+95\s+48\s+-50\.0%/)
     expect(table).toMatch(/^edge_ratio\s+0\.82\s+0\.82\s+\+0\.0%$/m)
+  })
+
+  it("prints a scenario's figures and paragraph through its reporter, without knowing the scenario", () => {
+    const example: ScenarioReporter<{ name: 'example'; perSecond: number }> = {
+      name: 'example',
+      figures: (r, skipped) => [
+        r === undefined
+          ? { name: 'example_per_s', unit: '/s', skipped }
+          : { name: 'example_per_s', unit: '/s', value: r.perSecond, detail: 'made up' },
+      ],
+      summary: (r) => `- **example**: ${r.perSecond}/s.`,
+    }
+    const ran = results({ example: { name: 'example', perSecond: 42 } })
+    const reporters = [...REPORTERS, example]
+    expect(buildFigures(ran, reporters).map(formatFigure).at(-1)).toBe(
+      'example_per_s 42 (no target; made up)',
+    )
+    const md = markdownReport(ran, reporters)
+    expect(md).toContain('- **example**: 42/s.')
+    // The built-in ones go the same way, in REPORTERS' order.
+    expect(md.indexOf('- **push** (broadcast to 100,000 installs')).toBeGreaterThan(
+      md.indexOf('- **segmentation**'),
+    )
+    expect(md.indexOf('- **exports** (200k)')).toBeLessThan(md.indexOf('- **example**'))
+    // Not run: its figures say why (here the quick budget), and report.md has no paragraph for it.
+    const notRun = results({ example: undefined })
+    notRun.skipped = { example: 'quick time budget used up' }
+    expect(buildFigures(notRun, reporters).at(-1)).toEqual({
+      name: 'example_per_s',
+      unit: '/s',
+      skipped: 'quick time budget used up',
+    })
+    expect(markdownReport(notRun, reporters)).not.toContain('**example**')
   })
 
   it('reports the profile scenario as skipped when the profile API answers 404', async () => {
