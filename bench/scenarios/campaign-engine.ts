@@ -175,6 +175,19 @@ async function main() {
       () => delivered('campaign_id = {id:UInt64}', { id }),
     )
     const campaignMs = campaign.last - begin
+    // Where the time to the first push goes: the slot handed to the push pipeline, the first
+    // delivery batch planned and first attempted (a delivery is recorded sent when its batch is done).
+    const [path] = await store.query<{
+      dispatched: string | number
+      planned: string | number
+      attempted: string | number
+    }>(
+      `SELECT
+         (SELECT toUnixTimestamp64Milli(min(received_at)) FROM push_requests WHERE app_id = {app:String} AND campaign_id = {id:UInt64}) AS dispatched,
+         toUnixTimestamp64Milli(min(planned_at)) AS planned, toUnixTimestamp64Milli(min(first_attempt_at)) AS attempted
+       FROM push_deliveries WHERE app_id = {app:String} AND campaign_id = {id:UInt64}`,
+      { app, id },
+    )
     const broadcastRate = (installs * 1000) / broadcastMs
     const campaignRate = (campaign.n * 1000) / campaignMs
     process.stdout.write(
@@ -188,6 +201,9 @@ async function main() {
         campaignPlanMs: planMs,
         campaignPlannedBeforeStartMs: plannedBeforeStartMs,
         campaignFirstPushMs: campaign.first - begin,
+        campaignDispatchedMs: Number(path?.dispatched) - begin,
+        campaignFirstBatchPlannedMs: Number(path?.planned) - begin,
+        campaignFirstAttemptMs: Number(path?.attempted) - begin,
         campaignPerSecond: campaignRate,
         ratio: campaignRate / broadcastRate,
       })}\n`,
