@@ -154,7 +154,13 @@ describe('kill -9 of the embedded process while campaigns are planned and sent',
     connect()
     const rows = await waitFor(
       () =>
-        sql<{ campaign_id: number | string; install_uuid: string; n: number | string; creative: string; status: string }>(
+        sql<{
+          campaign_id: number | string
+          install_uuid: string
+          n: number | string
+          creative: string
+          status: string
+        }>(
           `SELECT campaign_id, install_uuid, count() AS n, any(creative) AS creative, any(status) AS status
              FROM push_deliveries WHERE app_id = '${APP}' GROUP BY campaign_id, install_uuid`,
         ),
