@@ -7,8 +7,8 @@ import { deviceZone, localDeliveryTime } from './schedule-time.ts'
 /**
  * An occurrence's plan as one `INSERT … SELECT` (pure: campaign, occurrence and audience query
  * in, SQL and parameters out; values only as {name:Type} parameters). The engine evaluates the
- * audience and, for every member, computes what OccurrencePlanner (occurrences.ts) computes in
- * JavaScript, the reference this is tested against:
+ * audience and computes for every member (test/integration/campaign-plan-sql.test.ts checks it
+ * against assign-variant.ts and schedule-time.ts):
  *
  * - the variant: SHA-256 of "<campaign>:<install>", bytes 0–3 (big-endian) against the control
  *   share, bytes 4–7 against the creatives' cumulative percents: the same hash and the same
