@@ -250,14 +250,20 @@ const query = {
     'Engine threads per Query API query: fewer than the cores leaves CPU to the public APIs.',
   ),
   SLUICE_QUERY_MAX_CONCURRENT: int(2, 1).describe(
-    'Query API queries running at once per edge; the others wait their turn.',
+    'Query and Apps API reads running at once per edge; the others wait their turn.',
   ),
   SLUICE_QUERY_CONCURRENT_PER_KEY: int(1, 1).describe(
-    'Query API queries one API key may have running at once (429 with Retry-After beyond).',
+    'Query and Apps API requests one API key may have running at once (429 with Retry-After beyond).',
   ),
-  SLUICE_QUERY_RATE_PER_KEY_PER_MIN: int(60, 1).describe('Query API queries per API key per minute (429).'),
-  SLUICE_QUERY_RATE_PER_KEY_PER_HOUR: int(150, 1).describe('Query API queries per API key per hour (429).'),
-  SLUICE_QUERY_RATE_PER_KEY_PER_DAY: int(1000, 1).describe('Query API queries per API key per day (429).'),
+  SLUICE_QUERY_RATE_PER_KEY_PER_MIN: int(60, 1).describe(
+    'Query and Apps API requests per API key per minute, both APIs together (429 with Retry-After).',
+  ),
+  SLUICE_QUERY_RATE_PER_KEY_PER_HOUR: int(150, 1).describe(
+    'Query and Apps API requests per API key per hour (429).',
+  ),
+  SLUICE_QUERY_RATE_PER_KEY_PER_DAY: int(1000, 1).describe(
+    'Query and Apps API requests per API key per day (429).',
+  ),
 }
 
 const campaigns = {
