@@ -277,7 +277,7 @@ const campaigns = {
     "Largest total of a creative zip's entries once inflated (422).",
   ),
   SLUICE_CAMPAIGN_TICK_MS: int(2000, 200).describe(
-    'How often the campaign executor looks for due occurrences and dispatch slots (the `campaign-tick` job): the most a scheduled push campaign starts late, plus its planning (docs/campaigns.md, "Execution").',
+    'How often the campaign executor looks for occurrences to plan (up to a minute ahead of their start) and slots to dispatch (the `campaign-tick` job). A planned occurrence starting before the next tick is dispatched at its start (docs/campaigns.md, "Execution").',
   ),
 }
 

@@ -15,13 +15,16 @@ import { createLogger } from '../../services/shared/logger.ts'
  * - broadcast: POST /v2/push/:app with target_type broadcast, from its 202 to the last delivery
  *   recorded sent (the push pipeline's own fan-out, the baseline);
  * - campaign: an active push campaign to everyone, 2 creatives (50/50) and a 10 % control group,
- *   scheduled 5 s ahead, from its scheduled moment to the last delivery recorded sent.
+ *   scheduled `lead ms` ahead (the executor plans it ahead of its start), from its scheduled
+ *   moment to the first and to the last delivery recorded sent; and how long its plan took.
  *
  * Prints one JSON line.
  */
 const installs = Number(process.argv[2])
-if (!Number.isInteger(installs) || installs <= 0) {
-  process.stderr.write('usage: campaign-engine <installs>\n')
+// How far ahead the campaign is scheduled (ms): its plan is made before its start (PLAN_AHEAD_MS).
+const leadMs = Number(process.argv[3] ?? 15_000)
+if (!Number.isInteger(installs) || installs <= 0 || !Number.isFinite(leadMs) || leadMs < 0) {
+  process.stderr.write('usage: campaign-engine <installs> [lead ms]\n')
   process.exit(2)
 }
 
@@ -70,17 +73,22 @@ async function main() {
     )
 
     const delivered = async (where: string, params: Record<string, unknown>) => {
-      const rows = await store.query<{ n: string | number; last: string | number }>(
-        `SELECT count() AS n, toUnixTimestamp64Milli(max(finished_at)) AS last FROM push_deliveries
+      const rows = await store.query<{ n: string | number; first: string | number; last: string | number }>(
+        `SELECT count() AS n, toUnixTimestamp64Milli(min(finished_at)) AS first,
+                toUnixTimestamp64Milli(max(finished_at)) AS last FROM push_deliveries
          WHERE app_id = {app:String} AND status = 'sent' AND ${where}`,
         { app, ...params },
       )
-      return { n: Number(rows[0]?.n ?? 0), last: Number(rows[0]?.last ?? 0) }
+      return {
+        n: Number(rows[0]?.n ?? 0),
+        first: Number(rows[0]?.first ?? 0),
+        last: Number(rows[0]?.last ?? 0),
+      }
     }
     const waitDelivered = async (
       what: string,
       expected: () => Promise<number>,
-      count: () => Promise<{ n: number; last: number }>,
+      count: () => Promise<{ n: number; first: number; last: number }>,
     ) => {
       const deadline = Date.now() + 30 * 60_000
       for (;;) {
@@ -114,9 +122,9 @@ async function main() {
     )
     const broadcastMs = broadcast.last - accepted
 
-    // The campaign, scheduled 5 s ahead.
+    // The campaign, scheduled leadMs ahead.
     phase('campaign')
-    const begin = Date.now() + 5000
+    const begin = Date.now() + leadMs
     const created = await fetch(`${sluice.url}/api/v6/orgs/${org.id}/apps/${app}/push/campaigns`, {
       method: 'POST',
       headers: { Authorization: auth, 'Content-Type': 'application/json' },
@@ -141,26 +149,45 @@ async function main() {
           held_out: string | number
           state: string
           planned: string | number
+          plan_id: string | number
         }>(
-          `SELECT targeted, held_out, state, toUnixTimestamp64Milli(updated_at) AS planned
-           FROM campaign_occurrences FINAL WHERE campaign_id = {id:UInt64}`,
+          `SELECT targeted, held_out, state, toUnixTimestamp64Milli(updated_at) AS planned, plan_id
+           FROM campaign_occurrences FINAL WHERE campaign_id = {id:UInt64} AND state IN ('planned', 'done')`,
           { id },
         )
       )[0]
     let planMs = 0
+    let plannedBeforeStartMs = 0
     let heldOut = 0
     const campaign = await waitDelivered(
       'campaign',
       async () => {
         const o = await occurrence()
         if (!o || o.state === 'planning') return 0
-        if (planMs === 0) planMs = Number(o.planned) - begin
+        // The plan's own duration: from its id (when planning began) to the occurrence recorded planned.
+        if (planMs === 0) {
+          planMs = Number(o.planned) - Number(o.plan_id)
+          plannedBeforeStartMs = begin - Number(o.planned)
+        }
         heldOut = Number(o.held_out)
         return Number(o.targeted)
       },
       () => delivered('campaign_id = {id:UInt64}', { id }),
     )
     const campaignMs = campaign.last - begin
+    // Where the time to the first push goes: the slot handed to the push pipeline, the first
+    // delivery batch planned and first attempted (a delivery is recorded sent when its batch is done).
+    const [path] = await store.query<{
+      dispatched: string | number
+      planned: string | number
+      attempted: string | number
+    }>(
+      `SELECT
+         (SELECT toUnixTimestamp64Milli(min(received_at)) FROM push_requests WHERE app_id = {app:String} AND campaign_id = {id:UInt64}) AS dispatched,
+         toUnixTimestamp64Milli(min(planned_at)) AS planned, toUnixTimestamp64Milli(min(first_attempt_at)) AS attempted
+       FROM push_deliveries WHERE app_id = {app:String} AND campaign_id = {id:UInt64}`,
+      { app, id },
+    )
     const broadcastRate = (installs * 1000) / broadcastMs
     const campaignRate = (campaign.n * 1000) / campaignMs
     process.stdout.write(
@@ -172,6 +199,11 @@ async function main() {
         heldOut,
         campaignMs,
         campaignPlanMs: planMs,
+        campaignPlannedBeforeStartMs: plannedBeforeStartMs,
+        campaignFirstPushMs: campaign.first - begin,
+        campaignDispatchedMs: Number(path?.dispatched) - begin,
+        campaignFirstBatchPlannedMs: Number(path?.planned) - begin,
+        campaignFirstAttemptMs: Number(path?.attempted) - begin,
         campaignPerSecond: campaignRate,
         ratio: campaignRate / broadcastRate,
       })}\n`,

@@ -102,13 +102,14 @@ export function campaignStatus(
     case 'on_schedule':
     case 'optimized': {
       if (occ?.latestState === 'done') return 'sent'
-      if (running) return 'active'
+      // An occurrence is planned a minute ahead of its start: until then the campaign is scheduled.
       if (facts.begin !== null && now < facts.begin) return 'scheduled'
+      if (running) return 'active'
       if (facts.begin !== null && now >= facts.begin + ONE_TIME_GRACE_MS) return 'expired'
       return 'active'
     }
     case 'recurring': {
-      if (facts.begin !== null && now < facts.begin && !occ) return 'scheduled'
+      if (facts.begin !== null && now < facts.begin) return 'scheduled'
       if (facts.end !== null && now > facts.end && !running) return 'expired'
       return 'active'
     }

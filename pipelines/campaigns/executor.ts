@@ -2,22 +2,14 @@ import type { PushCampaignBody } from '../../schemas/campaigns.ts'
 import type { PushRequestRecord } from '../../schemas/push.ts'
 import type { BusRecord, ProduceMessage } from '../connectors/bus/bus.ts'
 import type { Store } from '../connectors/store/store.ts'
-import { stringSet } from '../connectors/store/string-set.ts'
 import { compileMembersOfAny } from '../audiences/compile-rules.ts'
 import { deadLetter, PermanentError, type Outcome, type StageHandler } from '../failures/outcome.ts'
-import { capLookbackMs } from './assign-variant.ts'
 import { AudienceGoneError, audienceContext, campaignRules } from './campaign-audience.ts'
 import type { CampaignRow } from './campaign-commands.ts'
 import { slotRequest } from './campaign-push.ts'
+import { compilePlan, localDueTable, PLAN_TOTALS_SQL } from './plan-sql.ts'
 import { CAMPAIGN_COLUMNS, toCampaignRow, type RawCampaignRow } from './campaign-state.ts'
-import {
-  dueOccurrences,
-  OccurrencePlanner,
-  SLOT_MS,
-  type DueOccurrence,
-  type Member,
-  type SendRow,
-} from './occurrences.ts'
+import { dueOccurrences, PLAN_AHEAD_MS, SLOT_MS, type DueOccurrence } from './occurrences.ts'
 
 /**
  * Campaign execution (docs/campaigns.md, "Execution"): on each tick (the campaign-tick job puts
@@ -41,8 +33,12 @@ export interface ExecutorDeps {
   /** Produce push request records durably onto the push-requests topic. */
   produce: (records: PushRequestRecord[]) => Promise<void>
   now?: () => number
-  /** Members read per audience page (default 200,000: each page reads the whole app again). */
-  pageSize?: number
+  /**
+   * An occurrence planned ahead whose start comes within this many ms of a pass is waited for and
+   * its first slot dispatched at its start, not at the next tick (the tick interval: a start is
+   * then never a tick late). 0: at the next tick.
+   */
+  startOnTimeWithinMs?: number
   onPlanned?: (info: { campaignId: number; occurrence: string; ms: number } & PlanCounts) => void
   onFailed?: (info: { campaignId: number; occurrence: string; error: unknown }) => void
 }
@@ -90,11 +86,8 @@ export interface OccurrenceRow {
   version: number
 }
 
-const SEND_CHUNK = 50_000
-
 export function campaignExecutor(deps: ExecutorDeps): StageHandler {
   const now = deps.now ?? Date.now
-  const pageSize = deps.pageSize ?? 200_000
   const { store } = deps
 
   const writeOccurrence = (row: OccurrenceRow) => store.insert('campaign_occurrences', [row])
@@ -134,54 +127,47 @@ export function campaignExecutor(deps: ExecutorDeps): StageHandler {
       deps.onFailed?.({ campaignId: campaign.id, occurrence: due.key, error })
       return
     }
-    const planner = new OccurrencePlanner({ id: campaign.id, appId: campaign.app_id, body }, due, planId)
-    let after: string | undefined
-    for (;;) {
-      const query = compileMembersOfAny(rules, ctx, {
-        ...(after !== undefined && { afterInstall: after }),
-        limit: pageSize,
-      })
-      const members = await store.query<Member>(query.sql, query.params)
-      if (members.length === 0) break
-      const installs = members.map((m) => m.install_uuid)
-      const [usual, previous] = await Promise.all([
-        due.mode === 'optimized'
-          ? usualHours(store, campaign.app_id, installs, began)
-          : new Map<string, number>(),
-        due.caps && due.caps.length > 0
-          ? previousSends(store, campaign.id, due.key, installs, due.start - capLookbackMs(due.caps))
-          : new Map<string, number[]>(),
-      ])
-      const rows = planner.add(members, usual, previous)
-      for (let i = 0; i < rows.length; i += SEND_CHUNK)
-        await insertSends(store, rows.slice(i, i + SEND_CHUNK))
-      if (members.length < pageSize) break
-      after = members.at(-1)!.install_uuid
+    // The whole plan in the engine: one INSERT … SELECT under this plan id (plan-sql.ts).
+    const local =
+      due.mode === 'local' ? localDueTable(due, await deviceZones(store, campaign.app_id)) : undefined
+    const statement = compilePlan({
+      campaign: { id: campaign.id, appId: campaign.app_id, body },
+      due,
+      planId,
+      members: compileMembersOfAny(rules, ctx),
+      ...(local && { local }),
+      sessionsFrom: began - 30 * 86_400_000,
+    })
+    await store.command(statement.sql, statement.params)
+    const [totals] = await store.query<
+      Record<'members' | 'held_out' | 'capped' | 'targeted' | 'last_slot', string | number>
+    >(PLAN_TOTALS_SQL, { campaign: campaign.id, occurrence: due.key, plan: planId })
+    const t = {
+      members: Number(totals?.members ?? 0),
+      heldOut: Number(totals?.held_out ?? 0),
+      capped: Number(totals?.capped ?? 0),
+      targeted: Number(totals?.targeted ?? 0),
     }
-    const t = planner.totals
+    const slots = t.targeted > 0 ? Number(totals?.last_slot ?? 0) + 1 : 0
     const at = now()
     await writeOccurrence({
       ...base,
       state: t.targeted === 0 ? 'done' : 'planned',
-      ends_at: planner.endsAt,
+      ends_at: due.start + Math.max(0, slots - 1) * SLOT_MS,
       members: t.members,
       held_out: t.heldOut,
       capped: t.capped,
       targeted: t.targeted,
-      slots: planner.slotCount,
+      slots,
       updated_at: at,
       version: Math.max(at, base.version + 1),
     })
-    deps.onPlanned?.({
-      campaignId: campaign.id,
-      occurrence: due.key,
-      ms: at - began,
-      ...t,
-      slots: planner.slotCount,
-    })
+    deps.onPlanned?.({ campaignId: campaign.id, occurrence: due.key, ms: at - began, ...t, slots })
   }
 
   const dispatch = async (campaign: CampaignRow, body: PushCampaignBody, occ: OccurrenceRow) => {
+    // Planned ahead, then edited before anything went out: planned again when due, never sent as was.
+    if (supersededPlan(campaign, occ)) return
     const at = now()
     const current = Math.floor((at - occ.starts_at) / SLOT_MS)
     if (current < occ.dispatched) return
@@ -237,9 +223,9 @@ export function campaignExecutor(deps: ExecutorDeps): StageHandler {
     )
     for (const { row, body } of campaigns) {
       const known = occurrences.get(row.id) ?? new Map<string, OccurrenceRow>()
-      for (const due of dueOccurrences(row, body, at)) {
+      for (const due of dueOccurrences(row, body, at, PLAN_AHEAD_MS)) {
         const existing = known.get(due.key)
-        if (existing && existing.state !== 'planning') continue
+        if (existing && existing.state !== 'planning' && !supersededPlan(row, existing)) continue
         try {
           await plan(row, body, due)
         } catch (err) {
@@ -253,9 +239,23 @@ export function campaignExecutor(deps: ExecutorDeps): StageHandler {
       store,
       campaigns.map((c) => c.row.id),
     )
+    const soon: { row: CampaignRow; body: PushCampaignBody; occ: OccurrenceRow }[] = []
+    const within = deps.startOnTimeWithinMs ?? 0
     for (const { row, body } of campaigns)
-      for (const occ of fresh.get(row.id)?.values() ?? [])
-        if (occ.state === 'planned') await dispatch(row, body, occ)
+      for (const occ of fresh.get(row.id)?.values() ?? []) {
+        if (occ.state !== 'planned') continue
+        await dispatch(row, body, occ)
+        const wait = occ.starts_at - now()
+        if (occ.dispatched === 0 && wait > 0 && wait <= within && !supersededPlan(row, occ))
+          soon.push({ row, body, occ })
+      }
+    // Planned ahead and starting before the next tick: dispatched at the start itself.
+    soon.sort((a, b) => a.occ.starts_at - b.occ.starts_at)
+    for (const { row, body, occ } of soon) {
+      const wait = occ.starts_at - now()
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait))
+      await dispatch(row, body, occ)
+    }
   }
 
   return async (batch) => {
@@ -269,6 +269,15 @@ export function campaignExecutor(deps: ExecutorDeps): StageHandler {
     if (ticks > 0) await pass()
     return { outcomes }
   }
+}
+
+/**
+ * A plan made before the campaign's last edit, of which nothing was dispatched yet (it was
+ * planned ahead of its start, PLAN_AHEAD_MS): the edit may change its audience, creatives or
+ * start, so it is planned again instead of sent.
+ */
+function supersededPlan(campaign: CampaignRow, occ: OccurrenceRow): boolean {
+  return occ.state === 'planned' && occ.dispatched === 0 && campaign.updated_at > occ.plan_id
 }
 
 /** Active push campaigns that are neither archived nor deleted. */
@@ -336,70 +345,11 @@ async function readOccurrences(
   return out
 }
 
-const SEND_COLUMNS = [
-  'app_id',
-  'campaign_id',
-  'occurrence',
-  'install_uuid',
-  'customer_id',
-  'variant',
-  'creative_id',
-  'outcome',
-  'due_at',
-  'slot',
-  'request_id',
-  'planned_at',
-] as const satisfies readonly (keyof SendRow)[]
-
-/** As JSONCompactEachRow lines: the engine parses them in about half the time of objects. */
-async function insertSends(store: Store, rows: readonly SendRow[]): Promise<void> {
-  if (rows.length === 0) return
-  let text = ''
-  for (const r of rows) text += `${JSON.stringify(SEND_COLUMNS.map((c) => r[c]))}\n`
-  await store.insert('campaign_sends', Buffer.from(text), { compactColumns: SEND_COLUMNS })
-}
-
-/** Each install's usual UTC hour of activity: the hour most of its sessions of 30 days began in (ties: the earlier). */
-async function usualHours(
-  store: Store,
-  appId: string,
-  installs: string[],
-  now: number,
-): Promise<Map<string, number>> {
-  const set = stringSet('installs', installs)
-  const rows = await store.query<{ install_uuid: string; hour: number | string }>(
-    `SELECT install_uuid, argMax(h, (c, -h)) AS hour FROM
-     (
-       SELECT install_uuid, toHour(started_at) AS h, count() AS c FROM sessions
-       WHERE app_id = {app:String} AND install_uuid IN ${set.sql}
-         AND started_at >= fromUnixTimestamp64Milli({from:Int64})
-       GROUP BY install_uuid, h
-     )
-     GROUP BY install_uuid`,
-    { app: appId, installs: set.value, from: now - 30 * 86_400_000 },
+/** The time zones the app's devices report (the local-time table's rows). */
+async function deviceZones(store: Store, appId: string): Promise<string[]> {
+  const rows = await store.query<{ tz: string }>(
+    `SELECT DISTINCT device_timezone AS tz FROM devices WHERE app_id = {app:String} AND device_timezone != ''`,
+    { app: appId },
   )
-  return new Map(rows.map((r) => [r.install_uuid, Number(r.hour)]))
-}
-
-/** When the campaign's earlier occurrences were due for each install (targeted ones): what frequency caps count. */
-async function previousSends(
-  store: Store,
-  campaignId: number,
-  occurrence: string,
-  installs: string[],
-  from: number,
-): Promise<Map<string, number[]>> {
-  const set = stringSet('installs', installs)
-  const rows = await store.query<{ install_uuid: string; times: (number | string)[] }>(
-    `SELECT install_uuid, groupArray(due) AS times FROM
-     (
-       SELECT install_uuid, occurrence, toUnixTimestamp64Milli(max(due_at)) AS due FROM campaign_sends
-       WHERE campaign_id = {campaign:UInt64} AND occurrence != {occurrence:String} AND outcome = 'targeted'
-         AND install_uuid IN ${set.sql} AND due_at >= fromUnixTimestamp64Milli({from:Int64})
-       GROUP BY install_uuid, occurrence
-     )
-     GROUP BY install_uuid`,
-    { campaign: campaignId, occurrence, installs: set.value, from },
-  )
-  return new Map(rows.map((r) => [r.install_uuid, r.times.map(Number)]))
+  return rows.map((r) => r.tz)
 }

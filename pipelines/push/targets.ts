@@ -15,12 +15,6 @@ const ENABLED_PUSH = `push_token != ''
 /**
  * One page of a broadcast: the app's installs with an enabled push token, after `after` in
  * install order (the order of the table's key, so each page is a range read), as columns.
- *
- * Each column comes back as one string, its values joined by newlines, which the engine writes and
- * JSON.parse reads as one string each, split here into the values (about a fifth of the engine's
- * and JavaScript's time for 40,000 JSON strings a page of 10,000; measured at `4402f01`,
- * docs/performance.md, "Push"). A value holding a newline (a customer id may) makes its column
- * split into more values than the page has rows: the page is then read again as arrays.
  */
 export async function broadcastPage(
   store: Store,
@@ -28,13 +22,35 @@ export async function broadcastPage(
   after: string,
   limit: number,
 ): Promise<DeviceColumns> {
-  const params = { app: appId, after, limit, disabled: [...DISABLED_PUSH_STATUS_PREFIXES] }
+  return readDeviceColumns(store, pageQuery, {
+    app: appId,
+    after,
+    limit,
+    disabled: [...DISABLED_PUSH_STATUS_PREFIXES],
+  })
+}
+
+/**
+ * The rows of `query` (columns install_uuid, customer_id, platform, push_token) as columns: the
+ * way every paged push target (a broadcast's devices, a campaign slot's plan) reaches the sender.
+ *
+ * Each column comes back as one string, its values joined by newlines, which the engine writes
+ * and JSON.parse reads as one string each, split here into the values (about a fifth of the
+ * engine's and JavaScript's time for 40,000 JSON strings a page of 10,000; measured at `4402f01`,
+ * docs/performance.md, "Push"). A value holding a newline (a customer id may) makes its column split into more values than the
+ * page has rows: the page is then read again as arrays.
+ */
+export async function readDeviceColumns(
+  store: Store,
+  query: string,
+  params: Record<string, unknown>,
+): Promise<DeviceColumns> {
   const [row] = await store.query<{ n: number | string; i: string; c: string; p: string; t: string }>(
     `SELECT count() AS n, arrayStringConcat(groupArray(install_uuid), '\n') AS i,
             arrayStringConcat(groupArray(customer_id), '\n') AS c,
             arrayStringConcat(groupArray(toString(platform)), '\n') AS p,
             arrayStringConcat(groupArray(push_token), '\n') AS t
-     FROM (${pageQuery})`,
+     FROM (${query})`,
     params,
   )
   const n = Number(row?.n ?? 0)
@@ -54,7 +70,7 @@ export async function broadcastPage(
     return columns
   const [arrays] = await store.query<{ i: string[]; c: string[]; p: string[]; t: string[] }>(
     `SELECT groupArray(install_uuid) AS i, groupArray(customer_id) AS c, groupArray(toString(platform)) AS p,
-            groupArray(push_token) AS t FROM (${pageQuery})`,
+            groupArray(push_token) AS t FROM (${query})`,
     params,
   )
   return {

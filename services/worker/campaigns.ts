@@ -14,6 +14,7 @@ export const campaignsPipeline: WorkerPipeline = {
     const { store, bus, logger, topology } = runtime
     const executor = campaignExecutor({
       store,
+      startOnTimeWithinMs: runtime.config.SLUICE_CAMPAIGN_TICK_MS,
       produce: (records) => bus.produce(topology.topics.pushRequests.topic, records.map(encodePushRequest)),
       onPlanned: (info) =>
         logger.info({ campaign_id: info.campaignId, ...info }, 'campaign occurrence planned'),

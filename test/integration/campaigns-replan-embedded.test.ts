@@ -11,7 +11,7 @@ import { campaignClient } from './campaigns-scenario.ts'
 import { tickBatch } from './campaigns-execution-scenario.ts'
 
 /**
- * A plan cut short (the worker dies between two pages of the audience) is redone under a new plan
+ * A plan cut short (the worker dies after writing the plan, before recording it) is redone under a new plan
  * id on the next tick; only the finished plan is dispatched, so every member gets exactly one push
  * and the rows of the unfinished plan are never read (docs/campaigns.md, "Execution").
  *
@@ -20,20 +20,19 @@ import { tickBatch } from './campaigns-execution-scenario.ts'
  */
 const HOUR = 3_600_000
 const INSTALLS = 25
-const PAGE = 10
 
-/** The store of a worker that dies at its second write of campaign_sends: that write never lands. */
+/**
+ * The store of a worker that dies right after the engine wrote its plan (the INSERT … SELECT into
+ * campaign_sends), before the occurrence is recorded planned: the plan's rows are all there, and
+ * must never be read.
+ */
 function dyingStore(store: Store): Store {
-  let sendsWritten = 0
   return new Proxy(store, {
     get(target, prop, receiver) {
-      if (prop === 'insert')
-        return async (
-          table: string,
-          ...rest: Parameters<Store['insert']> extends [string, ...infer R] ? R : never
-        ) => {
-          if (table === 'campaign_sends' && ++sendsWritten === 2) throw new Error('the worker was killed')
-          return target.insert(table, ...rest)
+      if (prop === 'command')
+        return async (sql: string, params?: Parameters<Store['command']>[1]) => {
+          await target.command(sql, params)
+          if (sql.startsWith('INSERT INTO campaign_sends')) throw new Error('the worker was killed')
         }
       const value = Reflect.get(target, prop, receiver) as unknown
       return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value
@@ -98,13 +97,12 @@ describe('a campaign plan cut short, embedded mode', () => {
           { id, plan },
         )
 
-      // The first worker plans one page of members, then dies at the second page's write.
+      // The first worker writes its plan, then dies before recording it.
       const failures: unknown[] = []
       const dispatchedByFirst: PushRequestRecord[] = []
       const first = campaignExecutor({
         store: dyingStore(store),
         now: () => Date.now() + HOUR + 1000,
-        pageSize: PAGE,
         produce: async (records) => void dispatchedByFirst.push(...records),
         onFailed: (info) => void failures.push(info.error),
       })
@@ -113,14 +111,13 @@ describe('a campaign plan cut short, embedded mode', () => {
       expect(dispatchedByFirst).toEqual([])
       const [cut] = await occurrences()
       expect(cut).toMatchObject({ state: 'planning', targeted: '0' })
-      expect(await sendsOf(cut!.plan_id)).toHaveLength(PAGE)
+      expect(await sendsOf(cut!.plan_id)).toHaveLength(INSTALLS)
 
       // The next tick (this worker restarted, or another one) plans it again and dispatches it.
       const dispatched: PushRequestRecord[] = []
       const second = campaignExecutor({
         store,
         now: () => Date.now() + HOUR + 2000,
-        pageSize: PAGE,
         produce: async (records) => {
           dispatched.push(...records)
           await sluice.running.runtime.bus.produce(

@@ -1,13 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { variantOf } from '../../pipelines/campaigns/assign-variant.ts'
 import type { CampaignRow } from '../../pipelines/campaigns/campaign-commands.ts'
 import { creativeMessage, parseSlotTarget, slotRequest } from '../../pipelines/campaigns/campaign-push.ts'
-import {
-  dueOccurrences,
-  OccurrencePlanner,
-  SlotAssigner,
-  type Member,
-} from '../../pipelines/campaigns/occurrences.ts'
+import { dueOccurrences } from '../../pipelines/campaigns/occurrences.ts'
 import type { PushCampaignBody, StoredPushCreative } from '../../schemas/campaigns.ts'
 
 const T = Date.parse('2030-06-01T12:00:00Z')
@@ -47,12 +41,6 @@ const row = (over: Partial<CampaignRow> = {}): CampaignRow => ({
   version: 1,
   ...over,
 })
-const member = (install: string, tz = 'UTC', push = 1): Member => ({
-  install_uuid: install,
-  customer_id: `c-${install}`,
-  device_timezone: tz,
-  has_push: push,
-})
 
 describe('campaign occurrences', () => {
   it('names due occurrences: once, per activation, per recurring date; never late beyond an hour', () => {
@@ -91,64 +79,6 @@ describe('campaign occurrences', () => {
     expect(
       dueOccurrences(row(), body({ optimized: { fallback_time: '2030-06-01T11:00:00Z' } }), T),
     ).toMatchObject([{ key: 'once', start: T - 60 * MIN, mode: 'optimized' }])
-  })
-
-  it('throttles into one-minute slots, never before a push is due', () => {
-    const s = new SlotAssigner(T, 2)
-    expect([T, T, T, T, T].map((t) => s.assign(t))).toEqual([0, 0, 1, 1, 2])
-    expect(s.assign(T + 90_000)).toBe(2)
-    expect(s.assign(T + 90_000)).toBe(3)
-    const free = new SlotAssigner(T, 0)
-    expect([T, T + 1, T + MIN, T + 61 * MIN].map((t) => free.assign(t))).toEqual([0, 1, 1, 61])
-  })
-
-  it('assigns every member: control recorded, no-token and capped held back, targeted slotted by local time', () => {
-    const due = {
-      key: 'once',
-      start: T,
-      mode: 'local' as const,
-      wallClock: { year: 2030, month: 6, day: 1, hour: 12, minute: 0, second: 0, millisecond: 0 },
-      perMinute: 0,
-      caps: [{ name: 'messages_per_days' as const, days: 7, count: 1 }],
-    }
-    const planner = new OccurrencePlanner(
-      { id: 5, appId: 'app', body: body({ begin_immediately: {} }, 30) },
-      due,
-      777,
-    )
-    const members = Array.from({ length: 200 }, (_, i) =>
-      member(`i${i}`, i % 2 === 0 ? 'UTC' : 'America/New_York', i === 3 ? 0 : 1),
-    )
-    const rows = planner.add(members, new Map(), new Map([['i4', [T - 86_400_000]]]))
-    expect(rows).toHaveLength(200)
-    for (const r of rows) {
-      const v = variantOf(5, r.install_uuid, 30, creatives)
-      const expected =
-        v === 'control'
-          ? 'control'
-          : r.install_uuid === 'i3'
-            ? 'no_token'
-            : r.install_uuid === 'i4'
-              ? 'capped'
-              : 'targeted'
-      expect([r.install_uuid, r.variant, r.outcome, r.planned_at]).toEqual([r.install_uuid, v, expected, 777])
-    }
-    expect(rows.filter((r) => r.outcome === 'no_token' || r.outcome === 'capped').length).toBeLessThanOrEqual(
-      2,
-    )
-    const targeted = rows.filter((r) => r.outcome === 'targeted')
-    // 12:00 in New York is 16:00 UTC, four hours after the start; UTC devices at the start.
-    for (const r of targeted) {
-      const ny = Number(r.install_uuid.slice(1)) % 2 === 1
-      expect(r.due_at).toBe(ny ? T + 4 * 3_600_000 : T)
-      expect(r.slot).toBe(ny ? 240 : 0)
-      expect(r.request_id).toBe(`campaign:5:once:${r.slot}:${r.variant}`)
-      expect(r.creative_id).toBe(r.variant === 'A' ? 11 : 12)
-    }
-    expect(planner.totals.members).toBe(200)
-    expect(planner.totals.heldOut).toBe(rows.filter((r) => r.outcome === 'control').length)
-    expect(planner.totals.heldOut).toBeGreaterThan(40)
-    expect(planner.slotCount).toBe(241)
   })
 
   it('builds one deterministic campaign_slot request per slot and creative', () => {
