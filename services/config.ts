@@ -75,6 +75,9 @@ export const configSchema = z.object({
   SLUICE_PROFILE_RATE_PER_KEY_PER_MIN: int(50_000, 1),
   SLUICE_PROFILE_RATE_PER_CUSTOMER_PER_MIN: int(15, 1),
   SLUICE_EXPORT_RATE_PER_KEY_PER_MIN: int(50, 1),
+  /** Imports (docs/imports.md): a body as sent (413 at the limit), and a gzip body once inflated. */
+  SLUICE_IMPORT_MAX_BYTES: int(1024 * 1024 * 1024, 1),
+  SLUICE_IMPORT_MAX_INFLATED_BYTES: int(16 * 1024 * 1024 * 1024, 1),
   /** In-app campaigns (docs/campaigns.md, "In-app assets"): multipart body, one creative file, a zip once inflated. */
   SLUICE_INAPP_MAX_REQUEST_BYTES: int(25 * 1024 * 1024, 1),
   SLUICE_INAPP_MAX_FILE_BYTES: int(5 * 1024 * 1024, 1),

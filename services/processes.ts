@@ -20,6 +20,7 @@ import { campaignRoutes } from './edge/routes/campaigns.ts'
 import { inappSdkRoutes } from './edge/routes/inapp-sdk.ts'
 import { exportEdgeRouters, exportJobs } from './edge/exports/export-area.ts'
 import { profileRoutes } from './edge/routes/profiles.ts'
+import { importRoutes } from './edge/routes/imports.ts'
 import { pushRoutes } from './edge/routes/push.ts'
 import { pushTransportAdminRoutes } from './edge/routes/push-transports-admin.ts'
 import { PushTransportConfigs } from './push/transport-configs.ts'
@@ -42,6 +43,7 @@ import { audiencesPipeline } from './worker/audiences.ts'
 import { exportsPipeline } from './worker/exports.ts'
 import { controlPipeline } from './worker/control.ts'
 import { ingestionPipeline } from './worker/ingestion.ts'
+import { importsPipeline } from './worker/imports.ts'
 import { profilesPipeline } from './worker/profiles.ts'
 import { pushPipeline } from './worker/push.ts'
 import type { TransportResolver } from '../pipelines/push/transport.ts'
@@ -259,6 +261,15 @@ export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | unde
       perCustomerPerMinute: config.SLUICE_PROFILE_RATE_PER_CUSTOMER_PER_MIN,
     },
   })
+  const imports = importRoutes({
+    bus,
+    store,
+    files: runtime.files,
+    control,
+    commands: runtime.commands,
+    topic: topology.topics.imports.topic,
+    limits: { maxBytes: config.SLUICE_IMPORT_MAX_BYTES, maxInflatedBytes: config.SLUICE_IMPORT_MAX_INFLATED_BYTES },
+  })
   const audiences = audienceRoutes({
     store,
     control,
@@ -309,6 +320,7 @@ export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | unde
     routers: [
       uploads.routes,
       profiles,
+      imports,
       audiences,
       campaigns,
       push,
@@ -359,6 +371,7 @@ export function workerPipelines(runtime: Runtime): WorkerPipeline[] {
     pushPipeline({ transports: pushTransports, members: pushMembers }),
     exportsPipeline,
     campaignsPipeline,
+    importsPipeline,
   ]
 }
 
