@@ -690,15 +690,13 @@ export const targetRulesSchema = z
     },
     { error: 'target_rules must be an object' },
   )
-  .transform(
-    (t): TargetRules => ({
-      behavior_profile_operator: t.behavior_profile_operator,
-      targeting_type: t.targeting_type,
-      behavior: t.behavior && t.behavior.rules.length > 0 ? t.behavior : null,
-      profile: t.profile && t.profile.criteria.length > 0 ? t.profile : null,
-      ...(t.static && { static: { lists: [...new Set(t.static.lists)] } }),
-    }),
-  )
+  .transform((t): TargetRules => ({
+    behavior_profile_operator: t.behavior_profile_operator,
+    targeting_type: t.targeting_type,
+    behavior: t.behavior && t.behavior.rules.length > 0 ? t.behavior : null,
+    profile: t.profile && t.profile.criteria.length > 0 ? t.profile : null,
+    ...(t.static && { static: { lists: [...new Set(t.static.lists)] } }),
+  }))
 
 /** A JSON path: root, then `.field` and `[index]` segments. */
 export function jsonPath(root: string, path: readonly PropertyKey[]): string {

@@ -268,7 +268,10 @@ export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | unde
     control,
     commands: runtime.commands,
     topic: topology.topics.imports.topic,
-    limits: { maxBytes: config.SLUICE_IMPORT_MAX_BYTES, maxInflatedBytes: config.SLUICE_IMPORT_MAX_INFLATED_BYTES },
+    limits: {
+      maxBytes: config.SLUICE_IMPORT_MAX_BYTES,
+      maxInflatedBytes: config.SLUICE_IMPORT_MAX_INFLATED_BYTES,
+    },
   })
   const audiences = audienceRoutes({
     store,

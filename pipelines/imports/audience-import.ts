@@ -77,7 +77,11 @@ export async function runAudienceImport(job: ImportJob, deps: AudienceImportDeps
       if (!result.ok) {
         rowsRejected++
         if (rowsRejected <= IMPORT_LIMITS.keptRejectedRows)
-          rejected.push({ line: source.line, ...(result.member !== undefined && { member: result.member }), reason: result.reason })
+          rejected.push({
+            line: source.line,
+            ...(result.member !== undefined && { member: result.member }),
+            reason: result.reason,
+          })
         continue
       }
       members.push(result.member)
@@ -96,7 +100,13 @@ export async function runAudienceImport(job: ImportJob, deps: AudienceImportDeps
   if (!audience) {
     await writeImport(
       deps.store,
-      { ...row, state: 'failed', rows_read: rowsRead, rows_rejected: rowsRejected, error: `audience ${options.audience_id} no longer exists` },
+      {
+        ...row,
+        state: 'failed',
+        rows_read: rowsRead,
+        rows_rejected: rowsRejected,
+        error: `audience ${options.audience_id} no longer exists`,
+      },
       deps.now(),
     )
     return

@@ -36,7 +36,10 @@ export function memberHeader(cells: readonly string[]): MemberIdType | undefined
 }
 
 /** One JSON line: an object with one identifier field of the list's kind. */
-export function jsonMember(text: string, type: MemberIdType | undefined): MemberResult & { type?: MemberIdType } {
+export function jsonMember(
+  text: string,
+  type: MemberIdType | undefined,
+): MemberResult & { type?: MemberIdType } {
   let value: unknown
   try {
     value = JSON.parse(text)

@@ -146,6 +146,9 @@ export class BodyCheck extends Transform {
       this.inflateError ??= new BodyRefused(400, 'the first line of the import is not UTF-8')
       return
     }
-    this.firstLine = line.toString('utf8').replace(/^\uFEFF/, '').replace(/\r$/, '')
+    this.firstLine = line
+      .toString('utf8')
+      .replace(/^\uFEFF/, '')
+      .replace(/\r$/, '')
   }
 }

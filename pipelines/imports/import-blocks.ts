@@ -47,7 +47,9 @@ export const serialiseRow = (row: ImportBlockRow): string => JSON.stringify(row)
 
 export const isImportBlock = (record: BusRecord): boolean => record.headers[IMPORT_BLOCK_HEADER] !== undefined
 
-export function decodeImportBlock(record: BusRecord): { ok: true; block: ImportBlock } | { ok: false; reason: string } {
+export function decodeImportBlock(
+  record: BusRecord,
+): { ok: true; block: ImportBlock } | { ok: false; reason: string } {
   let value: unknown
   try {
     value = JSON.parse(record.value.toString('utf8'))

@@ -37,7 +37,9 @@ export const encodeImportJob = (job: ImportJob): ProduceMessage => ({
   value: Buffer.from(JSON.stringify(job)),
 })
 
-export function decodeImportJob(record: BusRecord): { ok: true; job: ImportJob } | { ok: false; reason: string } {
+export function decodeImportJob(
+  record: BusRecord,
+): { ok: true; job: ImportJob } | { ok: false; reason: string } {
   let value: unknown
   try {
     value = JSON.parse(record.value.toString('utf8'))
@@ -196,7 +198,11 @@ export interface ImportReceipt {
  * The receipt of an import, or undefined for an id unknown to this org. A profile import is done
  * once every block it handed to the profile writer is applied (import_blocks).
  */
-export async function readReceipt(store: Store, orgId: number, id: string): Promise<ImportReceipt | undefined> {
+export async function readReceipt(
+  store: Store,
+  orgId: number,
+  id: string,
+): Promise<ImportReceipt | undefined> {
   const row = await readImport(store, id)
   if (!row || row.org_id !== orgId) return undefined
   let applied = 0

@@ -5,7 +5,14 @@ import type { Store } from '../connectors/store/store.ts'
 import { commandKey } from '../profiles/commands.ts'
 import type { ProfileScope } from '../profiles/validate-changes.ts'
 import { encodeImportBlock, serialiseRow } from './import-blocks.ts'
-import { keepRejected, readImport, writeImport, newImportRow, type ImportJob, type ImportRow } from './import-jobs.ts'
+import {
+  keepRejected,
+  readImport,
+  writeImport,
+  newImportRow,
+  type ImportJob,
+  type ImportRow,
+} from './import-jobs.ts'
 import { csvRow, jsonRow, parseCsvHeader, type CsvHeader, type RowResult } from './profile-rows.ts'
 import { readRows, type SourceRow } from './read-rows.ts'
 
@@ -65,7 +72,14 @@ export async function runProfileImport(job: ImportJob, deps: ProfileImportDeps):
   const open = new Map<number, { rows: string[]; bytes: number }>()
   let closed: ProduceMessage[] = []
   let roundCount = 0
-  const head = () => ({ import: job.id, round, org: job.org, db: job.db, app: job.app, receivedAt: job.receivedAt })
+  const head = () => ({
+    import: job.id,
+    round,
+    org: job.org,
+    db: job.db,
+    app: job.app,
+    receivedAt: job.receivedAt,
+  })
   const close = (partition: number) => {
     const pending = open.get(partition)
     if (!pending || pending.rows.length === 0) return
@@ -84,7 +98,14 @@ export async function runProfileImport(job: ImportJob, deps: ProfileImportDeps):
     round++
     row = await writeImport(
       deps.store,
-      { ...row, rounds: round, checkpoint_line: lastLine, rows_read: rowsRead, rows_rejected: rowsRejected, blocks },
+      {
+        ...row,
+        rounds: round,
+        checkpoint_line: lastLine,
+        rows_read: rowsRead,
+        rows_rejected: rowsRejected,
+        blocks,
+      },
       deps.now(),
     )
     deps.onRound?.(row)
@@ -105,7 +126,9 @@ export async function runProfileImport(job: ImportJob, deps: ProfileImportDeps):
         // The header is read again on a resume; the edge checked it before its 202.
         const parsed = source.kind === 'cells' ? parseCsvHeader(source.cells, scope) : undefined
         if (!parsed?.ok)
-          throw new ImportRefused(parsed ? parsed.reason : `line ${source.line}: the header row is unreadable`)
+          throw new ImportRefused(
+            parsed ? parsed.reason : `line ${source.line}: the header row is unreadable`,
+          )
         header = parsed.value
         continue
       }
@@ -117,7 +140,11 @@ export async function runProfileImport(job: ImportJob, deps: ProfileImportDeps):
         refuse(source.line, result.customer, result.reason)
       } else {
         const partition = partitionForKey(commandKey(job.db, result.customer), deps.partitions, 0)
-        const serialised = serialiseRow({ line: source.line, customer: result.customer, changes: result.changes })
+        const serialised = serialiseRow({
+          line: source.line,
+          customer: result.customer,
+          changes: result.changes,
+        })
         const pending = open.get(partition) ?? { rows: [], bytes: 0 }
         if (pending.bytes + serialised.length > blockBytes && pending.rows.length > 0) {
           close(partition)

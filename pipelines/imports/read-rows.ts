@@ -59,7 +59,8 @@ async function* jsonLines(source: Readable): AsyncGenerator<SourceRow> {
       start = nl + 1
       nl = chunk.indexOf(0x0a, start)
     }
-    if (start < chunk.length) rest = rest ? Buffer.concat([rest, chunk.subarray(start)]) : chunk.subarray(start)
+    if (start < chunk.length)
+      rest = rest ? Buffer.concat([rest, chunk.subarray(start)]) : chunk.subarray(start)
   }
   if (rest && rest.length > 0) {
     const row = emit(rest)
@@ -135,7 +136,9 @@ async function* csvRecords(source: Readable): AsyncGenerator<SourceRow> {
       if (marker.invalid.shift()! > previousEnd) bad = true
     }
     previousEnd = end
-    yield bad ? { kind: 'bad', line: end, reason: NOT_UTF8 } : { kind: 'cells', line: end, cells: item.record }
+    yield bad
+      ? { kind: 'bad', line: end, reason: NOT_UTF8 }
+      : { kind: 'cells', line: end, cells: item.record }
   }
   while (skipped.length > 0) yield skipped.shift()!
 }

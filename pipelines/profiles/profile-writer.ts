@@ -105,7 +105,11 @@ export function profileWriter(deps: ProfileWriterDeps) {
         report.outcomes.push({ record, outcome: deadLetter(error) })
         continue
       }
-      add({ record, command: decoded.command, changeId: `${record.topic}:${record.partition}:${record.offset}` })
+      add({
+        record,
+        command: decoded.command,
+        changeId: `${record.topic}:${record.partition}:${record.offset}`,
+      })
     }
     const tallies: BlockTally[] = []
     for (const { record, block } of await unappliedBlocks(deps.store, blocks)) {

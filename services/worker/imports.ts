@@ -44,7 +44,10 @@ export function importProcessor(runtime: Runtime) {
         sleep,
         now: Date.now,
         onRound: (row) =>
-          logger.debug({ import_id: row.import_id, rounds: row.rounds, rows_read: row.rows_read }, 'import round handed on'),
+          logger.debug(
+            { import_id: row.import_id, rounds: row.rounds, rows_read: row.rows_read },
+            'import round handed on',
+          ),
       })
     } else {
       await runAudienceImport(job, {
@@ -54,7 +57,8 @@ export function importProcessor(runtime: Runtime) {
         setLists: async (j, audienceId, lists) => {
           const given = { static: { lists } }
           const parsed = parseTargetRules(given)
-          if (!parsed.ok) throw new PermanentError(`static rules do not parse: ${parsed.issues[0]?.message ?? ''}`)
+          if (!parsed.ok)
+            throw new PermanentError(`static rules do not parse: ${parsed.issues[0]?.message ?? ''}`)
           return audiences.update(j.org, j.app, audienceId, {
             rules: { canonical: parsed.rules as unknown as Record<string, unknown>, given },
           })

@@ -13,7 +13,12 @@ interface Answer {
 }
 
 function client(sluice: InProcessSluice, auth: string) {
-  const send = async (method: string, path: string, body?: Buffer | string, headers: Record<string, string> = {}) => {
+  const send = async (
+    method: string,
+    path: string,
+    body?: Buffer | string,
+    headers: Record<string, string> = {},
+  ) => {
     const res = await fetch(`${sluice.url}${path}`, {
       method,
       headers: { Authorization: auth, ...headers },
@@ -40,9 +45,11 @@ export async function runImportScenario(sluice: InProcessSluice, store: Store, s
 
   // A profile that exists before: the import changes only what its rows name.
   expect(
-    (await api.send('PATCH', '/v1/profiles/c1', JSON.stringify({ attributes: { old: 1, keep: 'yes' } }), {
-      'Content-Type': 'application/json',
-    })).status,
+    (
+      await api.send('PATCH', '/v1/profiles/c1', JSON.stringify({ attributes: { old: 1, keep: 'yes' } }), {
+        'Content-Type': 'application/json',
+      })
+    ).status,
   ).toBe(202)
 
   // 1. A CSV, gzip: types from the header, a deletion, a bad UTF-8 line, a value over the limits.
@@ -56,7 +63,10 @@ export async function runImportScenario(sluice: InProcessSluice, store: Store, s
     Buffer.from('c6,"quoted, plan",-3,2024-02-29,"[""x"",""y""]",,\n'),
   ])
   const gz = gzipSync(body)
-  const first = await api.send('POST', '/v1/imports/profiles', gz, { 'Content-Type': 'text/csv', 'Content-Encoding': 'gzip' })
+  const first = await api.send('POST', '/v1/imports/profiles', gz, {
+    'Content-Type': 'text/csv',
+    'Content-Encoding': 'gzip',
+  })
   expect(first.status).toBe(202)
   const id = first.body.import_id as string
   expect(id).toMatch(/^[A-Za-z0-9_-]{27}$/)
@@ -85,7 +95,11 @@ export async function runImportScenario(sluice: InProcessSluice, store: Store, s
     tags: ['vip', 'beta'],
     zip: '01234',
   })
-  expect((await api.send('GET', '/v1/profiles/c2')).body.attributes).toEqual({ plan: 'silver', age: 7, tags: ['a', '2'] })
+  expect((await api.send('GET', '/v1/profiles/c2')).body.attributes).toEqual({
+    plan: 'silver',
+    age: 7,
+    tags: ['a', '2'],
+  })
   expect((await api.send('GET', '/v1/profiles/c6')).body.attributes).toEqual({
     plan: 'quoted, plan',
     age: -3,
@@ -110,7 +124,10 @@ export async function runImportScenario(sluice: InProcessSluice, store: Store, s
   expect(JSON.parse(logged[0]!.updates)).toMatchObject({ plan: 'gold', zip: '01234' })
 
   // 2. The same bytes again: the same import, applied once.
-  const again = await api.send('POST', '/v1/imports/profiles', gz, { 'Content-Type': 'text/csv', 'Content-Encoding': 'gzip' })
+  const again = await api.send('POST', '/v1/imports/profiles', gz, {
+    'Content-Type': 'text/csv',
+    'Content-Encoding': 'gzip',
+  })
   expect(again).toMatchObject({ status: 202, body: { import_id: id, duplicate: true, state: 'read' } })
   expect(await changes()).toHaveLength(3)
   // Another org cannot read the receipt.
@@ -130,8 +147,16 @@ export async function runImportScenario(sluice: InProcessSluice, store: Store, s
   const j1r = (await api.done(`/v1/imports/${j1.body.import_id as string}`)).body
   expect(j1r).toMatchObject({ state: 'done', rows_read: 4, rows_applied: 1, rows_rejected: 3 })
   expect(j1r.rejected_rows).toEqual([
-    { line: 2, customer_id: 'c7', reason: '$email: $email can only be set on the org-level profile (/v1/profiles/:customer_id)' },
-    { line: 3, customer_id: 'c8', reason: 'the line must have "attributes" (an object) or "changes" (an array)' },
+    {
+      line: 2,
+      customer_id: 'c7',
+      reason: '$email: $email can only be set on the org-level profile (/v1/profiles/:customer_id)',
+    },
+    {
+      line: 3,
+      customer_id: 'c8',
+      reason: 'the line must have "attributes" (an object) or "changes" (an array)',
+    },
     { line: 4, reason: 'the line is not JSON' },
   ])
   const j2 = await api.send('POST', `/v1/apps/${appKey}/imports/profiles`, `${jsonl}\n`, keyed)
@@ -140,19 +165,42 @@ export async function runImportScenario(sluice: InProcessSluice, store: Store, s
 
   // 4. Bodies refused whole, before anything is applied.
   const refused = [
-    [await api.send('POST', '/v1/imports/profiles', 'plan,age\ngold,1\n', csv), 400, 'the header has no customer_id column'],
     [
-      await api.send('POST', '/v1/imports/profiles', gzipSync(Buffer.from('customer_id,plan\nz1,gold\n'.repeat(500))).subarray(0, 60), {
-        'Content-Type': 'text/csv',
-      }),
+      await api.send('POST', '/v1/imports/profiles', 'plan,age\ngold,1\n', csv),
+      400,
+      'the header has no customer_id column',
+    ],
+    [
+      await api.send(
+        'POST',
+        '/v1/imports/profiles',
+        gzipSync(Buffer.from('customer_id,plan\nz1,gold\n'.repeat(500))).subarray(0, 60),
+        {
+          'Content-Type': 'text/csv',
+        },
+      ),
       400,
       'invalid gzip body: unexpected end of file',
     ],
-    [await api.send('POST', '/v1/imports/profiles', 'customer_id,plan\nz1,a\n', { ...csv, 'Content-Encoding': 'br' }), 415, 'Content-Encoding must be gzip or identity, not br'],
-    [await api.send('POST', '/v1/imports/profiles', 'customer_id,plan\nz1,a\n', { 'Content-Type': 'text/csv; charset=latin1' }), 415, 'imports are UTF-8; charset latin1 is not supported'],
+    [
+      await api.send('POST', '/v1/imports/profiles', 'customer_id,plan\nz1,a\n', {
+        ...csv,
+        'Content-Encoding': 'br',
+      }),
+      415,
+      'Content-Encoding must be gzip or identity, not br',
+    ],
+    [
+      await api.send('POST', '/v1/imports/profiles', 'customer_id,plan\nz1,a\n', {
+        'Content-Type': 'text/csv; charset=latin1',
+      }),
+      415,
+      'imports are UTF-8; charset latin1 is not supported',
+    ],
     [await api.send('POST', '/v1/imports/profiles', '', csv), 400, 'import body is empty'],
   ] as const
-  for (const [answer, status, error] of refused) expect(answer).toEqual({ status, body: { error, errors: [error] } })
+  for (const [answer, status, error] of refused)
+    expect(answer).toEqual({ status, body: { error, errors: [error] } })
   expect((await api.send('GET', '/v1/profiles/z1')).status).toBe(404)
 
   // 5. An audience import: customers and unknown ones; a static audience counted like any.
@@ -170,7 +218,14 @@ export async function runImportScenario(sluice: InProcessSluice, store: Store, s
   const audienceId = a1.body.audience_id as number
   expect(audienceId).toBeGreaterThan(0)
   const a1r = (await api.done(`${base}/imports/${a1.body.import_id as string}`)).body
-  expect(a1r).toMatchObject({ state: 'done', audience_id: audienceId, rows_read: 4, rows_rejected: 0, members_known: 2, members_unknown: 1 })
+  expect(a1r).toMatchObject({
+    state: 'done',
+    audience_id: audienceId,
+    rows_read: 4,
+    rows_rejected: 0,
+    members_known: 2,
+    members_unknown: 1,
+  })
   const counted = await waitFor(
     () => api.send('GET', `${base}/${audienceId}/segmentation`),
     (r: Answer) => JSON.stringify(r.body).includes('"user_count":2'),
@@ -178,23 +233,49 @@ export async function runImportScenario(sluice: InProcessSluice, store: Store, s
   )
   expect(JSON.stringify(counted.body)).toContain('"has_push":2')
   // Add install ids to it (one by install id, one unknown); then replace it by e-mails.
-  const a2 = await api.send('POST', `${base}/imports?audience_id=${audienceId}&mode=add`, `{"install_id":"i3-${suffix}"}\n{"install_id":"nope"}\n{"email":"x@y.z"}\n`, {
-    'Content-Type': 'application/x-ndjson',
-  })
+  const a2 = await api.send(
+    'POST',
+    `${base}/imports?audience_id=${audienceId}&mode=add`,
+    `{"install_id":"i3-${suffix}"}\n{"install_id":"nope"}\n{"email":"x@y.z"}\n`,
+    {
+      'Content-Type': 'application/x-ndjson',
+    },
+  )
   const a2r = (await api.done(`${base}/imports/${a2.body.import_id as string}`)).body
-  expect(a2r).toMatchObject({ state: 'done', rows_read: 3, rows_rejected: 1, members_known: 1, members_unknown: 1 })
-  expect(a2r.rejected_rows).toEqual([{ line: 3, reason: 'this import lists install_ids; the line has email' }])
+  expect(a2r).toMatchObject({
+    state: 'done',
+    rows_read: 3,
+    rows_rejected: 1,
+    members_known: 1,
+    members_unknown: 1,
+  })
+  expect(a2r.rejected_rows).toEqual([
+    { line: 3, reason: 'this import lists install_ids; the line has email' },
+  ])
   await waitFor(
     () => api.send('GET', `${base}/${audienceId}/segmentation`),
     (r: Answer) => JSON.stringify(r.body).includes('"user_count":3'),
     { what: 'static audience counted after add', timeoutMs: 30_000 },
   )
   // A rule audience cannot be imported into.
-  const rules = await api.send('POST', base, JSON.stringify({ name: 'r', target_rules: { profile: { operator: 'and', criteria: [{ key: 'plan', operator: 'is_defined' }] } } }), {
-    'Content-Type': 'application/json',
-  })
+  const rules = await api.send(
+    'POST',
+    base,
+    JSON.stringify({
+      name: 'r',
+      target_rules: { profile: { operator: 'and', criteria: [{ key: 'plan', operator: 'is_defined' }] } },
+    }),
+    {
+      'Content-Type': 'application/json',
+    },
+  )
   expect(rules.status).toBe(201)
-  const intoRules = await api.send('POST', `${base}/imports?audience_id=${rules.body.id as number}`, 'customer_id\nc1\n', csv)
+  const intoRules = await api.send(
+    'POST',
+    `${base}/imports?audience_id=${rules.body.id as number}`,
+    'customer_id\nc1\n',
+    csv,
+  )
   expect(intoRules.status).toBe(422)
   // Audience members resolve through the compiler wherever an audience id works: push.
   const push = await api.send(

@@ -110,9 +110,10 @@ export class LocalFiles implements Files {
     await mkdir(dirname(full), { recursive: true })
     const tmp = `${full}.${randomUUID()}.tmp`
     try {
-      const handle = await open(tmp, 'w')
+      await pipeline(data, createWriteStream(tmp))
+      // fsync is per file, not per descriptor: the data written through the stream is synced.
+      const handle = await open(tmp, 'r+')
       try {
-        await pipeline(data, handle.createWriteStream({ autoClose: false }))
         await handle.sync()
       } finally {
         await handle.close()

@@ -15,7 +15,12 @@ export interface BodyKind {
 }
 
 const CSV_TYPES = new Set(['text/csv', 'application/csv'])
-const JSONL_TYPES = new Set(['application/x-ndjson', 'application/jsonl', 'application/json', 'application/x-jsonlines'])
+const JSONL_TYPES = new Set([
+  'application/x-ndjson',
+  'application/jsonl',
+  'application/json',
+  'application/x-jsonlines',
+])
 const GZIP_TYPES = new Set(['application/gzip', 'application/x-gzip'])
 const NEUTRAL_TYPES = new Set(['application/octet-stream', 'text/plain'])
 
@@ -41,12 +46,18 @@ export function bodyKind(
     format = formatParam
   } else if (CSV_TYPES.has(type)) format = 'csv'
   else if (JSONL_TYPES.has(type)) format = 'jsonl'
-  const known = type === '' || CSV_TYPES.has(type) || JSONL_TYPES.has(type) || GZIP_TYPES.has(type) || NEUTRAL_TYPES.has(type)
+  const known =
+    type === '' ||
+    CSV_TYPES.has(type) ||
+    JSONL_TYPES.has(type) ||
+    GZIP_TYPES.has(type) ||
+    NEUTRAL_TYPES.has(type)
   if (!known)
     throw unsupportedMediaType(
       `Content-Type must be text/csv, application/x-ndjson (JSON lines) or application/gzip, not ${type}`,
     )
-  if (!format) throw badRequest('say the format: a text/csv or application/x-ndjson Content-Type, or ?format=csv|jsonl')
+  if (!format)
+    throw badRequest('say the format: a text/csv or application/x-ndjson Content-Type, or ?format=csv|jsonl')
   return { format, declaredGzip: encoding === 'gzip' || encoding === 'x-gzip' || GZIP_TYPES.has(type) }
 }
 

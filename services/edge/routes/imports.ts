@@ -73,11 +73,18 @@ export function importRoutes(deps: ImportRouteDeps) {
     const check = new BodyCheck(deps.limits, declaredGzip)
     const source = Readable.fromWeb(body as import('node:stream/web').ReadableStream<Uint8Array>)
     source.on('error', (err) => check.destroy(err))
+    // The write below reports the check's first error; a second one (the inflater's, after the
+    // refusal) has nobody left to hear it.
+    check.on('error', () => undefined)
     try {
       await deps.files.putDurable(incoming, source.pipe(check))
     } catch (err) {
       if (err instanceof BodyRefused)
-        throw new SluiceError(err.status === 413 ? 'payload_too_large' : 'bad_request', err.status, err.message)
+        throw new SluiceError(
+          err.status === 413 ? 'payload_too_large' : 'bad_request',
+          err.status,
+          err.message,
+        )
       throw err
     }
     const facts = check.facts()
@@ -115,8 +122,10 @@ export function importRoutes(deps: ImportRouteDeps) {
     const path = `imports/${id}`
     await deps.files.move(incoming, path)
     let full: ImportJob = { v: 1, id, path, ...job }
-    if (existing && full.audience) full = { ...full, audience: { ...full.audience, audience_id: existing.audience_id } }
-    else if (prepare && full.audience) full = { ...full, audience: { ...full.audience, audience_id: await prepare() } }
+    if (existing && full.audience)
+      full = { ...full, audience: { ...full.audience, audience_id: existing.audience_id } }
+    else if (prepare && full.audience)
+      full = { ...full, audience: { ...full.audience, audience_id: await prepare() } }
     try {
       if (!existing) await deps.store.insert('imports', [newImportRow(full, Date.now())])
       await deps.bus.produce(deps.topic, [encodeImportJob(full)])
@@ -145,7 +154,11 @@ export function importRoutes(deps: ImportRouteDeps) {
     const orgId = c.get('principal').orgId
     const org = await deps.control.getOrg(orgId)
     if (!org) throw forbidden('the organization of this API key no longer exists')
-    const kind = bodyKind(c.req.header('Content-Type'), c.req.header('Content-Encoding'), c.req.query('format'))
+    const kind = bodyKind(
+      c.req.header('Content-Type'),
+      c.req.header('Content-Encoding'),
+      c.req.query('format'),
+    )
     const key = idempotencyKey(c)
     const { incoming, facts } = await receive(c, kind.declaredGzip)
     try {
@@ -158,7 +171,13 @@ export function importRoutes(deps: ImportRouteDeps) {
       throw err
     }
     const db = target ? target.profiledb_id : org.profiledb_id
-    const id = importId({ org: orgId, kind: 'profiles', target: String(db), idempotencyKey: key, sha256: facts.sha256 })
+    const id = importId({
+      org: orgId,
+      kind: 'profiles',
+      target: String(db),
+      idempotencyKey: key,
+      sha256: facts.sha256,
+    })
     return accept(
       c,
       incoming,
@@ -195,7 +214,8 @@ export function importRoutes(deps: ImportRouteDeps) {
     const raw = c.req.param('org_id') ?? ''
     if (!POSITIVE_INT.test(raw)) throw badRequest(`invalid org_id: ${JSON.stringify(raw)}`)
     const orgId = Number(raw)
-    if (orgId !== c.get('principal').orgId) throw forbidden(`org ${orgId} is not the organization of this API key`)
+    if (orgId !== c.get('principal').orgId)
+      throw forbidden(`org ${orgId} is not the organization of this API key`)
     return { orgId, target: await ownApp(c, c.req.param('app_id') ?? '') }
   }
 
@@ -215,15 +235,27 @@ export function importRoutes(deps: ImportRouteDeps) {
           `audience ${options.audience_id} is a rule audience; imports replace or add to static audiences only`,
         )
     }
-    const kind = bodyKind(c.req.header('Content-Type'), c.req.header('Content-Encoding'), c.req.query('format'))
+    const kind = bodyKind(
+      c.req.header('Content-Type'),
+      c.req.header('Content-Encoding'),
+      c.req.query('format'),
+    )
     const key = idempotencyKey(c)
     const { incoming, facts } = await receive(c, kind.declaredGzip)
     if (kind.format === 'csv' && options.id_type === null && !memberHeader(headerCells(facts.firstLine))) {
       await deps.files.remove(incoming)
-      throw badRequest('a CSV of members needs a header naming its column (customer_id, email or install_id), or ?id_type=')
+      throw badRequest(
+        'a CSV of members needs a header naming its column (customer_id, email or install_id), or ?id_type=',
+      )
     }
     const targetKey = `${target.app_id}\n${options.mode}\n${options.name ?? ''}\n${options.audience_id ?? ''}\n${options.id_type ?? ''}`
-    const id = importId({ org: orgId, kind: 'audience', target: targetKey, idempotencyKey: key, sha256: facts.sha256 })
+    const id = importId({
+      org: orgId,
+      kind: 'audience',
+      target: targetKey,
+      idempotencyKey: key,
+      sha256: facts.sha256,
+    })
     return accept(
       c,
       incoming,
@@ -276,11 +308,14 @@ function audienceOptions(c: Ctx): AudienceImportOptions {
     if (!name) throw badRequest('give ?name= to create a static audience, or ?audience_id= to change one')
     if (!charsAtMost(name, AUDIENCE_NAME_MAX))
       throw badRequest(`name must be at most ${AUDIENCE_NAME_MAX} characters`)
-    if (mode !== undefined && mode !== 'create') throw badRequest('mode applies with audience_id (replace or add)')
+    if (mode !== undefined && mode !== 'create')
+      throw badRequest('mode applies with audience_id (replace or add)')
     return { mode: 'create', name, audience_id: null, id_type: idType ?? null }
   }
-  if (!POSITIVE_INT.test(rawId)) throw badRequest(`invalid audience_id: ${JSON.stringify(rawId.slice(0, 32))}`)
+  if (!POSITIVE_INT.test(rawId))
+    throw badRequest(`invalid audience_id: ${JSON.stringify(rawId.slice(0, 32))}`)
   if (name) throw badRequest('give either name (create) or audience_id (replace or add), not both')
-  if (mode !== undefined && mode !== 'replace' && mode !== 'add') throw badRequest('mode must be replace or add')
+  if (mode !== undefined && mode !== 'replace' && mode !== 'add')
+    throw badRequest('mode must be replace or add')
   return { mode: mode ?? 'replace', name: null, audience_id: Number(rawId), id_type: idType ?? null }
 }
