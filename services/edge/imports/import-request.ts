@@ -64,7 +64,7 @@ export function bodyKind(
 /** The cells of a CSV header line; 400 when it does not parse. */
 export function headerCells(line: string): string[] {
   try {
-    const rows = parse(line, { bom: true, relax_quotes: true }) as string[][]
+    const rows: string[][] = parse(line, { bom: true, relax_quotes: true })
     return rows[0] ?? []
   } catch (err) {
     throw badRequest(`the CSV header does not parse: ${(err as Error).message}`)
