@@ -1,6 +1,17 @@
 import { randomBytes } from 'node:crypto'
 import type { Hono } from 'hono'
 import { ChdbStore } from '../pipelines/connectors/store/chdb-store.ts'
+import {
+  chdbCappedReads,
+  clickhouseCappedReads,
+  type CappedReads,
+} from '../pipelines/connectors/store/capped-reads.ts'
+import { ClickHouseStore } from '../pipelines/connectors/store/clickhouse-store.ts'
+import { QueryKeyLimits } from './edge/query/key-limits.ts'
+import { queryRoutes } from './edge/routes/query.ts'
+import { appRoutes } from './edge/routes/apps.ts'
+import { appSettingsAdminRoutes } from './edge/routes/app-settings-admin.ts'
+import { ConcurrencyLimit } from './shared/concurrency-limit.ts'
 import { DEFAULT_ASSET_LIMITS } from '../pipelines/campaigns/inapp-assets.ts'
 import { campaignSlotMembers } from '../pipelines/campaigns/slot-targets.ts'
 import { campaignTickJob } from '../pipelines/campaigns/tick-job.ts'
@@ -60,6 +71,8 @@ export interface RunningProcess {
   opsPort?: number
   adminToken?: string
   adminTokenGenerated: boolean
+  /** The edge's Hono app, when this process runs one (its route table is checked against the API document). */
+  edgeApp?: Hono<EdgeEnv>
   /** Graceful: stop accepting, drain requests, finish and commit batches, close adapters. */
   shutdown(): Promise<void>
 }
@@ -162,6 +175,7 @@ export async function startProcess(
         closers.push(async () => void process.off('SIGHUP', reload))
       }
       result.port = server.port
+      result.edgeApp = edge.app
       result.url = `${server.scheme}://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${server.port}`
     }
     if (roles.includes('edge') && runtime.store instanceof ChdbStore && token) {
@@ -319,9 +333,25 @@ export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | unde
     configs: new PushTransportConfigs(store, control),
     adminToken: secrets.adminToken,
   })
+  // The Query and Apps APIs share the per-key limits and the edge's turns on the engine.
+  const analysts = {
+    control,
+    store,
+    reads: analystReads(runtime),
+    limits: new QueryKeyLimits({
+      concurrent: config.SLUICE_QUERY_CONCURRENT_PER_KEY,
+      perMinute: config.SLUICE_QUERY_RATE_PER_KEY_PER_MIN,
+      perHour: config.SLUICE_QUERY_RATE_PER_KEY_PER_HOUR,
+      perDay: config.SLUICE_QUERY_RATE_PER_KEY_PER_DAY,
+    }),
+    engineTurns: new ConcurrencyLimit(config.SLUICE_QUERY_MAX_CONCURRENT),
+  }
   return {
     routers: [
       uploads.routes,
+      queryRoutes(analysts),
+      appRoutes(analysts),
+      appSettingsAdminRoutes({ control, store, adminToken: secrets.adminToken }),
       profiles,
       imports,
       audiences,
@@ -335,6 +365,19 @@ export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | unde
     start: () => shedder.start(),
     stop: () => shedder.stop(),
   }
+}
+
+/** The Query API's reads: under the engine's caps, off the pipelines' connections (capped-reads.ts). */
+function analystReads(runtime: Runtime): CappedReads {
+  const { store, config } = runtime
+  const caps = {
+    maxExecutionSeconds: config.SLUICE_QUERY_MAX_EXECUTION_SECONDS,
+    maxMemoryBytes: config.SLUICE_QUERY_MAX_MEMORY_BYTES,
+    maxThreads: config.SLUICE_QUERY_MAX_THREADS,
+  }
+  if (store instanceof ChdbStore) return chdbCappedReads(store, caps)
+  if (store instanceof ClickHouseStore) return clickhouseCappedReads(store, caps)
+  throw new Error(`no capped reads for a ${store.kind} store`)
 }
 
 /**
