@@ -159,7 +159,22 @@ export interface TargetRules {
   behavior: BehaviorRules | null
   /** null: no profile part (also when `profile` was sent with no criteria). */
   profile: ProfileRules | null
+  /**
+   * A static audience (docs/imports.md): its members are the app's installs named by these
+   * imported member lists (audience_list_members), and only those. Absent on rule audiences.
+   */
+  static?: StaticRules
 }
+
+export interface StaticRules {
+  /** Member lists (import ids), their union is the audience. */
+  lists: string[]
+}
+
+/** An import id: what names a member list. */
+export const LIST_ID = /^[A-Za-z0-9_-]{1,64}$/
+/** Lists one static audience may union (each `add` import adds one). */
+export const MAX_STATIC_LISTS = 100
 
 export interface RuleIssue {
   path: string
@@ -660,6 +675,18 @@ export const targetRulesSchema = z
       ),
       behavior: z.preprocess((v) => v ?? null, behaviorSchema.nullable()),
       profile: z.preprocess((v) => v ?? null, profileSchema.nullable()),
+      static: z
+        .object(
+          {
+            lists: z
+              .array(z.string().regex(LIST_ID, { error: 'a list id is 1..64 of A-Z a-z 0-9 _ -' }), {
+                error: 'lists must be an array of list ids',
+              })
+              .max(MAX_STATIC_LISTS, { error: `at most ${MAX_STATIC_LISTS} lists` }),
+          },
+          { error: 'static must be an object' },
+        )
+        .nullish(),
     },
     { error: 'target_rules must be an object' },
   )
@@ -668,6 +695,7 @@ export const targetRulesSchema = z
     targeting_type: t.targeting_type,
     behavior: t.behavior && t.behavior.rules.length > 0 ? t.behavior : null,
     profile: t.profile && t.profile.criteria.length > 0 ? t.profile : null,
+    ...(t.static && { static: { lists: [...new Set(t.static.lists)] } }),
   }))
 
 /** A JSON path: root, then `.field` and `[index]` segments. */

@@ -4,6 +4,13 @@ import { readStoredToken } from './admin-token.ts'
 import { PUSH_TRANSPORT_OPTIONS, PUSH_TRANSPORT_USAGE, pushTransportRequest } from './cli-push-transport.ts'
 import { ConfigError, loadConfig, type Config } from './config.ts'
 import { EXPORT_CLI_OPTIONS, EXPORT_CLI_USAGE, exportAdminRequest } from './cli-exports.ts'
+import {
+  IMPORT_CLI_OPTIONS,
+  IMPORT_CLI_USAGE,
+  importRequest,
+  ImportUsageError,
+  runImport,
+} from './cli-import.ts'
 import { currentNodeFlags, processMemoryWarning } from './shared/process-memory.ts'
 import type { Role } from './topology.ts'
 import type { Logger } from './shared/logger.ts'
@@ -34,7 +41,7 @@ const USAGE = `usage: sluice <command>
     admin dead-letters replay --id ID
 ${PUSH_TRANSPORT_USAGE}${EXPORT_CLI_USAGE}    (--url defaults to SLUICE_URL or http://127.0.0.1:$PORT; the token to
      SLUICE_ADMIN_TOKEN or the one stored in $SLUICE_DATA_DIR)
-`
+${IMPORT_CLI_USAGE}`
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv
@@ -54,6 +61,8 @@ async function main(argv: string[]): Promise<number> {
       return runMigrate(config)
     case 'admin':
       return runAdmin(config, rest)
+    case 'import':
+      return runImportCommand(config, rest)
     default:
       process.stderr.write(`unknown command: ${command}\n\n${USAGE}`)
       return 2
@@ -259,6 +268,43 @@ async function runAdmin(config: Config, args: string[]): Promise<number> {
 }
 
 class UsageError extends Error {}
+
+async function runImportCommand(config: Config, args: string[]): Promise<number> {
+  let parsed
+  try {
+    parsed = parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        url: { type: 'string' },
+        org: { type: 'string' },
+        name: { type: 'string' },
+        ...IMPORT_CLI_OPTIONS,
+      },
+    })
+  } catch (err) {
+    process.stderr.write(`sluice import: ${(err as Error).message}\n\n${USAGE}`)
+    return 2
+  }
+  const { positionals, values } = parsed
+  const key = values.key ?? process.env.SLUICE_API_KEY
+  const secret = values.secret ?? process.env.SLUICE_API_SECRET
+  let request
+  try {
+    if (!key || !secret)
+      throw new ImportUsageError('--key and --secret (or SLUICE_API_KEY and SLUICE_API_SECRET) are required')
+    request = importRequest(positionals[0], positionals[1], values)
+  } catch (err) {
+    if (!(err instanceof ImportUsageError)) throw err
+    process.stderr.write(`sluice import: ${err.message}\n\n${USAGE}`)
+    return 2
+  }
+  const base = values.url ?? process.env.SLUICE_URL ?? `http://127.0.0.1:${config.PORT}`
+  const auth = `Basic ${Buffer.from(`${key}:${secret}`).toString('base64')}`
+  const outcome = await runImport(base, auth, request, values.quiet ?? !process.stderr.isTTY)
+  process.stdout.write(JSON.stringify(outcome.output, null, 2) + '\n')
+  return outcome.ok ? 0 : 1
+}
 
 function needAppId(values: { 'app-id'?: string }): string {
   if (!values['app-id']) throw new UsageError('--app-id is required')

@@ -31,6 +31,7 @@ import { campaignRoutes } from './edge/routes/campaigns.ts'
 import { inappSdkRoutes } from './edge/routes/inapp-sdk.ts'
 import { exportEdgeRouters, exportJobs } from './edge/exports/export-area.ts'
 import { profileRoutes } from './edge/routes/profiles.ts'
+import { importRoutes } from './edge/routes/imports.ts'
 import { pushRoutes } from './edge/routes/push.ts'
 import { pushTransportAdminRoutes } from './edge/routes/push-transports-admin.ts'
 import { PushTransportConfigs } from './push/transport-configs.ts'
@@ -53,6 +54,7 @@ import { audiencesPipeline } from './worker/audiences.ts'
 import { exportsPipeline } from './worker/exports.ts'
 import { controlPipeline } from './worker/control.ts'
 import { ingestionPipeline } from './worker/ingestion.ts'
+import { importsPipeline } from './worker/imports.ts'
 import { profilesPipeline } from './worker/profiles.ts'
 import { pushPipeline } from './worker/push.ts'
 import type { TransportResolver } from '../pipelines/push/transport.ts'
@@ -273,6 +275,18 @@ export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | unde
       perCustomerPerMinute: config.SLUICE_PROFILE_RATE_PER_CUSTOMER_PER_MIN,
     },
   })
+  const imports = importRoutes({
+    bus,
+    store,
+    files: runtime.files,
+    control,
+    commands: runtime.commands,
+    topic: topology.topics.imports.topic,
+    limits: {
+      maxBytes: config.SLUICE_IMPORT_MAX_BYTES,
+      maxInflatedBytes: config.SLUICE_IMPORT_MAX_INFLATED_BYTES,
+    },
+  })
   const audiences = audienceRoutes({
     store,
     control,
@@ -339,6 +353,7 @@ export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | unde
       appRoutes(analysts),
       appSettingsAdminRoutes({ control, store, adminToken: secrets.adminToken }),
       profiles,
+      imports,
       audiences,
       campaigns,
       push,
@@ -402,6 +417,7 @@ export function workerPipelines(runtime: Runtime): WorkerPipeline[] {
     pushPipeline({ transports: pushTransports, members: pushMembers }),
     exportsPipeline,
     campaignsPipeline,
+    importsPipeline,
   ]
 }
 

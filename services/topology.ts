@@ -39,6 +39,7 @@ const MB = 1024 * 1024
  *   edge, scheduler ──► push-requests ──► push-planner ──► push-deliveries ──► push-sender ──► transports, store (push, worker)
  *   edge, control jobs ──► exports ──► export-writer ──► files, store      (exports, worker)
  *   campaign tick job ──► campaign-ticks (1 partition) ──► campaign-executor ──► store, push-requests (campaigns, worker)
+ *   edge ──► imports ──► import-processor ──► profile-changes (blocks, paced by the writer's lag), store (imports, worker)
  */
 export function topology(prefix: string, partitions: number) {
   const topic = (name: string, count = partitions): TopicSpec => ({
@@ -70,6 +71,11 @@ export function topology(prefix: string, partitions: number) {
     exports: topic('exports'),
     /** Wake-ups of the campaign executor (the campaign-tick job): one partition, one executor at a time. */
     campaignTicks: topic('campaign-ticks', 1),
+    /**
+     * Imports whose bodies the edge stored in the files port (edge): keyed by import, or by
+     * audience for audience imports so two imports into one audience apply in order.
+     */
+    imports: topic('imports'),
   }
   const stage = (
     name: string,
@@ -143,6 +149,11 @@ export function topology(prefix: string, partitions: number) {
       maxBatchRecords: 1000,
       maxBatchBytes: 1 * MB,
     }),
+    // One import a batch: an import is long work (minutes for 1 GB), paced by the profile writer.
+    importProcessor: stage('import-processor', 'import-processor', topics.imports, {
+      maxBatchRecords: 1,
+      maxBatchBytes: 1 * MB,
+    }),
   }
   const pipelines = {
     ingestion: {
@@ -160,9 +171,16 @@ export function topology(prefix: string, partitions: number) {
     },
     exports: { name: 'exports', topics: [topics.exports], stages: [stages.exportWriter] },
     campaigns: { name: 'campaigns', topics: [topics.campaignTicks], stages: [stages.campaignExecutor] },
+    imports: { name: 'imports', topics: [topics.imports], stages: [stages.importProcessor] },
   } satisfies Record<string, PipelineSpec>
   /** Couplings between flows: each is a promise one stage or role makes about another's backlog. */
   const couplings = {
+    /**
+     * A profile import hands its next round of blocks to the profile writer only when the writer's
+     * backlog is down to about one record per partition, so live PATCHes never queue behind a
+     * whole import (pipelines/imports/profile-import.ts).
+     */
+    importsWaitOnProfileWriter: { group: stages.profileWriter.group, topic: stages.profileWriter.topic },
     /**
      * The upload splitter waits (bounded) until the SDK builder has no backlog before it declares a
      * customer unknown: an app that uploads its SDK sessions and, a moment later, its server-side
@@ -196,6 +214,7 @@ export function topology(prefix: string, partitions: number) {
       ...pipelines.audiences.topics,
       topics.pushRequests,
       ...pipelines.exports.topics,
+      ...pipelines.imports.topics,
     ],
   }
 }

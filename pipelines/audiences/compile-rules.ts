@@ -10,6 +10,7 @@ import {
   type GroupOperator,
   type ProfileCriterion,
   type ProfileRules,
+  type StaticRules,
   type TargetRules,
 } from '../../schemas/audiences.ts'
 
@@ -383,7 +384,8 @@ function build(
   const parts: string[] = []
   if (behavior) parts.push(combine(ruleTests, behavior.behavior_rule_operator))
   if (profile) parts.push(combine(criterionTests, profile.operator))
-  const where = combine(parts, rules.behavior_profile_operator)
+  const ruled = combine(parts, rules.behavior_profile_operator)
+  const where = rules.static ? combine([staticMembership(params, rules.static, ctx), ruled], 'and') : ruled
 
   const pageFilter =
     page.afterInstall !== undefined ? ` AND install_uuid > ${params.bind('String', page.afterInstall)}` : ''
@@ -398,6 +400,25 @@ function build(
     `(SELECT push_token FROM invalid_push_tokens WHERE app_id = ${app})`
 
   return { from: `(${devices}) AS d ${joins.join(' ')}`, where, enabledPush, seen: 'se.seen' }
+}
+
+/**
+ * A static audience's members: the app's installs named by its lists, by install id, by customer
+ * id (every install of that customer), or by e-mail (every install of the customer whose org-level
+ * profile has that `$email`). Resolved when the query runs, so a listed customer who installs the
+ * app later is a member from then on.
+ */
+function staticMembership(params: Params, rules: StaticRules, ctx: AudienceContext): string {
+  const app = params.bind('String', ctx.appId)
+  const lists = params.bind('Array(String)', rules.lists)
+  const listed = (type: string) =>
+    `(SELECT identifier FROM audience_list_members WHERE app_id = ${app} AND list_id IN ${lists} AND id_type = '${type}')`
+  const orgDb = params.bind('UInt64', ctx.orgProfiledbId)
+  return (
+    `d.install_uuid IN ${listed('install_id')} OR (d.customer_id != '' AND (d.customer_id IN ${listed('customer_id')} ` +
+    `OR d.customer_id IN (SELECT customer_id FROM profiles FINAL WHERE profiledb_id = ${orgDb} AND deleted = 0 ` +
+    `AND email != '' AND email IN ${listed('email')})))`
+  )
 }
 
 const SETTINGS = 'SETTINGS join_use_nulls = 0, precise_float_parsing = 1'

@@ -5,6 +5,7 @@ import type { Store } from '../connectors/store/store.ts'
 import { deadLetter, PermanentError, type StageReport } from '../failures/outcome.ts'
 import { applyChanges, diffAttributes, type Attributes } from './apply-changes.ts'
 import { decodeCommand, type ProfileCommand } from './commands.ts'
+import { decodeImportBlock, isImportBlock, type ImportBlock } from '../imports/import-blocks.ts'
 import { attributesFromRow, toProfileRow, type ProfileRow } from './stored-profile.ts'
 
 export interface ProfileWriterDeps {
@@ -27,6 +28,23 @@ interface CurrentProfile {
   /** The latest receipt time among the requests applied so far. */
   updatedAt: number
   version: number
+}
+
+/** One request to apply: a PATCH or DELETE record, or one row of an import block. */
+interface Item {
+  record: BusRecord
+  command: ProfileCommand
+  /** The change log's key: the record's position, or the import row's (import id and line). */
+  changeId: string
+  block?: BlockTally
+}
+
+/** What a batch did with one import block: its receipt row in import_blocks. */
+interface BlockTally {
+  block: ImportBlock
+  rows: number
+  applied: number
+  ignored: number
 }
 
 interface ChangeRow {
@@ -62,8 +80,24 @@ export function profileWriter(deps: ProfileWriterDeps) {
   const now = deps.now ?? Date.now
   return async (batch: RecordBatch): Promise<StageReport> => {
     const report: StageReport = { outcomes: [] }
-    const groups = new Map<string, { record: BusRecord; command: ProfileCommand }[]>()
+    const groups = new Map<string, Item[]>()
+    const add = (item: Item) => {
+      const key = profileKey(item.command.db, item.command.customer)
+      const group = groups.get(key) ?? []
+      group.push(item)
+      groups.set(key, group)
+    }
+    const blocks: { record: BusRecord; block: ImportBlock }[] = []
     for (const record of batch.records) {
+      if (isImportBlock(record)) {
+        const decoded = decodeImportBlock(record)
+        if (decoded.ok) blocks.push({ record, block: decoded.block })
+        else {
+          deps.onUndecodable?.(record, decoded.reason)
+          report.outcomes.push({ record, outcome: deadLetter(new PermanentError(decoded.reason)) })
+        }
+        continue
+      }
       const decoded = decodeCommand(record)
       if (!decoded.ok) {
         deps.onUndecodable?.(record, decoded.reason)
@@ -71,10 +105,32 @@ export function profileWriter(deps: ProfileWriterDeps) {
         report.outcomes.push({ record, outcome: deadLetter(error) })
         continue
       }
-      const key = profileKey(decoded.command.db, decoded.command.customer)
-      const group = groups.get(key) ?? []
-      group.push({ record, command: decoded.command })
-      groups.set(key, group)
+      add({
+        record,
+        command: decoded.command,
+        changeId: `${record.topic}:${record.partition}:${record.offset}`,
+      })
+    }
+    const tallies: BlockTally[] = []
+    for (const { record, block } of await unappliedBlocks(deps.store, blocks)) {
+      const tally: BlockTally = { block, rows: block.rows.length, applied: 0, ignored: 0 }
+      tallies.push(tally)
+      for (const row of block.rows)
+        add({
+          record,
+          command: {
+            v: 1,
+            op: 'patch',
+            org: block.org,
+            db: block.db,
+            app: block.app,
+            customer: row.customer,
+            receivedAt: block.receivedAt,
+            changes: row.changes,
+          },
+          changeId: `import:${block.import}:${row.line}`,
+          block: tally,
+        })
     }
     if (groups.size === 0) return report
 
@@ -90,7 +146,7 @@ export function profileWriter(deps: ProfileWriterDeps) {
     for (const [key, group] of groups) {
       const stored = current.get(key)
       let attributes = stored?.attributes ?? null
-      let last: { record: BusRecord; command: ProfileCommand } | undefined
+      let last: Item | undefined
       let updatedAt = stored?.updatedAt ?? 0
       for (const item of group) {
         const { record, command } = item
@@ -100,8 +156,10 @@ export function profileWriter(deps: ProfileWriterDeps) {
           stored.partition === record.partition &&
           BigInt(record.offset) <= stored.offset &&
           command.receivedAt <= stored.updatedAt
-        )
+        ) {
+          if (item.block) item.block.applied++
           continue
+        }
         updatedAt = Math.max(updatedAt, command.receivedAt)
         const before = attributes
         let ignored: IgnoredChange[] = []
@@ -112,16 +170,16 @@ export function profileWriter(deps: ProfileWriterDeps) {
           attributes = result.attributes
           ignored = result.ignored
         }
-        const changeId = `${record.topic}:${record.partition}:${record.offset}`
+        const changeId = item.changeId
         if (ignored.length > 0) deps.onIgnored?.(command, ignored, changeId)
         const diff = diffAttributes(before, attributes)
         const deletedProfile = command.op === 'delete-profile' && before !== null
-        if (
-          Object.keys(diff.updates).length > 0 ||
-          diff.deletes.length > 0 ||
-          deletedProfile ||
-          ignored.length > 0
-        ) {
+        const changed = Object.keys(diff.updates).length > 0 || diff.deletes.length > 0 || deletedProfile
+        if (item.block) {
+          if (changed) item.block.applied++
+          else item.block.ignored++
+        }
+        if (changed || ignored.length > 0) {
           changeRows.push({
             profiledb_id: command.db,
             org_id: command.org,
@@ -168,12 +226,51 @@ export function profileWriter(deps: ProfileWriterDeps) {
     }
     if (changeRows.length > 0) await deps.store.insert('profile_changes', changeRows)
     if (profileRows.length > 0) await deps.store.insert('profiles', profileRows)
+    // Last: a block is marked applied only once its rows are (a crash before this applies it again,
+    // and the offsets the profile rows record make that a no-op for the rows already written).
+    if (tallies.length > 0)
+      await deps.store.insert(
+        'import_blocks',
+        tallies.map((t) => ({
+          import_id: t.block.import,
+          round: t.block.round,
+          block: t.block.block,
+          rows: t.rows,
+          applied: t.applied,
+          ignored: t.ignored,
+          applied_at: appliedAt,
+        })),
+      )
     deps.onApplied?.(applied)
     return report
   }
 }
 
 const profileKey = (db: number, customer: string) => `${db}\n${customer}`
+
+/**
+ * The import blocks not applied yet: a block the import processor handed on twice (it crashed
+ * between handing it on and noting so) is applied once, by its natural key in import_blocks.
+ */
+async function unappliedBlocks(
+  store: Store,
+  blocks: { record: BusRecord; block: ImportBlock }[],
+): Promise<{ record: BusRecord; block: ImportBlock }[]> {
+  if (blocks.length === 0) return []
+  const blockKey = (b: { import: string; round: number | string; block: number | string }) =>
+    `${b.import}\n${Number(b.round)}\n${Number(b.block)}`
+  const rows = await store.query<{ import: string; round: string; block: number }>(
+    `SELECT import_id AS import, round, block FROM import_blocks WHERE import_id IN {ids:Array(String)}`,
+    { ids: [...new Set(blocks.map((b) => b.block.import))] },
+  )
+  const done = new Set(rows.map(blockKey))
+  return blocks.filter(({ block }) => {
+    const key = blockKey(block)
+    if (done.has(key)) return false
+    done.add(key)
+    return true
+  })
+}
 
 /**
  * Which of these commands' customers the SDK has seen where their profile reads SDK state (the

@@ -37,6 +37,10 @@ export const CLUSTER_LAYOUT: Readonly<Record<string, TablePlacement>> = {
   export_cursors: { placement: 'everywhere', why: 'one row per export: small' },
   campaigns: { placement: 'everywhere', why: CONTROL },
   campaign_occurrences: { placement: 'everywhere', why: 'one row per occurrence of a campaign: small' },
+  audience_list_members: {
+    placement: 'everywhere',
+    why: 'static audiences: the audience compiler reads a list with IN beside devices of any shard (docs/imports.md)',
+  },
   invalid_push_tokens: {
     placement: 'everywhere',
     why: 'dead tokens only, and every push fan-out joins it against devices of any shard',

@@ -804,4 +804,106 @@ export const publicOperations: Operation[] = [
     responses: { 200: binary('the file', 'application/octet-stream') },
     errors: [403, 404],
   },
+  ...importOperations(),
 ]
+
+/** Imports (docs/imports.md): bodies are CSV or JSON lines, plain or gzip, up to 1 GiB. */
+function importOperations(): Operation[] {
+  const importIdParam = p('the import id', 'xljAmpkUAWM4R0PbFZEKFQ7W6cp')
+  const csvBody = {
+    schema: z.string(),
+    example: 'customer_id,plan,age,renewal:date,tags:set\ncust-42,gold,41,2025-12-31,vip|beta\n',
+    contentType: 'text/csv',
+    description:
+      'CSV with a header (or JSON lines as application/x-ndjson); gzip with Content-Encoding: gzip',
+  }
+  const accepted = json(
+    z.object({
+      import_id: z.string(),
+      state: z.string(),
+      audience_id: z.number().int().optional(),
+      duplicate: z.boolean().optional(),
+    }),
+    { import_id: 'xljAmpkUAWM4R0PbFZEKFQ7W6cp', state: 'queued' },
+    'the body is durable; the import is queued',
+  )
+  const receipt = json(
+    z.looseObject({
+      import_id: z.string(),
+      kind: z.enum(['profiles', 'audience']),
+      state: z.enum(['queued', 'processing', 'read', 'done', 'failed']),
+      rows_read: z.number().int(),
+      rows_applied: z.number().int(),
+      rows_ignored: z.number().int(),
+      rows_rejected: z.number().int(),
+      rejected_rows: z.array(z.looseObject({ line: z.number().int(), reason: z.string() })),
+    }),
+    {
+      import_id: 'xljAmpkUAWM4R0PbFZEKFQ7W6cp',
+      kind: 'profiles',
+      state: 'done',
+      rows_read: 2,
+      rows_applied: 1,
+      rows_ignored: 0,
+      rows_rejected: 1,
+      rejected_rows: [
+        { line: 3, customer_id: 'c4', reason: 'plan: string value is longer than 255 characters' },
+      ],
+    },
+  )
+  const profiles = { tag: 'imports', ...basic('profiles') } as const
+  return [
+    {
+      ...profiles,
+      method: 'post',
+      path: '/v1/imports/profiles',
+      summary: 'Import org-level profiles',
+      body: csvBody,
+      responses: { 202: accepted },
+      errors: [400, 403, 413, 415],
+    },
+    {
+      ...profiles,
+      method: 'post',
+      path: '/v1/apps/:app_id/imports/profiles',
+      summary: "Import an app's profiles",
+      params: { app_id: appKey },
+      body: csvBody,
+      responses: { 202: accepted },
+      errors: [400, 403, 413, 415],
+    },
+    {
+      ...profiles,
+      method: 'get',
+      path: '/v1/imports/:id',
+      summary: 'The receipt of a profile import',
+      params: { id: importIdParam },
+      responses: { 200: receipt },
+      errors: [404],
+    },
+    {
+      ...audience,
+      method: 'post',
+      path: `${audienceBase}/imports`,
+      summary: 'Import the members of a static audience (create, replace or add)',
+      query: z.object({
+        name: z.string().optional(),
+        audience_id: z.string().optional(),
+        mode: z.enum(['replace', 'add']).optional(),
+        id_type: z.enum(['customer_id', 'email', 'install_id']).optional(),
+      }),
+      body: { ...csvBody, example: 'customer_id\ncust-42\ncust-43\n' },
+      responses: { 202: accepted },
+      errors: [400, 403, 404, 413, 415, 422],
+    },
+    {
+      ...audience,
+      method: 'get',
+      path: `${audienceBase}/imports/:id`,
+      summary: 'The receipt of an audience import',
+      params: { ...audienceParams, id: importIdParam },
+      responses: { 200: receipt },
+      errors: [403, 404],
+    },
+  ]
+}

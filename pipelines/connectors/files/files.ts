@@ -13,4 +13,11 @@ export interface Files {
   exists(path: string): Promise<boolean>
   list(prefix: string): Promise<string[]>
   remove(path: string): Promise<void>
+  /**
+   * Like put, streamed, and durable when it resolves: the file and its directory are fsync'd (an
+   * import's body, promised by a 202). Rejects with the stream's error, leaving nothing behind.
+   */
+  putDurable(path: string, data: Readable): Promise<void>
+  /** Renames a file (durably); `to` is replaced if it exists. */
+  move(from: string, to: string): Promise<void>
 }

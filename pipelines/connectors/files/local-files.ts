@@ -104,4 +104,42 @@ export class LocalFiles implements Files {
   async remove(path: string): Promise<void> {
     await rm(this.resolvePath(path), { force: true })
   }
+
+  async putDurable(path: string, data: Readable): Promise<void> {
+    const full = this.resolvePath(path)
+    await mkdir(dirname(full), { recursive: true })
+    const tmp = `${full}.${randomUUID()}.tmp`
+    try {
+      await pipeline(data, createWriteStream(tmp))
+      // fsync is per file, not per descriptor: the data written through the stream is synced.
+      const handle = await open(tmp, 'r+')
+      try {
+        await handle.sync()
+      } finally {
+        await handle.close()
+      }
+      await rename(tmp, full)
+      await syncDirectory(dirname(full))
+    } catch (err) {
+      await rm(tmp, { force: true })
+      throw err
+    }
+  }
+
+  async move(from: string, to: string): Promise<void> {
+    const target = this.resolvePath(to)
+    await mkdir(dirname(target), { recursive: true })
+    await rename(this.resolvePath(from), target)
+    await syncDirectory(dirname(target))
+  }
+}
+
+/** A rename or a new file is durable once its directory is fsync'd. */
+async function syncDirectory(dir: string): Promise<void> {
+  const handle = await open(dir, constants.O_RDONLY)
+  try {
+    await handle.sync()
+  } finally {
+    await handle.close()
+  }
 }

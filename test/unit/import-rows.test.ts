@@ -1,0 +1,76 @@
+import { describe, expect, it } from 'vitest'
+import { csvRow, jsonRow, parseCsvHeader } from '../../pipelines/imports/profile-rows.ts'
+import { jsonMember, normaliseMember } from '../../pipelines/imports/audience-members.ts'
+
+describe('profile import rows', () => {
+  it('types CSV cells by the header and the PATCH rules; \\N deletes, empty leaves alone', () => {
+    const header = parseCsvHeader(['customer_id', 'n', 'd:date', 's:set', 'z:string', 'gone'], 'org')
+    expect(header.ok).toBe(true)
+    if (!header.ok) return
+    expect(csvRow(header.value, ['c1', '4.9', '2024-02-29T23:00:00+05:00', '1|2|1', '0042', '\\N'])).toEqual({
+      ok: true,
+      customer: 'c1',
+      changes: [
+        { index: 1, op: 'assign', attr: 'n', value: { type: 'integer', value: 4 } },
+        { index: 2, op: 'assign', attr: 'd', value: { type: 'date', value: '2024-02-29' } },
+        { index: 3, op: 'assign', attr: 's', value: { type: 'set', value: [1, 2] } },
+        { index: 4, op: 'assign', attr: 'z', value: { type: 'string', value: '0042' } },
+        { index: 5, op: 'delete', attr: 'gone' },
+      ],
+    })
+    expect(csvRow(header.value, ['c2', '', '2023-02-30', '', '', ''])).toEqual({
+      ok: false,
+      customer: 'c2',
+      reason: 'd: not a valid ISO 8601 date: "2023-02-30"',
+    })
+    expect(csvRow(header.value, ['c3', '1'])).toMatchObject({
+      ok: false,
+      reason: 'the row has 2 cells; the header has 6',
+    })
+  })
+
+  it('refuses headers without customer_id, with a key twice or a special key at app level', () => {
+    expect(parseCsvHeader(['plan'], 'org')).toEqual({
+      ok: false,
+      reason: 'the header has no customer_id column',
+    })
+    expect(parseCsvHeader(['customer_id', 'a', 'a:string'], 'org')).toEqual({
+      ok: false,
+      reason: 'the header names a twice',
+    })
+    expect(parseCsvHeader(['customer_id', '$email'], 'app').ok).toBe(false)
+  })
+
+  it('reads JSON lines in both PATCH syntaxes and rejects a row with any ignored item', () => {
+    expect(jsonRow('{"customer_id":"c","changes":[{"op":"increment","attr":"v","value":2}]}', 'org')).toEqual(
+      {
+        ok: true,
+        customer: 'c',
+        changes: [{ index: 0, op: 'increment', attr: 'v', by: 2 }],
+      },
+    )
+    expect(jsonRow('{"customer_id":"c","attributes":{"ok":1,"_x":2}}', 'org')).toEqual({
+      ok: false,
+      customer: 'c',
+      reason: "_x: attribute key must not begin with '_'",
+    })
+    expect(jsonRow('{"attributes":{"a":1}}', 'org')).toMatchObject({
+      ok: false,
+      reason: 'customer_id is missing',
+    })
+  })
+})
+
+describe('audience import members', () => {
+  it('normalises e-mails and UUID install ids as the tables hold them', () => {
+    expect(normaliseMember('email', ' Ann@Example.COM ')).toEqual({ ok: true, member: 'ann@example.com' })
+    expect(normaliseMember('install_id', '6F1C2A9E3B4D4E5F8A9B0C1D2E3F4A5B')).toEqual({
+      ok: true,
+      member: '6f1c2a9e-3b4d-4e5f-8a9b-0c1d2e3f4a5b',
+    })
+    expect(jsonMember('{"email":"x@y.z"}', 'customer_id')).toMatchObject({
+      ok: false,
+      reason: 'this import lists customer_ids; the line has email',
+    })
+  })
+})
