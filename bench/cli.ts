@@ -6,6 +6,7 @@ import { parseOptions, USAGE } from './options.ts'
 import { compareReport, loadResults } from './report.ts'
 import { runBaselines } from './run-baselines.ts'
 import { runScenarios } from './run-scenarios.ts'
+import { REPORTERS } from './reporters.ts'
 import { runPush } from './scenarios/push.ts'
 import { runSegmentation } from './scenarios/segmentation.ts'
 import { runCampaigns } from './scenarios/campaigns.ts'
@@ -53,7 +54,7 @@ async function main(argv: string[]): Promise<number> {
     await runScenarios(run, load)
   }
   // Every step that failed recorded an error.
-  return finishRun(run, run.results.errors.length > 0 ? 1 : 0)
+  return finishRun(run, run.results.errors.length > 0 ? 1 : 0, REPORTERS)
 }
 
 main(process.argv.slice(2)).then(

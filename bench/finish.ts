@@ -2,16 +2,16 @@ import { rmSync } from 'node:fs'
 import { relative } from 'node:path'
 import type { BenchRun } from './bench-run.ts'
 import { cpuSnapshot, cpuUse } from './machine.ts'
-import { buildFigures, formatFigure, writeResults, type BenchResults } from './report.ts'
+import { buildFigures, formatFigure, writeResults, type BenchResults, type Reporters } from './report.ts'
 
 /**
  * Ends a run: its results with their figures are written to the results directory, the data
  * directory removed (unless --keep-data), and the summary printed (the figures last). Gives `exitCode`.
  */
-export function finishRun(run: BenchRun, exitCode: number): number {
+export function finishRun(run: BenchRun, exitCode: number, reporters: Reporters): number {
   run.progress.stop()
-  const full = assembleResults(run)
-  writeReport(run.outDir, full)
+  const full = assembleResults(run, reporters)
+  writeReport(run.outDir, full, reporters)
   if (!run.options.keepData) rmSync(run.workDir, { recursive: true, force: true })
   else run.log(`data kept in ${run.workDir}`)
   process.stdout.write(summary(run, full))
@@ -19,18 +19,18 @@ export function finishRun(run: BenchRun, exitCode: number): number {
 }
 
 /** The run's results, stamped with its end, its wall time and CPU use, and their figures. */
-function assembleResults(run: BenchRun): BenchResults {
+function assembleResults(run: BenchRun, reporters: Reporters): BenchResults {
   const { results } = run
   results.run.wallMs = performance.now() - run.wallStart
   results.run.finishedAt = new Date().toISOString()
   results.run.cpu = cpuUse(run.cpuStart, cpuSnapshot())
-  return { ...results, figures: buildFigures(results) }
+  return { ...results, figures: buildFigures(results, reporters) }
 }
 
 /** results.json, report.md and the charts; a run whose results cannot be written still ends. */
-function writeReport(outDir: string, full: BenchResults): void {
+function writeReport(outDir: string, full: BenchResults, reporters: Reporters): void {
   try {
-    writeResults(outDir, full)
+    writeResults(outDir, full, reporters)
   } catch (err) {
     process.stderr.write(`could not write results to ${outDir}: ${String(err)}\n`)
   }

@@ -2,35 +2,17 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { BareResult, ChdbResult } from './baselines/run.ts'
 import type { SustainedResult } from './scenarios/sustained.ts'
+import { meets, type Figure, type ScenarioReporter, type Target } from './figures.ts'
 import type { CpuUse } from './machine.ts'
 import type { FreshnessResult } from './scenarios/freshness.ts'
 import type { OverloadResult } from './scenarios/overload.ts'
 import type { ProfilesResult } from './scenarios/profiles.ts'
 import type { SdkResult } from './scenarios/sdk.ts'
-import { pushFigures, pushLine, type PushResult } from './scenarios/push.ts'
-import { segmentationFigures, segmentationLine, type SegmentationResult } from './scenarios/segmentation.ts'
-import { campaignFigures, campaignLine, type CampaignResult } from './scenarios/campaigns.ts'
-import { exportFigures, exportLine, type ExportBenchResult } from './scenarios/exports.ts'
 import type { EdgeResult, EndToEndResult } from './scenarios/uploads.ts'
 import type { ThreadCpu } from './sluice.ts'
 import { ratesOfCounter, round, type LatencySummary } from './stats.ts'
+import { STAGES } from './freshness-stages.ts'
 import { barChart, lineChart, type BarGroup } from './svg.ts'
-
-export interface Target {
-  op: '>=' | '<='
-  value: number
-}
-
-export interface Figure {
-  name: string
-  value?: number
-  unit: string
-  target?: Target
-  met?: boolean
-  /** Extra words after the target (the overload's shed share and losses). */
-  detail?: string
-  skipped?: string
-}
 
 export interface BenchResults {
   version: 1
@@ -66,10 +48,8 @@ export interface BenchResults {
     profiles?: ProfilesResult
     overload?: OverloadResult
     sustained?: SustainedResult
-    segmentation?: SegmentationResult
-    push?: PushResult
-    campaigns?: CampaignResult
-    exports?: ExportBenchResult
+    /** The scenarios that run on their own (segmentation, push, ...): read by their ScenarioReporter. */
+    [name: string]: unknown
   }
   /** Wall time of each step, ms. */
   durations: Record<string, number>
@@ -83,15 +63,9 @@ export interface BenchResults {
 export const TARGETS = {
   edge_ratio: { op: '>=', value: 0.8 },
   e2e_ratio: { op: '>=', value: 1.0 },
-  freshness_p99_ms: { op: '<=', value: 1000 },
   rss_max_mb: { op: '<=', value: 1024 },
   sustained_rate_ratio: { op: '>=', value: 0.8 },
 } as const satisfies Record<string, Target>
-
-const meets = (value: number | undefined, target: Target) =>
-  value !== undefined &&
-  Number.isFinite(value) &&
-  (target.op === '>=' ? value >= target.value : value <= target.value)
 
 /** chdb's own INSERT … FORMAT JSONEachRow of a kind of body (e2e_ratio's baseline). */
 export function jsonBaseline(r: Pick<BenchResults, 'baselines'>, kind: string): ChdbResult | undefined {
@@ -128,8 +102,14 @@ export function cpuPerEvent(
   }
 }
 
-/** The headline figures, from a run's results. Ratios take the lower of the plain and gzip bodies. */
-export function buildFigures(r: Omit<BenchResults, 'figures'>): Figure[] {
+/** The scenarios' reporters, in the report's order (bench/cli.ts lists them). */
+export type Reporters = readonly ScenarioReporter<unknown>[]
+
+/**
+ * The headline figures, from a run's results: the ingestion scenarios', then each reporter's.
+ * Ratios take the lower of the plain and gzip bodies.
+ */
+export function buildFigures(r: Omit<BenchResults, 'figures'>, reporters: Reporters): Figure[] {
   const figures: Figure[] = []
   const why = (...steps: string[]) => steps.map((s) => r.skipped?.[s]).find(Boolean) ?? 'not measured'
   const fmtRatio = (v: number) => round(v, v < 0.1 ? 3 : 2)
@@ -244,25 +224,6 @@ export function buildFigures(r: Omit<BenchResults, 'figures'>): Figure[] {
         },
   )
 
-  const f = r.scenarios.freshness
-  const p50 = f?.freshnessMs.p50
-  const p99 = f?.freshnessMs.p99
-  const samples = f
-    ? `${f.samples} samples at ${Math.round((f.loadShare ?? 0.5) * 100)} % of the max sustained rate${f.timedOut > 0 ? `, ${f.timedOut} timed out` : ''}`
-    : ''
-  figures.push(
-    p50 === undefined
-      ? { name: 'freshness_p50_ms', unit: 'ms', skipped: why('freshness') }
-      : { name: 'freshness_p50_ms', unit: 'ms', value: Math.round(p50), detail: samples },
-  )
-  figures.push({
-    name: 'freshness_p99_ms',
-    unit: 'ms',
-    target: TARGETS.freshness_p99_ms,
-    met: meets(p99, TARGETS.freshness_p99_ms) && (f?.timedOut ?? 0) === 0,
-    ...(p99 === undefined ? { skipped: why('freshness') } : { value: Math.round(p99), detail: samples }),
-  })
-
   const p = r.scenarios.profiles
   if (!p || p.skipped !== undefined) {
     const reason = p?.skipped ?? why('profiles')
@@ -336,12 +297,9 @@ export function buildFigures(r: Omit<BenchResults, 'figures'>): Figure[] {
         `RSS max ${fmtN(sus.rssMaxMb)} MB (under 1024: ${rssOk ? 'yes' : 'no'})`,
     })
   }
-  figures.push(
-    ...segmentationFigures(r.scenarios.segmentation, why('segmentation'), r.run.profile === 'quick'),
-    ...pushFigures(r.scenarios.push, why('push')),
-    ...campaignFigures(r.scenarios.campaigns, why('campaigns'), r.run.profile === 'quick'),
-    ...exportFigures(r.scenarios.exports, why('exports'), r.run.profile === 'quick'),
-  )
+  const quick = r.run.profile === 'quick'
+  for (const reporter of reporters)
+    figures.push(...reporter.figures(r.scenarios[reporter.name], why(reporter.name), quick))
   return figures
 }
 
@@ -375,7 +333,7 @@ const threadText = (t: ThreadCpu | undefined) =>
 const cpuText = (c: CpuUse | undefined) =>
   c ? `sluice ${c.sluice.toFixed(2)}, bench ${c.bench.toFixed(2)}, other ${c.other.toFixed(2)}` : 'n/a'
 
-export function markdownReport(r: BenchResults): string {
+export function markdownReport(r: BenchResults, reporters: Reporters): string {
   const out: string[] = []
   const m = r.run.machine
   out.push(`# Sluice bench — ${r.run.id}`, '')
@@ -452,14 +410,6 @@ export function markdownReport(r: BenchResults): string {
   }
   for (const u of s.e2e) e2eRow(u)
   if (s.sustained) e2eRow(s.sustained)
-  if (s.freshness) {
-    const f = s.freshness
-    out.push(
-      '',
-      `- **freshness**: ${f.targetBodiesPerSecond.toFixed(1)} bodies/s (${fmtN(f.targetEventsPerSecond)} ev/s asked, ${Math.round((f.loadShare ?? 0.5) * 100)} % of the max sustained rate; ${fmtN(f.acceptedEventsPerSecond)} ev/s accepted) for ${fmtN(f.sendMs / 1000, 1)} s; ` +
-        `${f.samples} sampled uploads (${f.polls} receipt reads answered in ${lat(f.receiptReadMs)}), 202 → receipt done p50/p90/p99 ${lat(f.freshnessMs)}, max ${fmtN(f.freshnessMs.max)} ms${f.timedOut ? `, ${f.timedOut} timed out` : ''}${f.warmUp ? `; before them, ${fmtN(f.warmUp.ms / 1000, 1)} s of the same load from idle, not counted (${f.warmUp.freshnessMs.count} sampled, max ${fmtN(f.warmUp.freshnessMs.max ?? NaN)} ms)` : ''}; answers ${statusText(f.statuses)}${f.skipped ? `, ${f.skipped} sends skipped (client saturated)` : ''}; CPU ${cpuText(f.cpu)}.`,
-    )
-  }
   if (s.profiles) {
     const p = s.profiles
     if (p.skipped !== undefined) out.push('', `- **profiles**: skipped: ${p.skipped}.`)
@@ -487,10 +437,10 @@ export function markdownReport(r: BenchResults): string {
         `first minute ${fmtN(u.firstMinuteEventsPerSecond)} ev/s, last minute ${fmtN(u.lastMinuteEventsPerSecond)} ev/s; RSS max ${fmtN(u.rssMaxMb)} MB (chart: rate-sustained.svg).`,
     )
   }
-  if (s.segmentation) out.push('', segmentationLine(s.segmentation))
-  if (s.push) out.push('', pushLine(s.push))
-  if (s.campaigns) out.push('', campaignLine(s.campaigns))
-  if (s.exports) out.push('', exportLine(s.exports))
+  for (const reporter of reporters) {
+    const result = s[reporter.name]
+    if (result !== undefined) out.push('', reporter.summary(result))
+  }
   out.push('', '## Step durations', '', '| step | seconds |', '|---|---|')
   for (const [k, v] of Object.entries(r.durations)) out.push(`| ${k} | ${(v / 1000).toFixed(1)} |`)
   if (r.run.notes.length > 0) out.push('', '## Notes', '', ...r.run.notes.map((n) => `- ${n}`))
@@ -607,10 +557,10 @@ function everyNth<T>(samples: readonly T[], n: number): T[] {
   return out
 }
 
-export function writeResults(dir: string, r: BenchResults): void {
+export function writeResults(dir: string, r: BenchResults, reporters: Reporters): void {
   mkdirSync(dir, { recursive: true })
   writeFileSync(join(dir, 'results.json'), JSON.stringify(r, null, 2) + '\n')
-  writeFileSync(join(dir, 'report.md'), markdownReport(r))
+  writeFileSync(join(dir, 'report.md'), markdownReport(r, reporters))
   for (const [name, svg] of Object.entries(charts(r))) writeFileSync(join(dir, name), svg)
 }
 
@@ -646,7 +596,17 @@ function comparable(r: BenchResults): [string, number | undefined][] {
       rows.push([`${u.name} CPU us/event engine`, cpu.engine])
     }
   }
-  if (r.scenarios.freshness) rows.push(['freshness p50 ms', r.scenarios.freshness.freshnessMs.p50])
+  if (r.scenarios.freshness) {
+    const f = r.scenarios.freshness
+    rows.push(['freshness p50 ms', f.freshnessMs.p50])
+    rows.push(['freshness p90 ms', f.freshnessMs.p90])
+    rows.push(['freshness max ms', f.freshnessMs.max])
+    for (const stage of STAGES)
+      if (f.stages) {
+        rows.push([`freshness ${stage} p50 ms`, f.stages.stages[stage].p50])
+        rows.push([`freshness ${stage} p99 ms`, f.stages.stages[stage].p99])
+      }
+  }
   if (r.scenarios.sdk) rows.push(['sdk rows/s', r.scenarios.sdk.rowsPerSecond])
   if (r.scenarios.overload) rows.push(['overload shed share %', r.scenarios.overload.shedShare * 100])
   if (r.run.cpu) rows.push(['noise: other CPU (cores)', r.run.cpu.other])

@@ -4,6 +4,7 @@ import type { BodyInstance } from './generate.ts'
 import type { BenchLoad } from './load.ts'
 import { baselineLoad, floorLogDir } from './run-baselines.ts'
 import { settle, type BenchContext } from './scenarios/context.ts'
+import { stagesLine } from './freshness-stages.ts'
 import { freshness } from './scenarios/freshness.ts'
 import { overload } from './scenarios/overload.ts'
 import { profiles } from './scenarios/profiles.ts'
@@ -40,10 +41,10 @@ async function edgeBursts(run: BenchRun, load: BenchLoad, launcher: SluiceLaunch
   const ctx = await launcher.context(' (edge)', edgeSut, rssEdge, load)
   if (ctx) {
     // The very bodies the floor got (the plain templates as generated, gzip bodies as sent), cycled:
-    // until session 11 edge-plain made each body afresh (a 72 KB copy and new uuids per send, the
-    // e2e scenarios' source), CPU the bench's own process spent on the two cores the edge shares and
-    // the floor's client never spent. The edge instance does not read the events, so repeated uuids
-    // change nothing it does.
+    // making each body afresh (a 72 KB copy and new uuids per send, the e2e scenarios' source) costs
+    // the bench's own process CPU on the two cores the edge shares, which the floor's client never
+    // spends (0.66 against 0.34–0.47 of a core, measured at `9df4044`). The edge instance does not
+    // read the events, so repeated uuids change nothing it does.
     const sources = {
       plain: cycle(
         'plain',
@@ -80,7 +81,8 @@ async function edgeBursts(run: BenchRun, load: BenchLoad, launcher: SluiceLaunch
    * background work (timers, idle pipelines, the engine's threads) would otherwise take CPU from
    * the one timed. This machine's disk and CPU speed change within seconds (edge-plain against the
    * floor timed in one block of each, bracketed: 0.57, 0.83 and 1.04 in three edge-only runs of
-   * one commit, session 21), so each figure is the sum of windows spread over the same minutes.
+   * one commit, measured at `dc273f7`), so each figure is the sum of windows spread over the same
+   * minutes.
    */
   async function interleaved(
     ctx: BenchContext,
@@ -241,9 +243,11 @@ async function sustainedRateScenarios(
         eventsPerBody: profile.eventsPerPlainBody,
         maxSustainedEventsPerSecond: maxSustained,
         durationMs: profile.freshnessMs,
+        maxDurationMs: profile.freshnessMaxMs,
       })
       run.log(
-        `    ${r.targetBodiesPerSecond.toFixed(1)} bodies/s; ${r.samples} samples: p50 ${Math.round(r.freshnessMs.p50 ?? NaN)} ms, p99 ${Math.round(r.freshnessMs.p99 ?? NaN)} ms; answers ${JSON.stringify(r.statuses)}`,
+        `    ${r.targetBodiesPerSecond.toFixed(1)} bodies/s; ${r.samples} samples: p50 ${Math.round(r.freshnessMs.p50 ?? NaN)} ms, p90 ${Math.round(r.freshnessMs.p90 ?? NaN)} ms, p99 ${Math.round(r.freshnessMs.p99 ?? NaN)} ms, max ${Math.round(r.freshnessMs.max ?? NaN)} ms; answers ${JSON.stringify(r.statuses)}` +
+          (r.stages ? `\n    ${stagesLine(r.stages)}` : ''),
       )
       return r
     })

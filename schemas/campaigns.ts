@@ -36,7 +36,13 @@ export const CAMPAIGN_STATUSES = ['active', 'draft'] as const
 export const CONVERSION_OPERATORS = FILTER_OPERATORS
 export type ConversionOperator = (typeof CONVERSION_OPERATORS)[number]
 export const GROUP_OPERATORS = ['and', 'or'] as const
-export const CAMPAIGN_TYPES = ['everyone', 'audience', 'target_rules'] as const
+/**
+ * `saved_audience` is the original's name for targeting saved audiences (its campaign script sends
+ * it with `target_rules: {audiences: [id, …]}`); `audience` (with `audience_id`) is an alias of it.
+ */
+export const CAMPAIGN_TYPES = ['everyone', 'saved_audience', 'audience', 'target_rules'] as const
+/** Saved audiences one campaign may target (their union). */
+export const MAX_SAVED_AUDIENCES = 50
 export const DEVICES = ['phone', 'tablet'] as const
 export const DAYS_OF_WEEK = [
   'sunday',
@@ -94,6 +100,17 @@ export const conversionEvent = z.object({
     .transform((v) => v ?? undefined),
 })
 export type ConversionEvent = z.infer<typeof conversionEvent>
+
+/** `target_rules.audiences`: the saved audiences a campaign targets, by id (one or more). */
+export const savedAudienceIds = z
+  .array(
+    z
+      .number()
+      .int('must be an audience id (a positive integer)')
+      .positive('must be an audience id (a positive integer)'),
+  )
+  .min(1, 'must name at least one audience')
+  .max(MAX_SAVED_AUDIENCES, `must name at most ${MAX_SAVED_AUDIENCES} audiences`)
 
 export const audiences = z.object({
   campaign_type: z.enum(CAMPAIGN_TYPES).optional(),
@@ -274,7 +291,13 @@ export interface StoredConversionEvent {
 export interface StoredAudiences {
   campaign_type: (typeof CAMPAIGN_TYPES)[number]
   control_group_percent: number
+  /** One saved audience, as sent in `audience_id`. */
   audience_id?: number
+  /**
+   * Saved audiences as the original's script sends them (`target_rules.audiences`): answered in
+   * that shape; the campaign targets their union.
+   */
+  audience_ids?: number[]
   /** As the audience rules' parser canonicalised them. */
   target_rules?: unknown
   devices?: (typeof DEVICES)[number][]

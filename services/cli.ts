@@ -24,6 +24,9 @@ const USAGE = `usage: sluice <command>
     admin orgs create --name NAME        admin orgs list
     admin apps create --org ID --name NAME [--app-id KEY]
     admin apps list --org ID
+    admin apps set --app-id KEY [--time-zone ZONE] [--icon-url URL] [--label custom_N_dimension=LABEL ...]
+                                         (Apps and Query APIs: day boundaries, icon, custom dimension labels;
+                                          --label custom_N_dimension= removes a label)
     admin keys create --org ID [--scopes profiles,events,...]
     admin keys list --org ID             admin keys revoke --org ID --key API_KEY
     admin jobs list                      (latest run of each scheduled job)
@@ -164,13 +167,13 @@ async function startGovernor(config: Config, logger: Logger): Promise<MemoryGove
 }
 
 async function runMigrate(config: Config): Promise<number> {
-  const [{ openStore }, { migrate }] = await Promise.all([
+  const [{ openStore, migrateOptions }, { migrate }] = await Promise.all([
     import('./runtime.ts'),
     import('../pipelines/connectors/store/migrations.ts'),
   ])
   const store = await openStore(config, resolve(config.SLUICE_DATA_DIR))
   try {
-    const result = await migrate(store)
+    const result = await migrate(store, undefined, migrateOptions(config))
     process.stdout.write(JSON.stringify(result) + '\n')
     return 0
   } finally {
@@ -193,6 +196,9 @@ function parseAdminArgs(args: string[]) {
       stage: { type: 'string' },
       limit: { type: 'string' },
       id: { type: 'string' },
+      'time-zone': { type: 'string' },
+      'icon-url': { type: 'string' },
+      label: { type: 'string', multiple: true },
       ...PUSH_TRANSPORT_OPTIONS,
       ...EXPORT_CLI_OPTIONS,
     },
@@ -217,7 +223,7 @@ async function runAdmin(config: Config, args: string[]): Promise<number> {
   }
   const { positionals, values } = parsed
   const [resource, action] = positionals
-  const base = values.url ?? process.env.SLUICE_URL ?? `http://127.0.0.1:${config.PORT}`
+  const base = values.url ?? config.SLUICE_URL ?? `http://127.0.0.1:${config.PORT}`
   const token =
     values.token ?? config.SLUICE_ADMIN_TOKEN ?? (await readStoredToken(resolve(config.SLUICE_DATA_DIR)))
   const need = (name: 'org' | 'name' | 'key' | 'id'): string => {
@@ -254,11 +260,40 @@ async function runAdmin(config: Config, args: string[]): Promise<number> {
 
 class UsageError extends Error {}
 
+function needAppId(values: { 'app-id'?: string }): string {
+  if (!values['app-id']) throw new UsageError('--app-id is required')
+  return values['app-id']
+}
+
+/** `--label custom_0_dimension=Blood Type` (empty after `=`: remove the label). */
+function appSettingsBody(values: { 'time-zone'?: string; 'icon-url'?: string; label?: string[] }) {
+  const labels: Record<string, string | null> = {}
+  for (const entry of values.label ?? []) {
+    const eq = entry.indexOf('=')
+    if (eq <= 0) throw new UsageError(`--label ${entry}: expected custom_N_dimension=LABEL`)
+    const label = entry.slice(eq + 1)
+    labels[entry.slice(0, eq)] = label === '' ? null : label
+  }
+  return {
+    ...(values['time-zone'] !== undefined && { time_zone: values['time-zone'] }),
+    ...(values['icon-url'] !== undefined && { icon_url: values['icon-url'] }),
+    ...(Object.keys(labels).length > 0 && { custom_dimensions: labels }),
+  }
+}
+
 function adminRequest(
   resource: string | undefined,
   action: string | undefined,
   need: (name: 'org' | 'name' | 'key' | 'id') => string,
-  values: { 'app-id'?: string; scopes?: string; stage?: string; limit?: string },
+  values: {
+    'app-id'?: string
+    scopes?: string
+    stage?: string
+    limit?: string
+    'time-zone'?: string
+    'icon-url'?: string
+    label?: string[]
+  },
 ): { method: string; path: string; body?: unknown } {
   const org = () => encodeURIComponent(need('org'))
   switch (`${resource} ${action}`) {
@@ -274,6 +309,12 @@ function adminRequest(
       }
     case 'apps list':
       return { method: 'GET', path: `/orgs/${org()}/apps` }
+    case 'apps set':
+      return {
+        method: 'PUT',
+        path: `/apps/${encodeURIComponent(needAppId(values))}/settings`,
+        body: appSettingsBody(values),
+      }
     case 'keys create':
       return {
         method: 'POST',

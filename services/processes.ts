@@ -1,6 +1,17 @@
 import { randomBytes } from 'node:crypto'
 import type { Hono } from 'hono'
 import { ChdbStore } from '../pipelines/connectors/store/chdb-store.ts'
+import {
+  chdbCappedReads,
+  clickhouseCappedReads,
+  type CappedReads,
+} from '../pipelines/connectors/store/capped-reads.ts'
+import { ClickHouseStore } from '../pipelines/connectors/store/clickhouse-store.ts'
+import { QueryKeyLimits } from './edge/query/key-limits.ts'
+import { queryRoutes } from './edge/routes/query.ts'
+import { appRoutes } from './edge/routes/apps.ts'
+import { appSettingsAdminRoutes } from './edge/routes/app-settings-admin.ts'
+import { ConcurrencyLimit } from './shared/concurrency-limit.ts'
 import { DEFAULT_ASSET_LIMITS } from '../pipelines/campaigns/inapp-assets.ts'
 import { campaignSlotMembers } from '../pipelines/campaigns/slot-targets.ts'
 import { campaignTickJob } from '../pipelines/campaigns/tick-job.ts'
@@ -308,9 +319,25 @@ export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | unde
     configs: new PushTransportConfigs(store, control),
     adminToken: secrets.adminToken,
   })
+  // The Query and Apps APIs share the per-key limits and the edge's turns on the engine.
+  const analysts = {
+    control,
+    store,
+    reads: analystReads(runtime),
+    limits: new QueryKeyLimits({
+      concurrent: config.SLUICE_QUERY_CONCURRENT_PER_KEY,
+      perMinute: config.SLUICE_QUERY_RATE_PER_KEY_PER_MIN,
+      perHour: config.SLUICE_QUERY_RATE_PER_KEY_PER_HOUR,
+      perDay: config.SLUICE_QUERY_RATE_PER_KEY_PER_DAY,
+    }),
+    engineTurns: new ConcurrencyLimit(config.SLUICE_QUERY_MAX_CONCURRENT),
+  }
   return {
     routers: [
       uploads.routes,
+      queryRoutes(analysts),
+      appRoutes(analysts),
+      appSettingsAdminRoutes({ control, store, adminToken: secrets.adminToken }),
       profiles,
       audiences,
       campaigns,
@@ -323,6 +350,19 @@ export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | unde
     start: () => shedder.start(),
     stop: () => shedder.stop(),
   }
+}
+
+/** The Query API's reads: under the engine's caps, off the pipelines' connections (capped-reads.ts). */
+function analystReads(runtime: Runtime): CappedReads {
+  const { store, config } = runtime
+  const caps = {
+    maxExecutionSeconds: config.SLUICE_QUERY_MAX_EXECUTION_SECONDS,
+    maxMemoryBytes: config.SLUICE_QUERY_MAX_MEMORY_BYTES,
+    maxThreads: config.SLUICE_QUERY_MAX_THREADS,
+  }
+  if (store instanceof ChdbStore) return chdbCappedReads(store, caps)
+  if (store instanceof ClickHouseStore) return clickhouseCappedReads(store, caps)
+  throw new Error(`no capped reads for a ${store.kind} store`)
 }
 
 /**

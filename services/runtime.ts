@@ -6,7 +6,7 @@ import type { Files } from '../pipelines/connectors/files/files.ts'
 import { LocalFiles } from '../pipelines/connectors/files/local-files.ts'
 import { ChdbStore } from '../pipelines/connectors/store/chdb-store.ts'
 import { ClickHouseStore } from '../pipelines/connectors/store/clickhouse-store.ts'
-import { migrate } from '../pipelines/connectors/store/migrations.ts'
+import { migrate, type MigrateOptions } from '../pipelines/connectors/store/migrations.ts'
 import type { Store } from '../pipelines/connectors/store/store.ts'
 import { CommandClient, type CommandSender } from './control/command-client.ts'
 import { ControlStore } from './control/control-store.ts'
@@ -45,7 +45,7 @@ export async function openRuntime(config: Config, logger: Logger): Promise<Runti
   const bus = await openBus(config, dataDir, logger)
   const files = new LocalFiles(join(dataDir, 'files'))
   try {
-    const migrated = await migrate(store)
+    const migrated = await migrate(store, undefined, migrateOptions(config))
     if (migrated.applied.length > 0) logger.info({ applied: migrated.applied }, 'migrations applied')
   } catch (err) {
     await bus.close()
@@ -90,6 +90,13 @@ export async function openRuntime(config: Config, logger: Logger): Promise<Runti
   }
 }
 
+/** How migrations run: in their cluster form when CLICKHOUSE_CLUSTER names one. */
+export function migrateOptions(config: Config): MigrateOptions {
+  return config.CLICKHOUSE_CLUSTER
+    ? { cluster: { cluster: config.CLICKHOUSE_CLUSTER, database: config.CLICKHOUSE_DATABASE } }
+    : {}
+}
+
 export async function openStore(config: Config, dataDir: string): Promise<Store> {
   if (config.CLICKHOUSE_URL) {
     return ClickHouseStore.open({
@@ -97,6 +104,7 @@ export async function openStore(config: Config, dataDir: string): Promise<Store>
       username: config.CLICKHOUSE_USER,
       password: config.CLICKHOUSE_PASSWORD,
       database: config.CLICKHOUSE_DATABASE,
+      ...(config.CLICKHOUSE_CLUSTER ? { cluster: config.CLICKHOUSE_CLUSTER } : {}),
     })
   }
   return ChdbStore.open(join(dataDir, 'clickhouse'), config.CLICKHOUSE_DATABASE)

@@ -15,11 +15,11 @@ import { createGzipCheck } from '../../pipelines/events/gzip-check.ts'
  *
  * Every body is kept under a key of its own, after the last one already in the log (a server
  * started again on the same log directory continues it), as the edge instance's
- * local log keeps every body: nothing consumes it during the bench. Until session 21 the floor
- * overwrote a ring of 1,024 keys, which broke the promise (a body acknowledged and then overwritten
- * is lost) and kept its file at ~72 MB while the edge instance's file grew; on this machine
- * growing a file costs each commit's fdatasync a journal commit, ~150 µs of system CPU per 72 KB
- * body, which the ring never paid (bench/README.md, "Session 21").
+ * local log keeps every body: nothing consumes it during the bench. A ring of 1,024 keys (the floor
+ * before `661b68e`) breaks the promise (a body acknowledged and then overwritten is lost) and keeps
+ * its file at ~72 MB while the edge instance's file grows; growing a file costs each commit's
+ * fdatasync a journal commit, ~150 µs of system CPU per 72 KB body on the 2-core bench machine,
+ * which a ring never pays (docs/performance.md, "Measuring").
  */
 const [dir] = process.argv.slice(2)
 if (!dir) {

@@ -1,7 +1,7 @@
 import { runEngineChild } from '../engine-child.ts'
 import type { BenchRun } from '../bench-run.ts'
 import type { Progress } from '../progress.ts'
-import type { Figure } from '../report.ts'
+import type { Figure, ScenarioReporter } from '../figures.ts'
 import { round } from '../stats.ts'
 
 /** The audience: the issue's 1,000,000 installs, and a tenth for --quick. */
@@ -107,4 +107,11 @@ export async function runCampaigns(run: BenchRun): Promise<void> {
   if (!r) return
   run.results.scenarios.campaigns = r
   if (r.skipped === undefined) run.log(`  ${campaignLine(r).slice(2)}`)
+}
+
+/** How the report reads this scenario's result (bench/figures.ts). */
+export const campaignReporter: ScenarioReporter<CampaignResult> = {
+  name: 'campaigns',
+  figures: campaignFigures,
+  summary: campaignLine,
 }

@@ -26,7 +26,9 @@ export interface BenchProfile {
    */
   windowBodies: number
   drainMs: number
+  /** Freshness samples this long after its warm-up, at least, and on up to freshnessMaxMs until it has enough samples. */
   freshnessMs: number
+  freshnessMaxMs: number
   profilesMs: number
   profileCustomers: number
   /** Overload runs this long at most, */
@@ -49,20 +51,21 @@ export const PROFILES: Record<'quick' | 'full', BenchProfile> = {
     concurrency: 16,
     baselineMs: 2500,
     // 8 windows of 0.75 s a side: with 4, the same code scored edge-plain 0.76 in a whole run and
-    // 0.81 / 0.82 in two edge-only runs (session 22).
+    // 0.81 / 0.82 in two edge-only runs (measured at `5416786`).
     edgeMs: 6000,
     edgeWindows: 8,
     e2eMs: 10_000,
     window: 30_000,
     windowBodies: 12,
     drainMs: 30_000,
-    freshnessMs: 10_000,
+    freshnessMs: 20_000,
+    freshnessMaxMs: 45_000,
     profilesMs: 6000,
     profileCustomers: 5000,
     // Long enough for the backlog to pass SLUICE_MAX_BACKLOG_SECONDS at twice the sustained rate,
-    // then 3 s of shedding. 30 s stopped being enough once the engine got faster (session 7): the
-    // plain e2e rate, the overload's yardstick, undershoots what the pipeline takes in open loop,
-    // and the backlog's age reached 10 s only after ~33 s.
+    // then 3 s of shedding. 30 s is not enough since the engine's merges got cheaper (`9fec254`):
+    // the plain e2e rate, the overload's yardstick, undershoots what the pipeline takes in open
+    // loop, and the backlog's age reached 10 s only after ~33 s.
     overloadMs: 45_000,
     overloadAfterShedMs: 3000,
     overloadDrainMs: 40_000,
@@ -83,6 +86,7 @@ export const PROFILES: Record<'quick' | 'full', BenchProfile> = {
     windowBodies: 12,
     drainMs: 180_000,
     freshnessMs: 45_000,
+    freshnessMaxMs: 120_000,
     profilesMs: 30_000,
     profileCustomers: 40_000,
     overloadMs: 60_000,

@@ -2,7 +2,7 @@ import { runEngineChild } from '../engine-child.ts'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
 import type { BenchRun } from '../bench-run.ts'
-import type { Figure } from '../report.ts'
+import type { Figure, ScenarioReporter } from '../figures.ts'
 import { round } from '../stats.ts'
 
 /** The data sets: the issue's 1M rows, and a fifth of it for --quick. */
@@ -141,4 +141,11 @@ export function exportLine(r: ExportBenchResult): string {
     `- **exports** (${r.set}): log file ${side(r.log.sluice)} against the engine's JSONEachRow + gzip ${side(r.log.baseline)}; ` +
     `audience file ${side(r.audience.sluice)} against ${side(r.audience.baseline)}.`
   )
+}
+
+/** How the report reads this scenario's result (bench/figures.ts). */
+export const exportReporter: ScenarioReporter<ExportBenchResult> = {
+  name: 'exports',
+  figures: exportFigures,
+  summary: exportLine,
 }

@@ -3,7 +3,7 @@ import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import type { BenchRun } from '../bench-run.ts'
 import type { Progress } from '../progress.ts'
-import type { Figure } from '../report.ts'
+import type { Figure, ScenarioReporter } from '../figures.ts'
 import { round, summarize, type LatencySummary } from '../stats.ts'
 
 /** Installs of the broadcast: the issue's million, and a tenth of it for --quick. */
@@ -173,4 +173,11 @@ function cpuSplit(r: Extract<PushResult, { installs: number }>): string {
     `: JS main thread ${us(t['node-main'] ?? 0)}, libuv pool and V8 helpers ${us(t['node-other'] ?? 0)}, ` +
     `chdb queries ${us(t.ThreadPool ?? 0)}, merges ${us(t.MergeMutate ?? 0)}, other ${us(rest)} (threads sampled at 10 ms)`
   )
+}
+
+/** How the report reads this scenario's result (bench/figures.ts). */
+export const pushReporter: ScenarioReporter<PushResult> = {
+  name: 'push',
+  figures: pushFigures,
+  summary: pushLine,
 }

@@ -3,7 +3,7 @@ import { homedir } from 'node:os'
 import { join } from 'node:path'
 import type { BenchRun } from '../bench-run.ts'
 import type { Progress } from '../progress.ts'
-import type { Figure } from '../report.ts'
+import type { Figure, ScenarioReporter } from '../figures.ts'
 import { round, summarize, type LatencySummary } from '../stats.ts'
 
 /** The data sets: the issue's 1M installs / 20M events, and a tenth of it for --quick. */
@@ -31,7 +31,7 @@ export type SegmentationResult =
       handWrittenMs: LatencySummary
       /**
        * CPU time of the engine's process per query (all its threads), which contention inflates less
-       * than wall time (absent from results of before session 6).
+       * than wall time (absent from results written before `f373090`).
        */
       compiledCpuMs?: LatencySummary
       handWrittenCpuMs?: LatencySummary
@@ -214,4 +214,11 @@ export function segmentationLine(r: SegmentationResult): string {
     `(load average ${r.loadAverage?.toFixed(1)}); counts ${r.countsMatch ? 'equal' : 'DIFFER'} ` +
     `(${JSON.stringify(r.counts.compiled)}); data ${r.reused ? 'reused' : `generated in ${Math.round(r.generationMs / 1000)} s`} (${r.dataDir}).`
   )
+}
+
+/** How the report reads this scenario's result (bench/figures.ts). */
+export const segmentationReporter: ScenarioReporter<SegmentationResult> = {
+  name: 'segmentation',
+  figures: segmentationFigures,
+  summary: segmentationLine,
 }

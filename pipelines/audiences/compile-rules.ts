@@ -412,18 +412,39 @@ export function compileMembers(
   ctx: AudienceContext,
   page: MembersPage = {},
 ): CompiledQuery {
+  return compileMembersOfAny([rules], ctx, page)
+}
+
+/** The columns of a member row (compileMembers), over the FROM of `build`. */
+const memberColumns = (b: Built) =>
+  `d.install_uuid AS install_uuid, d.customer_id AS customer_id, d.platform AS platform, ` +
+  `d.push_token AS push_token, d.push_status AS push_status, d.device_timezone AS device_timezone, ` +
+  `toUInt8(${b.enabledPush}) AS has_push, se.last_session_at AS last_session_at`
+
+/**
+ * The members of any of several rule sets (a campaign targeting several saved audiences: their
+ * union), one row per install. Each rule set is its own SELECT; an install in several yields
+ * the same row in each (the row depends on the install only), so UNION DISTINCT keeps one.
+ */
+export function compileMembersOfAny(
+  rules: readonly TargetRules[],
+  ctx: AudienceContext,
+  page: MembersPage = {},
+): CompiledQuery {
+  if (rules.length === 0) throw new Error('compileMembersOfAny needs at least one rule set')
   const params = new Params()
-  const b = build(rules, ctx, params, page, 'members')
+  const branches = rules.map((r) => {
+    const b = build(r, ctx, params, page, 'members')
+    return `SELECT ${memberColumns(b)} FROM ${b.from} WHERE ${b.where}`
+  })
   const limit = page.limit !== undefined ? ` LIMIT ${params.bind('UInt64', page.limit)}` : ''
   const sql =
-    `SELECT d.install_uuid AS install_uuid, d.customer_id AS customer_id, d.platform AS platform, ` +
-    `d.push_token AS push_token, d.push_status AS push_status, d.device_timezone AS device_timezone, ` +
-    `toUInt8(${b.enabledPush}) AS has_push, se.last_session_at AS last_session_at ` +
-    `FROM ${b.from} WHERE ${b.where} ORDER BY install_uuid${limit} ${SETTINGS}`
+    branches.length === 1
+      ? `${branches[0]} ORDER BY install_uuid${limit} ${SETTINGS}`
+      : `SELECT * FROM (${branches.join(' UNION DISTINCT ')}) ORDER BY install_uuid${limit} ${SETTINGS}`
   return { sql, params: params.values }
 }
 
-/** One row: user_count (members), has_push (members with an enabled push token), seen_last_thirty. */
 export function compileCounts(rules: TargetRules, ctx: AudienceContext): CompiledQuery {
   const params = new Params()
   const b = build(rules, ctx, params, {}, 'counts')

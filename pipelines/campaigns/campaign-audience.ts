@@ -1,5 +1,5 @@
 import type { Store } from '../connectors/store/store.ts'
-import { compileMembers, type AudienceContext, type CompiledQuery } from '../audiences/compile-rules.ts'
+import { compileMembersOfAny, type AudienceContext, type CompiledQuery } from '../audiences/compile-rules.ts'
 import { readLiveAudience } from '../audiences/audience-reader.ts'
 import type { TargetRules } from '../../schemas/audiences.ts'
 import type { StoredAudiences } from '../../schemas/campaigns.ts'
@@ -25,18 +25,25 @@ export class AudienceGoneError extends Error {
   }
 }
 
+/**
+ * The rule sets whose members (their union) make the campaign's audience: one for everyone and
+ * inline rules, one per saved audience named (each as it is now). A saved audience gone: throws.
+ */
 export async function campaignRules(
   store: Store,
   scope: { orgId: number; appId: string },
   audiences: StoredAudiences,
-): Promise<TargetRules> {
-  if (audiences.target_rules) return audiences.target_rules as TargetRules
-  if (audiences.audience_id !== undefined) {
-    const saved = await readLiveAudience(store, scope.orgId, scope.appId, audiences.audience_id)
-    if (!saved) throw new AudienceGoneError(audiences.audience_id)
-    return JSON.parse(saved.target_rules) as TargetRules
+): Promise<TargetRules[]> {
+  if (audiences.target_rules) return [audiences.target_rules as TargetRules]
+  const ids = audiences.audience_id !== undefined ? [audiences.audience_id] : (audiences.audience_ids ?? [])
+  if (ids.length === 0) return [EVERYONE]
+  const out: TargetRules[] = []
+  for (const id of new Set(ids)) {
+    const saved = await readLiveAudience(store, scope.orgId, scope.appId, id)
+    if (!saved) throw new AudienceGoneError(id)
+    out.push(JSON.parse(saved.target_rules) as TargetRules)
   }
-  return EVERYONE
+  return out
 }
 
 /** The profile dbs an audience of this app reads (the app's and its org's); undefined: the app is gone. */
@@ -60,8 +67,12 @@ export async function audienceContext(
  * Whether one install is a member: the members query narrowed to it. The compiler's query ends
  * in its SETTINGS clause, which must stay the outermost query's.
  */
-export function memberCheck(rules: TargetRules, ctx: AudienceContext, installUuid: string): CompiledQuery {
-  const members = compileMembers(rules, ctx)
+export function memberCheck(
+  rules: readonly TargetRules[],
+  ctx: AudienceContext,
+  installUuid: string,
+): CompiledQuery {
+  const members = compileMembersOfAny(rules, ctx)
   const at = members.sql.lastIndexOf(' SETTINGS ')
   const inner = at >= 0 ? members.sql.slice(0, at) : members.sql
   const settings = at >= 0 ? members.sql.slice(at) : ''
@@ -73,7 +84,7 @@ export function memberCheck(rules: TargetRules, ctx: AudienceContext, installUui
 
 export async function isMember(
   store: Store,
-  rules: TargetRules,
+  rules: readonly TargetRules[],
   ctx: AudienceContext,
   installUuid: string,
 ): Promise<boolean> {

@@ -3,7 +3,7 @@ import type { PushRequestRecord } from '../../schemas/push.ts'
 import type { BusRecord, ProduceMessage } from '../connectors/bus/bus.ts'
 import type { Store } from '../connectors/store/store.ts'
 import { stringSet } from '../connectors/store/string-set.ts'
-import { compileMembers } from '../audiences/compile-rules.ts'
+import { compileMembersOfAny } from '../audiences/compile-rules.ts'
 import { deadLetter, PermanentError, type Outcome, type StageHandler } from '../failures/outcome.ts'
 import { capLookbackMs } from './assign-variant.ts'
 import { AudienceGoneError, audienceContext, campaignRules } from './campaign-audience.ts'
@@ -137,7 +137,7 @@ export function campaignExecutor(deps: ExecutorDeps): StageHandler {
     const planner = new OccurrencePlanner({ id: campaign.id, appId: campaign.app_id, body }, due, planId)
     let after: string | undefined
     for (;;) {
-      const query = compileMembers(rules, ctx, {
+      const query = compileMembersOfAny(rules, ctx, {
         ...(after !== undefined && { afterInstall: after }),
         limit: pageSize,
       })

@@ -72,7 +72,8 @@ export async function inappOffers(
     } catch {
       continue // its saved audience was deleted: it reaches no one
     }
-    if (rules !== EVERYONE && !(await isMember(store, rules, ctx, installUuid))) continue
+    if (!(rules.length === 1 && rules[0] === EVERYONE) && !(await isMember(store, rules, ctx, installUuid)))
+      continue
     offers.push({ campaign: row, body, creative, asset })
   }
   return offers

@@ -1,4 +1,9 @@
-import type { InappCampaignBody, PushCampaignBody, StoredPushSchedule } from '../../schemas/campaigns.ts'
+import type {
+  InappCampaignBody,
+  PushCampaignBody,
+  StoredAudiences,
+  StoredPushSchedule,
+} from '../../schemas/campaigns.ts'
 import type { CampaignRow } from './campaign-commands.ts'
 import { intervalStart } from './schedule-time.ts'
 
@@ -14,7 +19,15 @@ export function renderCampaign(row: Pick<CampaignRow, 'id' | 'channel' | 'body'>
   const schedule =
     row.channel === 'push' ? renderPushSchedule(body.schedule as StoredPushSchedule) : body.schedule
   const creatives = creatives_as_object ? body.creatives[0] : body.creatives
-  return { id: row.id, ...visible, schedule, creatives }
+  return { id: row.id, ...visible, audiences: renderAudiences(body.audiences), schedule, creatives }
+}
+
+/** Saved audiences named in `target_rules.audiences` are answered there, as the client sent them. */
+function renderAudiences(audiences: StoredAudiences): Record<string, unknown> {
+  const { audience_ids, ...rest } = audiences
+  if (!audience_ids) return rest
+  const { devices, ...head } = rest
+  return { ...head, target_rules: { audiences: audience_ids }, ...(devices && { devices }) }
 }
 
 function renderPushSchedule(schedule: StoredPushSchedule): StoredPushSchedule {

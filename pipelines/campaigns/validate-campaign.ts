@@ -3,6 +3,7 @@ import {
   CAMPAIGN_LIMITS,
   inappCampaignInput,
   pushCampaignInput,
+  savedAudienceIds,
   type ConversionFilter,
   type FrequencyAttribute,
   type Interval,
@@ -119,6 +120,16 @@ function conversion(
   return { event_name: input.event_name, ...(attributes && { conversion_attributes: attributes }) }
 }
 
+/** `target_rules` naming saved audiences (`{audiences: [id, …]}`, the original's shape), not rules. */
+function isSavedShape(rules: unknown): rules is Record<string, unknown> {
+  return rules !== null && typeof rules === 'object' && !Array.isArray(rules) && 'audiences' in rules
+}
+
+/**
+ * The audience of a campaign in one of its shapes: everyone, saved audiences (`audience_id`, or
+ * `target_rules.audiences` as the original's script sends it; `campaign_type` `saved_audience`
+ * or its alias `audience`), or inline rules. What was sent is what is answered.
+ */
 function audiencesOf(
   input: z.infer<typeof pushCampaignInput>['audiences'],
   channel: 'push' | 'inapp',
@@ -127,40 +138,77 @@ function audiencesOf(
 ): StoredAudiences {
   const hasId = input.audience_id !== null && input.audience_id !== undefined
   const hasRules = input.target_rules !== null && input.target_rules !== undefined
+  const savedShape = hasRules && isSavedShape(input.target_rules)
+  const type = input.campaign_type
+  const saved = type === 'saved_audience' || type === 'audience'
   if (hasId && hasRules)
     issues.push({ path: 'audiences', message: 'give audience_id or target_rules, not both' })
-  if (input.campaign_type === 'audience' && !hasId)
-    issues.push({ path: 'audiences.audience_id', message: 'is required when campaign_type is audience' })
-  if (input.campaign_type === 'target_rules' && !hasRules)
-    issues.push({ path: 'audiences.target_rules', message: 'is required when campaign_type is target_rules' })
-  if (input.campaign_type === 'audience' && hasRules)
-    issues.push({ path: 'audiences.target_rules', message: 'must be absent when campaign_type is audience' })
-  if (input.campaign_type === 'target_rules' && hasId)
+  if (saved && !hasId && !savedShape)
+    issues.push(
+      type === 'audience'
+        ? { path: 'audiences.audience_id', message: 'is required when campaign_type is audience' }
+        : {
+            path: 'audiences.target_rules.audiences',
+            message: 'is required when campaign_type is saved_audience (the ids of saved audiences)',
+          },
+    )
+  if (saved && hasRules && !savedShape)
     issues.push({
-      path: 'audiences.audience_id',
-      message: 'must be absent when campaign_type is target_rules',
+      path: 'audiences.target_rules',
+      message: `must name saved audiences ({"audiences": [id, …]}) when campaign_type is ${type}`,
+    })
+  if (type === 'target_rules' && !hasRules)
+    issues.push({ path: 'audiences.target_rules', message: 'is required when campaign_type is target_rules' })
+  if (type === 'target_rules' && (hasId || savedShape))
+    issues.push({
+      path: hasId ? 'audiences.audience_id' : 'audiences.target_rules.audiences',
+      message: 'must be absent when campaign_type is target_rules (inline rules): use saved_audience',
     })
   let rules: unknown
-  if (hasRules) {
+  let ids: number[] | undefined
+  if (savedShape) {
+    const { audiences: list, ...rest } = input.target_rules as Record<string, unknown>
+    const parsed = savedAudienceIds.safeParse(list)
+    if (parsed.success) ids = parsed.data
+    else issues.push(...zodIssues(parsed.error, ['audiences', 'target_rules', 'audiences']))
+    for (const key of Object.keys(rest))
+      issues.push({
+        path: `audiences.target_rules.${key}`,
+        message: 'cannot be combined with audiences: target saved audiences or give rules, not both',
+      })
+  } else if (hasRules) {
     const parsed = parseRules(input.target_rules)
     if (parsed.ok) rules = parsed.rules
     else
       for (const issue of parsed.issues)
         issues.push({ path: prefixPath('audiences.target_rules', issue.path), message: issue.message })
   }
-  // The original's own example sends campaign_type everyone together with target_rules: the rules apply.
-  const campaign_type = input.campaign_type ?? (hasId ? 'audience' : hasRules ? 'target_rules' : 'everyone')
+  // The original's own example sends campaign_type everyone together with target_rules: the rules
+  // (or the saved audiences) apply. Absent, the type is read from the shape.
+  const campaign_type =
+    type ?? (hasId ? 'audience' : savedShape ? 'saved_audience' : hasRules ? 'target_rules' : 'everyone')
   return {
     campaign_type,
     control_group_percent: input.control_group_percent,
     ...(hasId && { audience_id: input.audience_id! }),
-    ...(hasRules && { target_rules: rules }),
+    ...(ids && { audience_ids: ids }),
+    ...(rules !== undefined && { target_rules: rules }),
     // A push campaign may carry devices (the spec's audience shape has it); pushes go to every
     // device with a push token, so it is kept and answered, never used.
     ...(channel === 'inapp'
       ? { devices: [...new Set(input.devices ?? (['phone', 'tablet'] as const))] }
       : input.devices && { devices: [...new Set(input.devices)] }),
   }
+}
+
+/** The saved audiences a campaign names (audience_id or target_rules.audiences), with the path of each. */
+export function savedAudiencesOf(audiences: StoredAudiences): { id: number; path: string }[] {
+  if (audiences.audience_id !== undefined)
+    return [{ id: audiences.audience_id, path: 'audiences.audience_id' }]
+  return (audiences.audience_ids ?? []).map((id, i) => ({
+    id,
+    path: `audiences.target_rules.audiences[${i}]`,
+  }))
 }
 
 /** `audiences.target_rules` + the parser's own path (a string, or a list of keys and indexes). */
@@ -183,39 +231,47 @@ function frequency(items: readonly FrequencyAttribute[] | null | undefined): Sto
 
 const DAY_INDEX = ['sunday', 'monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday'] as const
 
+/**
+ * Intervals as clients send them (docs/campaigns.md, "Recurring"). `day_of_week` decides a weekly
+ * interval's day; `on_day` is kept and answered whatever it holds, and read only where no
+ * `day_of_week` is given: a weekly interval's day of the week (0 or 7 = sunday, 1 = monday … 6 =
+ * saturday: the 0-based and the ISO numbering agree there), a monthly interval's day of the month.
+ * A client sending both is never refused over what its `on_day` counts.
+ */
 function intervals(items: readonly Interval[], at: string, issues: Issue[]): StoredInterval[] {
   return items.map((item, i) => {
     const path = `${at}[${i}]`
     const dow = item.day_of_week ?? undefined
     const onDay = item.on_day ?? undefined
+    const kept = {
+      ...(dow !== undefined && { day_of_week: dow }),
+      ...(onDay !== undefined && { on_day: onDay }),
+    }
     if (item.interval === 'weekly') {
-      if (dow === undefined && onDay === undefined)
+      if (dow !== undefined) return { interval: 'weekly', ...kept }
+      if (onDay === undefined) {
         issues.push({ path: `${path}.day_of_week`, message: 'is required for a weekly interval' })
-      if (onDay !== undefined && (onDay < 0 || onDay > 6))
-        issues.push({
-          path: `${path}.on_day`,
-          message: 'of a weekly interval is a day of the week, 0 (sunday)..6',
-        })
-      else if (dow !== undefined && onDay !== undefined && DAY_INDEX[onDay] !== dow)
-        issues.push({
-          path: `${path}.on_day`,
-          message: `says ${DAY_INDEX[onDay]} but day_of_week says ${dow}`,
-        })
-      const day = dow ?? (onDay !== undefined ? DAY_INDEX[onDay] : undefined)
-      return {
-        interval: 'weekly',
-        ...(day && { day_of_week: day }),
-        ...(onDay !== undefined && { on_day: onDay }),
+        return { interval: 'weekly' }
       }
+      if (onDay < 0 || onDay > 7) {
+        issues.push({
+          path: `${path}.on_day`,
+          message:
+            'of a weekly interval without day_of_week is a day of the week, 0 or 7 (sunday), 1 (monday)..6',
+        })
+        return { interval: 'weekly', on_day: onDay }
+      }
+      // The day Sluice read on_day as is answered too, so the client sees it.
+      return { interval: 'weekly', day_of_week: DAY_INDEX[onDay % 7]!, on_day: onDay }
     }
     if (item.interval === 'monthly') {
       if (onDay === undefined)
         issues.push({ path: `${path}.on_day`, message: 'is required for a monthly interval' })
       else if (onDay < 1 || onDay > 31)
         issues.push({ path: `${path}.on_day`, message: 'of a monthly interval is a day of the month, 1..31' })
-      return { interval: 'monthly', ...(onDay !== undefined && { on_day: onDay }) }
+      return { interval: 'monthly', ...kept }
     }
-    return { interval: 'daily' }
+    return { interval: 'daily', ...kept }
   })
 }
 

@@ -24,6 +24,12 @@ import {
   type PushTransportRow,
 } from './push-transports.ts'
 import {
+  appSettingsApps,
+  applyAppSettingsCommand,
+  type AppSettingsRow,
+  type AppSettingsState,
+} from './app-settings.ts'
+import {
   applyExportCommand,
   copyExportState,
   emptyExportState,
@@ -88,6 +94,7 @@ export interface ControlWrites {
   audiences: AudienceRow[]
   campaigns: CampaignRow[]
   push_transports: PushTransportRow[]
+  app_settings: AppSettingsRow[]
   export_jobs: ExportJobRow[]
   export_plans: ExportPlanRow[]
 }
@@ -100,6 +107,7 @@ export const CONTROL_TABLES = [
   'audiences',
   'campaigns',
   'push_transports',
+  'app_settings',
   'export_jobs',
   'export_plans',
 ] as const satisfies readonly (keyof ControlWrites)[]
@@ -112,6 +120,7 @@ export const noWrites = (): ControlWrites => ({
   audiences: [],
   campaigns: [],
   push_transports: [],
+  app_settings: [],
   export_jobs: [],
   export_plans: [],
 })
@@ -131,6 +140,8 @@ export interface ControlState {
   campaigns?: CampaignState
   /** Of the apps push-transport commands name, their org and transport rows; absent: none. */
   pushTransports?: ReadonlyMap<string, PushTransportAppState>
+  /** Of the apps set-app-settings commands name, their org and settings row; absent: none. */
+  appSettings?: ReadonlyMap<string, AppSettingsState>
   /** Export jobs and plans of the orgs the commands name (export-commands.ts); absent: none. */
   exports?: ExportControlState
 }
@@ -143,6 +154,7 @@ export interface StateNeeds {
   audienceIds: number[]
   campaigns: CampaignNeeds
   pushTransportApps: string[]
+  appSettingsApps: string[]
   exports: ExportStateNeeds
 }
 
@@ -166,6 +178,7 @@ export function stateNeeds(commands: readonly ControlCommand[]): StateNeeds {
     audienceIds: audienceIdsNamed(commands),
     campaigns: campaignNeeds(commands),
     pushTransportApps: pushTransportApps(commands),
+    appSettingsApps: appSettingsApps(commands),
     exports: exportStateNeeds(commands),
   }
 }
@@ -195,6 +208,7 @@ export function applyCommands(
     audiences: copyAudienceState(state.audiences),
     campaigns: copyCampaignState(state.campaigns ?? emptyCampaignState()),
     pushTransports: new Map(state.pushTransports ?? []),
+    appSettings: new Map(state.appSettings ?? []),
     exports: copyExportState(state.exports ?? emptyExportState()),
   }
   const seen = new Set<string>()
@@ -215,6 +229,7 @@ interface MutableState {
   audiences: MutableAudienceState
   campaigns: CampaignState
   pushTransports: Map<string, PushTransportAppState>
+  appSettings: Map<string, AppSettingsState>
   exports: MutableExportState
 }
 
@@ -288,6 +303,8 @@ function applyOne(s: MutableState, command: ControlCommand, jobs: ReadonlySet<st
     case 'set-push-transport':
     case 'remove-push-transport':
       return done(applyPushTransportCommand(s.pushTransports, command, writes))
+    case 'set-app-settings':
+      return done(applyAppSettingsCommand(s.appSettings, command, writes))
     case 'run-job': {
       const { job, period_start } = command.payload
       if (!jobs.has(job)) return done(refused(404, `unknown job ${job}`))

@@ -6,6 +6,7 @@ import { SCOPES } from '../../schemas/admin.ts'
 import { audiencePayloads } from '../audiences/audience-payloads.ts'
 import { campaignPayloads } from '../campaigns/campaign-commands.ts'
 import { pushTransportPayloads } from './push-transports.ts'
+import { appSettingsPayloads } from './app-settings.ts'
 import { exportPayloads } from '../exports/export-payloads.ts'
 
 /**
@@ -40,6 +41,7 @@ const payloads = {
   ...audiencePayloads,
   ...campaignPayloads,
   ...pushTransportPayloads,
+  ...appSettingsPayloads,
   ...exportPayloads,
 } as const
 

@@ -12,6 +12,7 @@ import type { Scope } from '../../schemas/admin.ts'
 import { readAudienceState } from '../audiences/audience-state.ts'
 import { readCampaignState } from '../campaigns/campaign-state.ts'
 import { readPushTransportState } from './push-transports.ts'
+import { readAppSettingsState } from './app-settings.ts'
 import { readExportState } from '../exports/export-control-state.ts'
 
 /**
@@ -20,22 +21,27 @@ import { readExportState } from '../exports/export-control-state.ts'
  * another writer: the next id is max + 1 for as long as this owner holds the partition.
  */
 export async function readState(store: Store, needs: StateNeeds): Promise<ControlState> {
-  const [maxIds, orgs, apps, keys, audiences, campaigns, pushTransports, exports] = await Promise.all([
-    store.query<{ orgs: number | string; dbs: number | string }>(
-      'SELECT (SELECT max(id) FROM orgs) AS orgs, (SELECT max(id) FROM profile_dbs) AS dbs',
-    ),
-    needs.orgIds.length === 0
-      ? []
-      : store.query<{ id: number | string }>('SELECT DISTINCT id FROM orgs WHERE id IN {ids:Array(UInt64)}', {
-          ids: needs.orgIds,
-        }),
-    needs.appIds.length === 0 ? [] : readApps(store, needs.appIds),
-    needs.apiKeys.length === 0 ? [] : readKeys(store, needs.apiKeys),
-    readAudienceState(store, needs.audienceIds),
-    readCampaignState(store, needs.campaigns),
-    readPushTransportState(store, needs.pushTransportApps),
-    readExportState(store, needs.exports),
-  ])
+  const [maxIds, orgs, apps, keys, audiences, campaigns, pushTransports, exports, appSettings] =
+    await Promise.all([
+      store.query<{ orgs: number | string; dbs: number | string }>(
+        'SELECT (SELECT max(id) FROM orgs) AS orgs, (SELECT max(id) FROM profile_dbs) AS dbs',
+      ),
+      needs.orgIds.length === 0
+        ? []
+        : store.query<{ id: number | string }>(
+            'SELECT DISTINCT id FROM orgs WHERE id IN {ids:Array(UInt64)}',
+            {
+              ids: needs.orgIds,
+            },
+          ),
+      needs.appIds.length === 0 ? [] : readApps(store, needs.appIds),
+      needs.apiKeys.length === 0 ? [] : readKeys(store, needs.apiKeys),
+      readAudienceState(store, needs.audienceIds),
+      readCampaignState(store, needs.campaigns),
+      readPushTransportState(store, needs.pushTransportApps),
+      readExportState(store, needs.exports),
+      readAppSettingsState(store, needs.appSettingsApps),
+    ])
   return {
     maxIds: { orgs: Number(maxIds[0]?.orgs ?? 0), profile_dbs: Number(maxIds[0]?.dbs ?? 0) },
     orgs: new Set(orgs.map((r) => Number(r.id))),
@@ -46,6 +52,7 @@ export async function readState(store: Store, needs: StateNeeds): Promise<Contro
     audiences,
     campaigns,
     pushTransports,
+    appSettings,
     exports,
   }
 }
@@ -112,6 +119,8 @@ export function mergeWrites(all: readonly ControlWrites[]): ControlWrites {
     merged.campaigns.push(...(w.campaigns ?? []))
     // Journals written before push transports existed have no such list.
     merged.push_transports.push(...(w.push_transports ?? []))
+    // Journals written before app settings existed have none.
+    merged.app_settings.push(...(w.app_settings ?? []))
     // Journals written before exports existed have no such lists.
     merged.export_jobs.push(...(w.export_jobs ?? []))
     merged.export_plans.push(...(w.export_plans ?? []))

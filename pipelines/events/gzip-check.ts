@@ -10,12 +10,12 @@ export type GzipCheck = (body: Buffer, maxBytes: number) => Promise<GunzipCheck>
  * Why not node:zlib (checkGzip): its stream allocates a fresh 256 KB Buffer for every chunk of
  * output, ~2.3 MB per bench body, dropped at once. On the edge's main thread that external memory
  * paced V8's collections of the whole heap: a major collection every ~50 gzip uploads, and V8's
- * threads spent as much CPU as the inflation (issue 17, session 20). On a thread of its own the
- * garbage stays, tens of MB of it, until that isolate's external memory passes V8's limit
- * (session 12). Inflating into fixed memory leaves no garbage at all: paired with node:zlib's
- * check, edge only, 23 % less CPU per gzip upload and 29 % more uploads a second, no major
- * collection. The memory: up to `concurrency` contexts of ~2.6 MB while checks run, freed after
- * 5 s without one.
+ * threads spent as much CPU as the inflation (issue 17; measured at `2ae33ee`). On a thread of its
+ * own the garbage stays, tens of MB of it, until that isolate's external memory passes V8's limit
+ * (measured at `c19175a`). Inflating into fixed memory leaves no garbage at all: paired with
+ * node:zlib's check, edge only, 23 % less CPU per gzip upload and 29 % more uploads a second, no
+ * major collection. The memory: up to `concurrency` contexts of ~2.6 MB while checks run, freed
+ * after 5 s without one.
  *
  * Falls back to checkGzip where koffi cannot load (the answers are the same; a test holds both
  * to it), and says so through `onFallback`.
@@ -59,7 +59,7 @@ const INPUT_WINDOW = 512 * 1024
  * Inflated bytes per call. Each call through koffi costs the event loop more than a node:zlib chunk
  * does, so a call inflates a whole typical body (~2.3 MB in the bench takes two): with 256 KB
  * windows the check saved 15 % of the edge's CPU per gzip upload, with 2 MB 23 % (paired runs,
- * session 20).
+ * measured at `2ae33ee`).
  */
 const OUTPUT_WINDOW = 2 * 1024 * 1024
 /** Contexts kept while no check runs; after that their ~2.6 MB each go back to malloc. */

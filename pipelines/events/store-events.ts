@@ -2,12 +2,13 @@ import type { RowPieces, Store } from '../connectors/store/store.ts'
 import { stringSet } from '../connectors/store/string-set.ts'
 import { copyRow, rowLength } from './event-block.ts'
 import { RecentKeys } from './recent-keys.ts'
-import { classifyBatch, type WriterItem } from './classify-stored.ts'
+import { classifyBatch } from './classify-stored.ts'
 import { decideScreened, Screened, screenBatch } from './screen-batch.ts'
 import { EVENT_ROW_BINARY, eventKey } from './event-row.ts'
 import type { KeyFilter } from './key-filter.ts'
 import type { StoredKeys } from './stored-keys.ts'
 import type { RejectRow } from './upload-outcomes.ts'
+import type { WriterItem } from './writer-item.ts'
 
 export interface EventStoreDeps {
   store: Store
@@ -153,7 +154,7 @@ export function eventStore(deps: EventStoreDeps): EventStore {
     // than it saves. No replacing pass over the block on its way into `event_uuid_index` (a
     // ReplacingMergeTree): a write stores each (app, uuid) once, and the index's readers take the
     // earliest row of a key whatever its merges have done; the pass cost ~0.13 µs of engine CPU
-    // per event (bench/README.md, "Session 22").
+    // per event (measured at `2b8447e`; docs/performance.md, "Engine settings").
     await deps.store.insert('events_ingest', rowPieces(out.storedItems, piece), {
       dedupToken: `${source.topic}:${source.partition}:${source.first}-${source.last}`,
       rowBinary: EVENT_ROW_BINARY,
@@ -407,7 +408,7 @@ function handOver(storedItems: readonly WriterItem[], other: LookedUp): void {
 /**
  * The items' rows, whole or in parts, handed to the store in pieces of `piece`'s size, copied into
  * `piece` itself, which the event store reuses for every insert (its inserts run one at a time,
- * and the store is done with a piece when its promise resolves). Until session 23 the rows were
+ * and the store is done with a piece when its promise resolves). Before `57b17cd` the rows were
  * copied into one buffer of the insert's size, reused as well: ~23 MB resident for good, for a
  * block the engine reads from a file anyway (chdb) or the HTTP client copies (ClickHouse). A fresh
  * buffer per insert before that (~15 MB for 50,000 events) was a large allocation, its pages

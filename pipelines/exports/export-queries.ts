@@ -23,8 +23,8 @@ export const EXPORT_MAX_MEMORY_BYTES = 1024 * 1024 * 1024
 
 /**
  * Settings of every export query, so that writing a file takes the engine about the same memory
- * whatever its size (measured on 1,000,000 rows in embedded mode, bench/README.md "Session 6 —
- * exports"):
+ * whatever its size (measured on 1,000,000 rows in embedded mode at `84c6462`; docs/performance.md,
+ * "Exports"):
  * - `use_query_condition_cache = 0`: with the cache on, a filtered read hands over whole granules
  *   (8,192 raw-log rows, ~6.5 MB of JSON per block) whatever max_block_size says; without it,
  *   blocks of `max_block_size` rows. A log hour's query went from 77 MB to ~20 MB.

@@ -24,7 +24,7 @@ export interface ParallelGzipOptions {
  * member, which every gunzip reads (Ruby's GzipReader included, which stops after a first
  * member); it is a few tenths of a percent larger than a single-stream deflate at the same level.
  * An export file's deflate took more CPU than the engine's query that fed it, so one stream left
- * a core idle (bench/README.md, "Session 6 — exports").
+ * a core idle (measured at `cb58ee9`; docs/performance.md, "Exports").
  */
 export class ParallelGzip extends Transform {
   private readonly level: number

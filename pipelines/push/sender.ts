@@ -125,7 +125,7 @@ export function pushSender(deps: SenderDeps) {
     // Each run is recorded before the next is sent: a crash finds at most one run, a batch's
     // worth, sent and unrecorded. (Recording a run while sending the next, in runs of half a
     // batch, kept the same bound but doubled the inserts: more engine CPU than the overlap saved;
-    // bench/README.md, "Session 7 — push".)
+    // measured at `c77dd39`; docs/performance.md, "Push".)
     for (const run of runs(parts, runSize)) await record(await sendRun(run))
     return report
   }

@@ -16,11 +16,11 @@ const ENABLED_PUSH = `push_token != ''
  * One page of a broadcast: the app's installs with an enabled push token, after `after` in
  * install order (the order of the table's key, so each page is a range read), as columns.
  *
- * Each column comes back as one string, its values joined by newlines, which the engine writes
- * and JSON.parse reads as one string each, split here into the values (about a fifth of the
- * engine's and JavaScript's time for 40,000 JSON strings a page of 10,000; bench/README.md,
- * "Session 7 — push"). A value holding a newline (a customer id may) makes its column split into
- * more values than the page has rows: the page is then read again as arrays.
+ * Each column comes back as one string, its values joined by newlines, which the engine writes and
+ * JSON.parse reads as one string each, split here into the values (about a fifth of the engine's
+ * and JavaScript's time for 40,000 JSON strings a page of 10,000; measured at `4402f01`,
+ * docs/performance.md, "Push"). A value holding a newline (a customer id may) makes its column
+ * split into more values than the page has rows: the page is then read again as arrays.
  */
 export async function broadcastPage(
   store: Store,

@@ -1,7 +1,7 @@
 import type { Store } from '../../pipelines/connectors/store/store.ts'
 import { newCommand, type ControlCommand, type ControlResult } from '../../pipelines/control/commands.ts'
 import { latestJobRuns, type JobRun } from '../../pipelines/control/control-results.ts'
-import { SCOPES, type Scope } from '../../schemas/admin.ts'
+import { effectiveScopes, SCOPES, type Scope } from '../../schemas/admin.ts'
 import type { CommandSender } from './command-client.ts'
 import { generateApiKey, generateAppKey, generateSecret, hashSecret } from './credentials.ts'
 import { TtlCache, type TtlCacheOptions } from './ttl-cache.ts'
@@ -68,6 +68,9 @@ export class AppIdTakenError extends ControlCommandError {
  * so ids and uniqueness hold across any number of edges. A store built without `commands` only
  * reads (an edge's second cache in a test, say).
  */
+/** How long past their TTL cached keys and apps answer while the store cannot be read. */
+export const STALE_IF_STORE_DOWN_MS = 10 * 60_000
+
 export class ControlStore {
   private readonly store: Store
   private readonly commands: CommandSender | undefined
@@ -77,8 +80,11 @@ export class ControlStore {
   constructor(store: Store, cacheTtlMs = 5000, cache: TtlCacheOptions = {}, commands?: CommandSender) {
     this.store = store
     this.commands = commands
-    this.keyCache = new TtlCache(cacheTtlMs, cache)
-    this.appCache = new TtlCache(cacheTtlMs, cache)
+    // Through a store outage, the keys and apps this edge knew keep working (the bus, not the
+    // store, is what a 202 needs); a revocation made meanwhile takes effect once the store is back.
+    const caches = { staleIfErrorMs: STALE_IF_STORE_DOWN_MS, ...cache }
+    this.keyCache = new TtlCache(cacheTtlMs, caches)
+    this.appCache = new TtlCache(cacheTtlMs, caches)
   }
 
   async createOrg(name: string): Promise<Org> {
@@ -152,7 +158,11 @@ export class ControlStore {
       `SELECT api_key, scopes, revoked FROM api_keys FINAL WHERE org_id = {org:UInt64} ORDER BY created_at, api_key`,
       { org: orgId },
     )
-    return rows.map((r) => ({ api_key: r.api_key, scopes: r.scopes, revoked: Number(r.revoked) === 1 }))
+    return rows.map((r) => ({
+      api_key: r.api_key,
+      scopes: effectiveScopes(r.scopes),
+      revoked: Number(r.revoked) === 1,
+    }))
   }
 
   /** Returns false when the key does not exist in that org (or is already revoked). */
@@ -210,7 +220,7 @@ export class ControlStore {
       api_key: row.api_key,
       org_id: Number(row.org_id),
       secret_hash: row.secret_hash,
-      scopes: row.scopes,
+      scopes: effectiveScopes(row.scopes),
       revoked: Number(row.revoked) === 1,
     }
   }

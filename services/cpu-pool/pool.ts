@@ -17,8 +17,9 @@ const POOL_THREADS_CHANNEL = 'sluice:cpu-pool-threads'
  * More threads cost more than they give: each is a V8 isolate with its own heap and collections,
  * and on a busy machine they take turns with the engine's threads. On 2 cores, one thread instead
  * of two made e2e-gzip 141,600 → 152,700 events/s (11.6 µs of CPU per event instead of 12.3) and
- * left e2e-plain as it was (bench/README.md, "Session 24"). Two threads were better once, when
- * a batch's uploads were parsed only when it began and the pool did twice the work per event.
+ * left e2e-plain as it was (measured at `d4a6e13`; docs/performance.md, "Ingestion"). Two threads
+ * were better while a batch's uploads were parsed only when it began and the pool did twice the
+ * work per event (before `2e3286e` and `766c5fc`).
  */
 export function defaultPoolThreads(cores: number): number {
   return Math.max(1, Math.floor(cores / 2))

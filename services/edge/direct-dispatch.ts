@@ -17,8 +17,9 @@ import type { UploadRequest } from './upload-body.ts'
  * upload, the one path taken thousands of times a second. Through Hono each request became a web
  * Request, a Context, a chain of async middleware and a Response the adaptor copied back onto
  * Node's response: ~10 % of the main thread's time per plain upload and ~9 KB of its garbage
- * (bench/README.md, session 19). The same route stays registered in Hono, which serves it to
- * `app.request()`, over HTTP/2, and under any spelling or request this table does not take.
+ * (measured at `249935e`; docs/performance.md, "Edge"). The same route stays registered in Hono,
+ * which serves it to `app.request()`, over HTTP/2, and under any spelling or request this table
+ * does not take.
  */
 export interface DirectRoute {
   method: string

@@ -11,19 +11,20 @@
  * up to 8 per core, each growing in 64 MB heaps it rarely hands back. Sluice's process has a
  * dozen such threads (libuv's pool, V8's helpers, the CPU pool, chdb's callers): 2 arenas took
  * the anonymous memory in 2-64 MB mappings from 105-154 MB to 71-83 MB in the overload scenario at
- * no measured CPU cost (bench/README.md, "Session 8 — memory").
+ * no measured CPU cost (measured at `3d76a78`; docs/performance.md, "Memory").
  */
 export const MALLOC_ARENA_MAX = '2'
 
 /**
  * V8's young generation: each isolate (the main thread, each CPU-pool thread) keeps two semi-spaces
- * that grow to 16 MB each under allocation-heavy work and stay resident. Capped (`--max-semi-space-size`
- * for the main thread, `resourceLimits` for the pool's threads): at 4 MB for every isolate, V8's
- * pages in the sustained scenario went from 252-272 MB to 176-193 MB, for ~1 µs more CPU per event
- * (bench/README.md, "Session 8 — memory"). The main thread's cap is 8 MB since session 21: at 4 MB
- * an upload's objects, alive for the 4-6 ms it waits for its commit, were still alive at nearly
- * every scavenge (~45 % survived, each pause ~1 ms), and the edge took plain uploads at 0.64-0.74
- * of the edge floor's rate where 8 MB (or 16) gave 0.88-0.90 with 0.2 of a core less CPU.
+ * that grow to 16 MB each under allocation-heavy work and stay resident. Capped
+ * (`--max-semi-space-size` for the main thread, `resourceLimits` for the pool's threads): at 4 MB
+ * for every isolate, V8's pages in the sustained scenario went from 252-272 MB to 176-193 MB, for
+ * ~1 µs more CPU per event (measured at `ee39b27`; docs/performance.md, "Memory"). The main
+ * thread's cap is 8 MB (`6728aa2`): at 4 MB an upload's objects, alive for the 4-6 ms it waits for
+ * its commit, were still alive at nearly every scavenge (~45 % survived, each pause ~1 ms), and the
+ * edge took plain uploads at 0.64-0.74 of the edge floor's rate where 8 MB (or 16) gave 0.88-0.90
+ * with 0.2 of a core less CPU.
  */
 export const MAIN_SEMI_SPACE_MB = 8
 export const WORKER_SEMI_SPACE_MB = 4

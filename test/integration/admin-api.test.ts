@@ -75,7 +75,7 @@ describe('admin API and API-key auth (through app.request)', () => {
     expect(keyRes.status).toBe(201)
     const key = (await keyRes.json()) as { api_key: string; api_secret: string; scopes: string[] }
     expect(Object.keys(key).sort()).toEqual(['api_key', 'api_secret', 'scopes'])
-    expect(key.scopes).toEqual(['profiles', 'push', 'events', 'exports', 'campaigns'])
+    expect(key.scopes).toEqual(['profiles', 'push', 'events', 'exports', 'campaigns', 'query'])
 
     const check = await edge.app.request('/v1/auth/check', { headers: basic(key.api_key, key.api_secret) })
     expect(check.status).toBe(200)

@@ -245,6 +245,73 @@ export async function runExecutionScenario(sluice: InProcessSluice, store: Store
   expect(variants[0]!.lift).toBeCloseTo((rate(variants[0]!) - rate(variants[2]!)) / rate(variants[2]!), 10)
   expect(variants[2]!.lift).toBeNull()
 
+  // Saved audiences as the original's campaign script names them (saved_audience,
+  // target_rules.audiences): the campaign reaches the union of their members, each once.
+  const browsers = [buyers[0]!, buyers[3]!, ...targeted.filter((i) => !buyers.includes(i)).slice(0, 2)]
+  const browsing = await postSdk(
+    sluice,
+    appId,
+    browsers.map((install) => ({
+      type: 'e',
+      uuid: uuid(),
+      install_uuid: install,
+      session_uuid: `s-${install}`,
+      at_millis: Date.now(),
+      name: 'Browse',
+    })),
+  )
+  await sdkReceiptDone(sluice, appId, browsing)
+  const savedAudience = async (name: string, event: string) => {
+    const made = await api.req('POST', '/audiences', {
+      name,
+      target_rules: {
+        behavior_profile_operator: 'and',
+        targeting_type: 'install_id',
+        behavior: {
+          days: 7,
+          behavior_rule_operator: 'and',
+          rules: [{ rule_type: 'event', event_name: event, count: 1, count_operator: 'at_least' }],
+        },
+      },
+    })
+    expect(made.status).toBe(201)
+    return made.body.id
+  }
+  const ids = [await savedAudience('Buyers', 'Purchase'), await savedAudience('Browsers', 'Browse')]
+  const union = await api.req(
+    'POST',
+    '/push/campaigns',
+    campaign(
+      { begin_immediately: {} },
+      {
+        audiences: {
+          campaign_type: 'saved_audience',
+          control_group_percent: 0,
+          target_rules: { audiences: ids },
+        },
+      },
+    ),
+  )
+  expect(union.status).toBe(201)
+  expect(union.body.audiences).toEqual({
+    campaign_type: 'saved_audience',
+    control_group_percent: 0,
+    target_rules: { audiences: ids },
+  })
+  const members = [...new Set([...buyers, ...browsers])].sort()
+  expect(members).toHaveLength(7)
+  const reached = await waitFor(
+    () => deliveries(union.body.id),
+    (rows) => rows.length >= members.length,
+    { what: `deliveries to the ${members.length} members of two saved audiences`, timeoutMs: 60_000 },
+  )
+  expect(reached.map((r) => r.install_uuid)).toEqual(members)
+  const unionSends = await store.query<{ n: string | number }>(
+    `SELECT count() AS n FROM campaign_sends FINAL WHERE campaign_id = {id:UInt64}`,
+    { id: union.body.id },
+  )
+  expect(Number(unionSends[0]?.n)).toBe(members.length)
+
   // Local time: 3 s ahead on UTC wall clocks. UTC devices get it now; New York's get it when their
   // clocks show that time (hours later), so the plan has them in a later slot, not yet sent.
   const localBegin = new Date(Date.now() + 3000)

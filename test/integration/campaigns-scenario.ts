@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import { expect } from 'vitest'
 import type { InProcessSluice } from '../helpers/sluice-inprocess.ts'
 import { documentedFetch } from '../helpers/openapi-check.ts'
@@ -111,6 +112,19 @@ export function fullPushCampaign(over: Record<string, unknown> = {}) {
     ],
     ...over,
   }
+}
+
+/** test/fixtures/campaign-bodies/campaigns-api-script.json, aimed at these saved audiences as run.py does. */
+export function scriptCampaignBody(...audienceIds: number[]) {
+  const body = JSON.parse(
+    readFileSync(new URL('../fixtures/campaign-bodies/campaigns-api-script.json', import.meta.url), 'utf8'),
+  ) as {
+    name: string
+    audiences: { target_rules: { audiences: number[] } }
+    creatives: Record<string, unknown>[]
+  }
+  body.audiences.target_rules.audiences = audienceIds
+  return body
 }
 
 export async function runCampaignCrudScenario(sluice: InProcessSluice, suffix: string) {
@@ -253,6 +267,61 @@ export async function runCampaignCrudScenario(sluice: InProcessSluice, suffix: s
     body: { error: 'audiences.audience_id: audience 999999 does not exist in this app' },
   })
   expect((await api.req('DELETE', `/push/campaigns/${saved.body.id}`)).status).toBe(204)
+
+  // The body the original's own campaign script sends (saved_audience, target_rules.audiences),
+  // with this app's audience as its run.py puts it: stored and answered as sent.
+  const script = scriptCampaignBody(audience.body.id)
+  const fromScript = await api.req('POST', '/push/campaigns', script)
+  expect(fromScript.status).toBe(201)
+  expect(fromScript.body).toEqual({
+    id: fromScript.body.id,
+    ...script,
+    creatives: [
+      {
+        ...script.creatives[0],
+        id: fromScript.body.creatives[0]!.id,
+        letter: 'A',
+        percent: 100,
+        key_values: [],
+      },
+    ],
+  })
+  const storedScript = await sluice.running.runtime.store.query<{
+    body: string
+    status: string
+    name: string
+  }>(`SELECT body, status, name FROM campaigns FINAL WHERE id = {id:UInt64} AND app_id = {app:String}`, {
+    id: fromScript.body.id,
+    app: appId,
+  })
+  expect(storedScript).toHaveLength(1)
+  expect(storedScript[0]).toMatchObject({ status: 'draft', name: script.name })
+  expect((JSON.parse(storedScript[0]!.body) as { audiences: unknown }).audiences).toEqual({
+    campaign_type: 'saved_audience',
+    control_group_percent: 5,
+    audience_ids: [audience.body.id],
+  })
+  expect((await api.req('GET', `/push/campaigns/${fromScript.body.id}`)).body).toEqual(fromScript.body)
+  // Several audiences: their union; each id must be an audience of this app, named by its path.
+  const otherApp = campaignClient(sluice, tenant.auth, tenant.orgId, `${appId}-2`)
+  const elsewhere = await otherApp.req('POST', '/audiences', { name: 'Elsewhere', target_rules: {} })
+  expect(elsewhere.status).toBe(201)
+  const several = await api.req(
+    'POST',
+    '/push/campaigns',
+    scriptCampaignBody(audience.body.id, elsewhere.body.id, 999_999),
+  )
+  expect(several).toMatchObject({
+    status: 422,
+    body: {
+      error: `audiences.target_rules.audiences[1]: audience ${elsewhere.body.id} does not exist in this app`,
+      errors: [
+        `audiences.target_rules.audiences[1]: audience ${elsewhere.body.id} does not exist in this app`,
+        'audiences.target_rules.audiences[2]: audience 999999 does not exist in this app',
+      ],
+    },
+  })
+  expect((await api.req('DELETE', `/push/campaigns/${fromScript.body.id}`)).status).toBe(204)
 
   // Malformed: 400. Rules broken: 422 naming each JSON path.
   expect(await api.raw('POST', '/push/campaigns', '{"name":')).toMatchObject({

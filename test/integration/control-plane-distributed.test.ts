@@ -126,7 +126,7 @@ describe('control plane in distributed mode: two edges, two workers', () => {
     const auth = basic(OLD.key.api_key, OLD.key.api_secret)
     for (const edge of edges) {
       const check = await fetch(`${edge.url}/v1/auth/check`, { headers: auth })
-      expect(await check.json()).toEqual({ org_id: OLD.key.org_id, scopes: OLD.key.scopes })
+      expect(await check.json()).toEqual({ org_id: OLD.key.org_id, scopes: [...OLD.key.scopes, 'query'] }) // every scope of its time: query too
     }
     const revoke = await fetch(`${edges[0]!.url}/admin/v1/orgs/${OLD.key.org_id}/keys/${OLD.key.api_key}`, {
       method: 'DELETE',

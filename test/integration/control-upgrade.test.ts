@@ -72,7 +72,7 @@ describe('control plane: upgrade of a data directory written before control comm
   it('an old key authenticates until it is revoked through a command; an old revocation stands', async () => {
     const auth = basic(OLD.key.api_key, OLD.key.api_secret)
     const check = await fetch(`${sluice.url}/v1/auth/check`, { headers: auth })
-    expect(await check.json()).toEqual({ org_id: OLD.orgs[0]!.id, scopes: OLD.key.scopes })
+    expect(await check.json()).toEqual({ org_id: OLD.orgs[0]!.id, scopes: [...OLD.key.scopes, 'query'] }) // every scope of its time: query too
     const revokedBefore = basic(OLD.revokedKey.api_key, OLD.revokedKey.api_secret)
     expect((await fetch(`${sluice.url}/v1/auth/check`, { headers: revokedBefore })).status).toBe(401)
 

@@ -1,11 +1,12 @@
 import { expect } from 'vitest'
-import { encodeBlock, type UploadRef } from '../../pipelines/events/event-block.ts'
+import { encodeBlock } from '../../pipelines/events/event-block.ts'
 import { rowBinaryEventRow } from '../../pipelines/events/event-row.ts'
 import type { StoredDeadLetter } from '../../pipelines/failures/dead-letters.ts'
 import { ADMIN_TOKEN } from '../helpers/edge.ts'
 import { eventRow } from '../helpers/event-rows.ts'
 import type { InProcessSluice } from '../helpers/sluice-inprocess.ts'
 import { waitFor } from '../helpers/wait-for.ts'
+import type { UploadRef } from '../../pipelines/events/writer-item.ts'
 import { documentedFetch } from '../helpers/openapi-check.ts'
 
 /** One event block, as the upload splitter writes it onto the events topic. */

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -59,5 +60,37 @@ describe('two processes migrating one database at once', () => {
       'SELECT DISTINCT version FROM schema_migrations ORDER BY version',
     )
     expect(recorded.map((r) => Number(r.version))).toEqual([1, 2, 3])
+  })
+  it('a comment edited after a migration was applied does not stop a start; a statement edited does', async () => {
+    const migrations = join(dir.path, 'edited')
+    await mkdir(migrations)
+    const file = join(migrations, '001_t.sql')
+    const before =
+      '-- first words\nCREATE TABLE IF NOT EXISTS edited_t (x UInt8) ENGINE = MergeTree ORDER BY x;\n'
+    await writeFile(file, before)
+    // A database migrated by a runner that recorded the whole file's checksum, comments included.
+    await store.command(`CREATE TABLE IF NOT EXISTS schema_migrations
+      (version UInt32, name String, checksum String, applied_at DateTime64(3, 'UTC'))
+      ENGINE = ReplacingMergeTree ORDER BY version`)
+    await store.command('TRUNCATE TABLE schema_migrations')
+    await store.command(before.split('\n')[1]!.replace(/;$/, ''))
+    await store.insert('schema_migrations', [
+      {
+        version: 1,
+        name: '001_t',
+        checksum: createHash('sha256').update(before).digest('hex'),
+        applied_at: Date.now(),
+      },
+    ])
+    expect(await migrate(store, migrations)).toEqual({ applied: [], skipped: [1] })
+
+    await writeFile(file, before.replace('first words', 'other words'))
+    await store.command('TRUNCATE TABLE schema_migrations')
+    expect(await migrate(store, migrations)).toEqual({ applied: [1], skipped: [] })
+    await writeFile(file, before.replace('-- first words', '-- reworded'))
+    expect(await migrate(store, migrations)).toEqual({ applied: [], skipped: [1] })
+
+    await writeFile(file, before.replace('x UInt8', 'x UInt16'))
+    await expect(migrate(store, migrations)).rejects.toThrow(/001_t was changed after it was applied/)
   })
 })

@@ -70,6 +70,20 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ SLUICE_TLS_KEY: '/etc/sluice/key.pem' })).toThrow(/set both/)
   })
 
+  it('reads the ClickHouse cluster name, which needs a ClickHouse server', () => {
+    const url = 'http://clickhouse:8123'
+    expect(loadConfig({ CLICKHOUSE_URL: url }).CLICKHOUSE_CLUSTER).toBeUndefined()
+    expect(loadConfig({ CLICKHOUSE_URL: url, CLICKHOUSE_CLUSTER: 'sluice_cluster' }).CLICKHOUSE_CLUSTER).toBe(
+      'sluice_cluster',
+    )
+    expect(() => loadConfig({ CLICKHOUSE_CLUSTER: 'sluice_cluster' })).toThrow(
+      /CLICKHOUSE_CLUSTER: needs CLICKHOUSE_URL/,
+    )
+    expect(() => loadConfig({ CLICKHOUSE_URL: url, CLICKHOUSE_CLUSTER: 'a b' })).toThrow(
+      /CLICKHOUSE_CLUSTER="a b": must be a plain identifier/,
+    )
+  })
+
   it('treats empty strings as unset', () => {
     const config = loadConfig({ KAFKA_BROKERS: '', CLICKHOUSE_URL: ' ', SLUICE_ADMIN_TOKEN: '' })
     expect(config.KAFKA_BROKERS).toBeUndefined()

@@ -73,6 +73,7 @@ describe('applyCommands (the control applier’s pure core)', () => {
       audiences: [],
       campaigns: [],
       push_transports: [],
+      app_settings: [],
       export_jobs: [],
       export_plans: [],
     })
@@ -204,6 +205,7 @@ describe('applyCommands (the control applier’s pure core)', () => {
       audienceIds: [],
       campaigns: { any: false, ids: [] },
       pushTransportApps: [],
+      appSettingsApps: [],
       exports: { orgIds: [], profileDbIds: [], appIds: [], audienceIds: [] },
     })
   })

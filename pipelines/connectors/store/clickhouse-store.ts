@@ -18,7 +18,28 @@ export interface ClickHouseStoreOptions {
   username: string
   password: string
   database: string
+  /** The cluster's name (CLICKHOUSE_CLUSTER): the database is created on every node, and see CLUSTER_SETTINGS. */
+  cluster?: string
 }
+
+/**
+ * Settings of every request on a cluster, where tables are Distributed in front of replicated ones
+ * (docs/scaling.md):
+ * - an insert returns once every shard has its rows (not when a Distributed table has queued them
+ *   on the node that took the insert), so a 2xx means stored, and a retry after an error carries
+ *   the same deduplication token to the shards it already reached, which drop it;
+ * - a block retried through a materialized view (events_ingest into events, events into
+ *   event_uuid_index) is dropped in the view's target too, not only in the source;
+ * - a subquery over a Distributed table inside a query over another (the writer's index repair,
+ *   the audience compiler's IN subqueries) reads the whole subquery once and ships it to every
+ *   shard, which is exact whatever the two tables' sharding keys; ClickHouse refuses such queries
+ *   by default.
+ */
+export const CLUSTER_SETTINGS = {
+  distributed_foreground_insert: 1,
+  deduplicate_blocks_in_dependent_materialized_views: 1,
+  distributed_product_mode: 'global',
+} as const
 
 /** Store adapter over a ClickHouse server (HTTP), for distributed mode. */
 export class ClickHouseStore implements Store {
@@ -39,7 +60,8 @@ export class ClickHouseStore implements Store {
       password: options.password,
     })
     try {
-      await bootstrap.command({ query: `CREATE DATABASE IF NOT EXISTS ${options.database}` })
+      const onCluster = options.cluster ? ` ON CLUSTER ${options.cluster}` : ''
+      await bootstrap.command({ query: `CREATE DATABASE IF NOT EXISTS ${options.database}${onCluster}` })
     } finally {
       await bootstrap.close()
     }
@@ -50,6 +72,7 @@ export class ClickHouseStore implements Store {
       database: options.database,
       request_timeout: 60_000,
       max_open_connections: 16,
+      ...(options.cluster ? { clickhouse_settings: CLUSTER_SETTINGS } : {}),
     })
     return new ClickHouseStore(client, options.database)
   }
@@ -60,6 +83,21 @@ export class ClickHouseStore implements Store {
 
   async query<T = Record<string, unknown>>(sql: string, params?: QueryParams): Promise<T[]> {
     const result = await this.client.query({ query: sql, format: 'JSONEachRow', query_params: params })
+    return result.json<T>()
+  }
+
+  /** A query with per-query settings (the caps of an analyst's read: capped-reads.ts). */
+  async queryWithSettings<T = Record<string, unknown>>(
+    sql: string,
+    params: QueryParams,
+    settings: Record<string, string | number>,
+  ): Promise<T[]> {
+    const result = await this.client.query({
+      query: sql,
+      format: 'JSONEachRow',
+      query_params: params,
+      clickhouse_settings: settings,
+    })
     return result.json<T>()
   }
 

@@ -11,6 +11,7 @@ import {
 import { renderCampaign } from '../../../pipelines/campaigns/render-campaign.ts'
 import { readCampaignPerformance } from '../../../pipelines/campaigns/campaign-performance.ts'
 import {
+  savedAudiencesOf,
   validateInappCampaign,
   validatePushCampaign,
 } from '../../../pipelines/campaigns/validate-campaign.ts'
@@ -21,6 +22,7 @@ import {
   type Channel,
   type InappCampaignBody,
   type PushCampaignBody,
+  type StoredAudiences,
 } from '../../../schemas/campaigns.ts'
 import type { App, ControlStore } from '../../control/control-store.ts'
 import { CampaignControl, type CampaignScope } from '../../control/campaign-control.ts'
@@ -87,18 +89,21 @@ export function campaignRoutes(deps: CampaignRouteDeps) {
     return row
   }
 
-  /** A saved audience named by a campaign must be one of this app's (migration 012's `audiences`). */
-  const checkAudience = async (scope: CampaignScope, audienceId: number | undefined) => {
-    if (audienceId === undefined) return
-    const rows = await deps.store.query<{ n: string | number }>(
-      `SELECT count() AS n FROM audiences FINAL
-       WHERE id = {id:UInt64} AND app_id = {app:String} AND org_id = {org:UInt64} AND deleted_at IS NULL`,
-      { id: audienceId, app: scope.appId, org: scope.orgId },
+  /** Saved audiences named by a campaign must be this app's (migration 012's `audiences`), each of them. */
+  const checkAudiences = async (scope: CampaignScope, audiences: StoredAudiences) => {
+    const named = savedAudiencesOf(audiences)
+    if (named.length === 0) return
+    const rows = await deps.store.query<{ id: string | number }>(
+      `SELECT id FROM audiences FINAL
+       WHERE id IN {ids:Array(UInt64)} AND app_id = {app:String} AND org_id = {org:UInt64} AND deleted_at IS NULL`,
+      { ids: named.map((n) => n.id), app: scope.appId, org: scope.orgId },
     )
-    if (Number(rows[0]?.n ?? 0) === 0)
-      throw unprocessable([
-        { path: 'audiences.audience_id', message: `audience ${audienceId} does not exist in this app` },
-      ])
+    const live = new Set(rows.map((r) => Number(r.id)))
+    const missing = named.filter((n) => !live.has(n.id))
+    if (missing.length > 0)
+      throw unprocessable(
+        missing.map((n) => ({ path: n.path, message: `audience ${n.id} does not exist in this app` })),
+      )
   }
 
   const pushBody = async (c: Ctx, scope: CampaignScope): Promise<PushCampaignBody> => {
@@ -108,7 +113,7 @@ export function campaignRoutes(deps: CampaignRouteDeps) {
       throw badRequest('request body must be a JSON object')
     const result = validatePushCampaign(input, parseTargetRules)
     if (!result.ok) throw unprocessable(result.issues)
-    await checkAudience(scope, result.body.audiences.audience_id)
+    await checkAudiences(scope, result.body.audiences)
     return result.body
   }
 
@@ -117,7 +122,7 @@ export function campaignRoutes(deps: CampaignRouteDeps) {
     const result = validateInappCampaign(upload.data, parseTargetRules)
     if (!result.ok) throw unprocessable(result.issues)
     const assets = await upload.store(deps.files, scope.appId, result.body.creatives.length)
-    await checkAudience(scope, result.body.audiences.audience_id)
+    await checkAudiences(scope, result.body.audiences)
     return { ...result.body, assets }
   }
 

@@ -129,10 +129,10 @@ export function uploadRoutes(deps: UploadRouteDeps): { routes: Hono<EdgeEnv>; di
     method: 'POST',
     paths: SERVER_UPLOAD_PATHS,
     // Plain bodies as real clients label them, by a look that costs nothing (accept() parses the
-    // header fully either way). Gzip bodies gained nothing this way (session 19: slower in the
-    // bench; session 20, with the gzip check inflating into reused memory: within the noise,
-    // bench/README.md); they, other spellings of the type and refused types stay with Hono, which
-    // answers them the same.
+    // header fully either way). Gzip bodies gained nothing this way (slower in the bench at
+    // `249935e`; with the gzip check inflating into reused memory, `2ae33ee`, within the noise:
+    // docs/performance.md, "Edge"); they, other spellings of the type and refused types stay with
+    // Hono, which answers them the same.
     takes: (request) =>
       request.header('content-type') === 'application/json' && !request.header('content-encoding'),
     scope: 'events',

@@ -20,7 +20,7 @@ const DEFAULT_STEP = 16 * 1024
  * fresh buffer each time was ~73 KB of memory outside V8's heap per plain upload: V8 counts it and
  * runs a scavenge each time such memory grows by 64 MB (every ~55 ms at the edge's rate), so a
  * third of the edge's scavenges came from its body buffers, besides the allocation itself and the
- * copy into cold memory (bench/README.md, session 26).
+ * copy into cold memory (measured at `5c89e33`; docs/performance.md, "Edge").
  *
  * Bodies of a size from `stepBytes` to `maxBytes` get memory rounded up to a multiple of
  * `stepBytes`, with the bus's headroom before them (headroom.ts); smaller or larger ones get a

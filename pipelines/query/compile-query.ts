@@ -1,0 +1,375 @@
+import { DateTime } from 'luxon'
+import { eventOnlyDimension, type Dimension, type Metric, type TimeUnit } from './query-fields.ts'
+import { isNumeric, type Condition, type Operand, type ParsedQuery } from './parse-query.ts'
+
+/**
+ * The Query API compiler: a checked query (parse-query.ts) to one parameterised ClickHouse query.
+ * Pure: no I/O, no clock (the caller's `now`), no user value in the SQL text (every value is a
+ * {pN:Type} parameter; identifiers and expressions come from fixed lists).
+ *
+ * Shape (docs/query-api.md states the semantics):
+ *   facts: the apps' `events` rows (kind 'e') UNION ALL their `sessions` rows (kind 's'), each
+ *          with its time `t` and its user (the install, or the customer when there is none);
+ *          sessions are left out when a dimension or condition reads what only events have
+ *   LEFT JOIN each session's length (from `raw_log`), when average_session_length is asked
+ *   LEFT JOIN each user's first appearance (birth), when new_users, new_device or birth_day is
+ *   WHERE the dimension conditions, GROUP BY the dimensions, HAVING the metric conditions,
+ *   ORDER BY, LIMIT limit + 1 (one more row says the answer was truncated).
+ * Profiles (the `profiles` metric) are a query of their own over `profiles FINAL`.
+ */
+
+export interface QueryContext {
+  /** Milliseconds since the epoch: `days` counts back from it. */
+  now: number
+  /** IANA zone of the day boundaries (the first app's). */
+  timeZone: string
+  /** The profile db the profiles metric counts. */
+  profiledbId: number
+}
+
+export interface CompiledQuery {
+  sql: string
+  params: Record<string, unknown>
+  /** The result columns, in order: alias, the requested name, and whether it is a metric. */
+  columns: { alias: string; name: string; metric: boolean }[]
+  /** Whether the query reads `sessions` beside `events`. */
+  readsSessions: boolean
+}
+
+class Params {
+  readonly values: Record<string, unknown> = {}
+  private n = 0
+  bind(type: string, value: unknown): string {
+    const name = `p${this.n++}`
+    this.values[name] = value
+    return `{${name}:${type}}`
+  }
+}
+
+const msParam = (params: Params, ms: number) => `fromUnixTimestamp64Milli(${params.bind('Int64', ms)}, 'UTC')`
+
+/** Text of a time bucket of `t` (a DateTime64 in UTC) in the zone `tz` (a bound parameter). */
+function timeText(unit: TimeUnit | 'birth', t: string, tz: string): string {
+  switch (unit) {
+    case 'day':
+    case 'birth':
+      return `toString(toDate(${t}, ${tz}))`
+    case 'week':
+      return `toString(toMonday(toDateTime(${t}, ${tz})))`
+    case 'month':
+      return `formatDateTime(toDateTime(${t}, ${tz}), '%Y-%m')`
+    case 'hour':
+      return `formatDateTime(toDateTime(${t}, ${tz}), '%Y-%m-%d %H:00')`
+  }
+}
+
+/** Dimensions whose value is a Nullable(String) of the facts row. */
+function dimensionValue(d: Dimension, tz: string): string {
+  switch (d.kind) {
+    case 'time':
+      return timeText(d.unit, 'f.t', tz)
+    case 'birth_day':
+      return `if(b.found = 1, ${timeText('birth', 'b.birth', tz)}, NULL)`
+    case 'new_device':
+      return `if(b.found = 1, if(toDate(b.birth, ${tz}) = toDate(f.t, ${tz}), 'true', 'false'), NULL)`
+    case 'column':
+      return `nullIf(toString(f.${d.column}), '')`
+    case 'attribute':
+      return `if(mapContains(f.attributes, ${'$KEY'}), f.attributes[${'$KEY'}], NULL)`
+    case 'profile_attribute_key':
+    case 'profile_value_string':
+      throw new Error('profile dimensions are compiled by compileProfiles')
+  }
+}
+
+function dimensionSql(params: Params, d: Dimension, tz: string): string {
+  const sql = dimensionValue(d, tz)
+  if (d.kind !== 'attribute') return sql
+  const key = params.bind('String', d.key)
+  return sql.replaceAll('$KEY', key)
+}
+
+const needsBirth = (q: ParsedQuery) =>
+  q.metrics.some((m) => m.metric.kind === 'simple' && m.metric.metric === 'new_users') ||
+  [...q.dimensions.map((d) => d.dimension), ...conditionDimensions(q)].some(
+    (d) => d.kind === 'birth_day' || d.kind === 'new_device',
+  )
+
+const conditionDimensions = (q: ParsedQuery): Dimension[] =>
+  q.conditions.flatMap((c) => (c.target.kind === 'dimension' ? [c.target.dimension] : []))
+
+/** The finest time dimension asked: new_users counts users born in the row's bucket of it. */
+function finestTime(q: ParsedQuery): TimeUnit | undefined {
+  const units = q.dimensions.flatMap((d) => (d.dimension.kind === 'time' ? [d.dimension.unit] : []))
+  for (const unit of ['hour', 'day', 'week', 'month'] as const) if (units.includes(unit)) return unit
+  return undefined
+}
+
+function metricSql(
+  params: Params,
+  m: Metric,
+  q: ParsedQuery,
+  tz: string,
+  windowFrom: string | undefined,
+): string {
+  if (m.kind === 'aggregate') {
+    const key = params.bind('String', m.key)
+    const value = `toFloat64OrNull(f.attributes[${key}])`
+    const cond = `f.kind = 'e' AND mapContains(f.attributes, ${key})`
+    return `${m.fn}If(${value}, ${cond})`
+  }
+  switch (m.metric) {
+    case 'users':
+      return `uniqExactIf(f.uid, f.uid != '')`
+    case 'occurrences':
+      return `countIf(f.kind = 'e')`
+    case 'sessions':
+      return `uniqExactIf(f.session_uuid, f.session_uuid != '')`
+    case 'sessions_per_event':
+      return `if(countIf(f.kind = 'e') = 0, NULL, uniqExactIf(f.session_uuid, f.kind = 'e' AND f.session_uuid != '') / countIf(f.kind = 'e'))`
+    case 'average_session_length': {
+      // Each session once, however many of its events matched; NULL when none has a length.
+      const lengths = `arrayMap(x -> x.2, groupUniqArrayIf((f.session_uuid, l.length), f.session_uuid != '' AND l.found = 1))`
+      return `if(empty(${lengths}), NULL, arrayAvg(${lengths}))`
+    }
+    case 'ltv':
+      return `sumIf(f.ltv_change, f.kind = 'e')`
+    case 'new_users': {
+      const unit = finestTime(q)
+      const born = unit
+        ? `${timeText(unit, 'b.birth', tz)} = ${timeText(unit, 'f.t', tz)}`
+        : windowFrom
+          ? `b.birth >= ${windowFrom}`
+          : '1'
+      return `uniqExactIf(f.uid, f.uid != '' AND b.found = 1 AND ${born})`
+    }
+    case 'profiles':
+      throw new Error('the profiles metric is compiled by compileProfiles')
+  }
+}
+
+/** A condition on a value expression `v` (Nullable(String), or a number for a metric). */
+function conditionSql(params: Params, c: Condition, v: string, metric: boolean): string {
+  const nonNull = c.operands.filter((o): o is string | number => o !== null)
+  const hasNull = nonNull.length < c.operands.length
+  const text = (o: string | number) => params.bind('String', String(o))
+  const num = (o: string | number) => params.bind('Float64', Number(o))
+  // A dimension compares as text unless the client compares with JSON numbers (`[">", 5]`) or
+  // orders (`<`, `between`) numeric text: then the stored text is read as a number.
+  const ordered = ['<', '<=', '>', '>=', 'between'].includes(c.op)
+  const allNumeric = nonNull.length > 0 && nonNull.every(isNumeric)
+  const asNumber = metric || (allNumeric && (ordered || nonNull.some((o) => typeof o === 'number')))
+  const x = metric ? v : asNumber ? `toFloat64OrNull(${v})` : v
+  const bound = asNumber ? num : text
+  const members = () =>
+    asNumber
+      ? params.bind('Array(Float64)', nonNull.map(Number))
+      : params.bind('Array(String)', nonNull.map(String))
+  const inList = () => {
+    const parts: string[] = []
+    if (nonNull.length > 0) parts.push(`(${x} IS NOT NULL AND ${x} IN ${members()})`)
+    if (hasNull) parts.push(`${v} IS NULL`)
+    return parts.length === 1 ? parts[0]! : `(${parts.join(' OR ')})`
+  }
+  switch (c.op) {
+    case '==':
+      return hasNull ? `${v} IS NULL` : `(${x} IS NOT NULL AND ${x} = ${bound(nonNull[0]!)})`
+    case '!=':
+      return hasNull ? `${v} IS NOT NULL` : `(${x} IS NULL OR ${x} != ${bound(nonNull[0]!)})`
+    case 'in':
+      return inList()
+    case 'not_in':
+      return `NOT ${inList()}`
+    case '<':
+    case '<=':
+    case '>':
+    case '>=':
+      return `(${x} IS NOT NULL AND ${x} ${c.op} ${bound(nonNull[0]!)})`
+    case 'between':
+      return `(${x} IS NOT NULL AND ${x} >= ${bound(nonNull[0]!)} AND ${x} <= ${bound(nonNull[1]!)})`
+    case 'in_groups':
+      return `${groupValue(params, c, v)} IS NOT NULL`
+  }
+}
+
+/** The group name of `v` under an in_groups condition (the first group listing it), else NULL. */
+function groupValue(params: Params, c: Condition, v: string): string {
+  const branches = (c.groups ?? []).flatMap(([group, members]) => {
+    const values = members.filter((m): m is string | number => m !== null).map(String)
+    const nulls = members.some((m) => m === null)
+    const test = [
+      ...(values.length > 0
+        ? [`(${v} IS NOT NULL AND ${v} IN ${params.bind('Array(String)', values)})`]
+        : []),
+      ...(nulls ? [`${v} IS NULL`] : []),
+    ].join(' OR ')
+    return [`(${test})`, params.bind('String', group)]
+  })
+  return `multiIf(${branches.join(', ')}, NULL)`
+}
+
+/** Start of the `days` window: midnight, `days - 1` days before today, in the zone. */
+export function windowStart(now: number, days: number, timeZone: string): number {
+  return DateTime.fromMillis(now, { zone: timeZone })
+    .startOf('day')
+    .minus({ days: days - 1 })
+    .toMillis()
+}
+
+function orderSql(q: ParsedQuery, aliasOf: Map<string, string>): string {
+  const given = q.order.map((o) => `${aliasOf.get(o.name)} ${o.descending ? 'DESC' : 'ASC'}`)
+  // Then every dimension, for an order that does not change between runs.
+  const rest = q.dimensions
+    .filter((d) => !q.order.some((o) => o.name === d.name))
+    .map((d) => `${aliasOf.get(d.name)} ASC`)
+  const all = [...given, ...rest]
+  return all.length > 0 ? `ORDER BY ${all.join(', ')}` : ''
+}
+
+export function compileQuery(q: ParsedQuery, ctx: QueryContext): CompiledQuery {
+  if (q.metrics.some((m) => m.metric.kind === 'simple' && m.metric.metric === 'profiles'))
+    return compileProfiles(q, ctx)
+  const params = new Params()
+  const tz = params.bind('String', ctx.timeZone)
+  const apps = params.bind('Array(String)', q.appIds)
+  const from = q.days !== undefined ? msParam(params, windowStart(ctx.now, q.days, ctx.timeZone)) : undefined
+  const readsSessions = ![...q.dimensions.map((d) => d.dimension), ...conditionDimensions(q)].some(
+    eventOnlyDimension,
+  )
+  const birth = needsBirth(q)
+  const lengths = q.metrics.some(
+    (m) => m.metric.kind === 'simple' && m.metric.metric === 'average_session_length',
+  )
+
+  const eventsUser = `if(install_uuid != '', install_uuid, if(customer_id != '', concat('customer:', customer_id), ''))`
+  const events = `SELECT 'e' AS kind, app_id, event_time AS t, ${eventsUser} AS uid, session_uuid, toString(event_name) AS event_name,
+      attributes, ltv_change, toString(country) AS country, toString(language) AS language,
+      toString(app_version) AS app_version, toString(os_version) AS os_version, toString(platform) AS platform,
+      toString(model) AS model, toString(source) AS source
+    FROM events WHERE app_id IN ${apps}${from ? ` AND event_time >= ${from}` : ''}`
+  const sessionsUser = `if(install_uuid != '', install_uuid, if(customer_id != '', concat('customer:', customer_id), ''))`
+  const sessions = `SELECT 's' AS kind, app_id, started_at AS t, ${sessionsUser} AS uid, session_uuid, '' AS event_name,
+      CAST(map(), 'Map(String, String)') AS attributes, toInt64(0) AS ltv_change, toString(country) AS country, '' AS language,
+      toString(app_ver) AS app_version, toString(os_ver) AS os_version, toString(platform) AS platform,
+      '' AS model, 'sdk' AS source
+    FROM sessions FINAL WHERE app_id IN ${apps}${from ? ` AND started_at >= ${from}` : ''}`
+  const facts = readsSessions ? `${events}\n    UNION ALL\n    ${sessions}` : events
+
+  const joins: string[] = []
+  if (lengths)
+    joins.push(`LEFT JOIN (
+    SELECT app_id, session_uuid, 1 AS found,
+      (toUnixTimestamp64Milli(max(at)) - toUnixTimestamp64Milli(minIf(at, type = 's'))) / 1000 AS length
+    FROM raw_log FINAL WHERE app_id IN ${apps} AND session_uuid != ''
+    GROUP BY app_id, session_uuid HAVING countIf(type = 's') > 0
+  ) AS l ON l.app_id = f.app_id AND l.session_uuid = f.session_uuid`)
+  if (birth)
+    joins.push(`LEFT JOIN (
+    SELECT app_id, uid, 1 AS found, min(t) AS birth FROM (
+      SELECT app_id, ${eventsUser} AS uid, event_time AS t FROM events WHERE app_id IN ${apps}
+      UNION ALL
+      SELECT app_id, ${sessionsUser} AS uid, started_at AS t FROM sessions FINAL WHERE app_id IN ${apps}
+    ) WHERE uid != '' GROUP BY app_id, uid
+  ) AS b ON b.app_id = f.app_id AND b.uid = f.uid`)
+
+  const columns: CompiledQuery['columns'] = []
+  const aliasOf = new Map<string, string>()
+  const select: string[] = []
+  const groupBy: string[] = []
+  q.dimensions.forEach((d, i) => {
+    const alias = `d${i}`
+    const grouping = q.conditions.find(
+      (c) => c.op === 'in_groups' && c.target.kind === 'dimension' && c.name === d.name,
+    )
+    const value = dimensionSql(params, d.dimension, tz)
+    const expr = grouping ? groupValue(params, grouping, value) : value
+    select.push(`CAST(${expr} AS Nullable(String)) AS ${alias}`)
+    groupBy.push(alias)
+    aliasOf.set(d.name, alias)
+    columns.push({ alias, name: d.name, metric: false })
+  })
+  const windowFrom = from
+  q.metrics.forEach((m, i) => {
+    const alias = `m${i}`
+    const expr = metricSql(params, m.metric, q, tz, windowFrom)
+    select.push(`${expr} AS ${alias}`)
+    aliasOf.set(m.name, alias)
+    columns.push({ alias, name: m.name, metric: true })
+  })
+
+  const where: string[] = []
+  const having: string[] = []
+  for (const c of q.conditions) {
+    if (c.target.kind === 'metric') {
+      having.push(conditionSql(params, c, aliasOf.get(c.name)!, true))
+    } else {
+      where.push(conditionSql(params, c, dimensionSql(params, c.target.dimension, tz), false))
+    }
+  }
+  const sql = `SELECT ${select.join(',\n  ')}
+FROM (
+    ${facts}
+  ) AS f
+  ${joins.join('\n  ')}
+${where.length > 0 ? `WHERE ${where.map((w) => `(${w})`).join(' AND ')}` : ''}
+${groupBy.length > 0 ? `GROUP BY ${groupBy.join(', ')}` : ''}
+${having.length > 0 ? `HAVING ${having.map((h) => `(${h})`).join(' AND ')}` : ''}
+${orderSql(q, aliasOf)}
+LIMIT ${params.bind('UInt32', q.limit + 1)}
+SETTINGS join_use_nulls = 0`
+  return { sql, params: params.values, columns, readsSessions }
+}
+
+/**
+ * The profiles metric: live profiles of one profile db, counted whole, or per attribute key
+ * (profile_attribute_key) and value (profile_value_string: strings as they are, other values as
+ * their JSON text).
+ */
+function compileProfiles(q: ParsedQuery, ctx: QueryContext): CompiledQuery {
+  const params = new Params()
+  const db = params.bind('UInt64', ctx.profiledbId)
+  // Per attribute key when a profile dimension is asked or filtered on; else one row per profile.
+  const perKey = q.dimensions.length > 0 || q.conditions.some((c) => c.target.kind === 'dimension')
+  const valueOf = (d: Dimension) =>
+    d.kind === 'profile_attribute_key'
+      ? 'k'
+      : `if(JSONType(p.attributes, k) = 'String', JSONExtractString(p.attributes, k), JSONExtractRaw(p.attributes, k))`
+  const select: string[] = []
+  const columns: CompiledQuery['columns'] = []
+  const aliasOf = new Map<string, string>()
+  q.dimensions.forEach((d, i) => {
+    const alias = `d${i}`
+    const grouping = q.conditions.find(
+      (c) => c.op === 'in_groups' && c.target.kind === 'dimension' && c.name === d.name,
+    )
+    const value = valueOf(d.dimension)
+    select.push(
+      `CAST(${grouping ? groupValue(params, grouping, value) : value} AS Nullable(String)) AS ${alias}`,
+    )
+    aliasOf.set(d.name, alias)
+    columns.push({ alias, name: d.name, metric: false })
+  })
+  const metric = q.metrics[0]!
+  select.push(`${perKey ? 'uniqExact(p.customer_id)' : 'count()'} AS m0`)
+  aliasOf.set(metric.name, 'm0')
+  columns.push({ alias: 'm0', name: metric.name, metric: true })
+  const where: string[] = []
+  const having: string[] = []
+  for (const c of q.conditions) {
+    if (c.target.kind === 'metric') having.push(conditionSql(params, c, 'm0', true))
+    else where.push(conditionSql(params, c, valueOf(c.target.dimension), false))
+  }
+  const groupBy = q.dimensions.map((_, i) => `d${i}`)
+  const sql = `SELECT ${select.join(',\n  ')}
+FROM (SELECT customer_id, attributes FROM profiles FINAL WHERE profiledb_id = ${db} AND deleted = 0) AS p
+${perKey ? 'ARRAY JOIN JSONExtractKeys(p.attributes) AS k' : ''}
+${where.length > 0 ? `WHERE ${where.map((w) => `(${w})`).join(' AND ')}` : ''}
+${groupBy.length > 0 ? `GROUP BY ${groupBy.join(', ')}` : ''}
+${having.length > 0 ? `HAVING ${having.map((h) => `(${h})`).join(' AND ')}` : ''}
+${orderSql(q, aliasOf)}
+LIMIT ${params.bind('UInt32', q.limit + 1)}`
+  return { sql, params: params.values, columns, readsSessions: false }
+}
+
+/** Operands as strings, for echoing. */
+export const operandText = (o: Operand) => (o === null ? null : String(o))

@@ -1,0 +1,206 @@
+import { describe, expect, it } from 'vitest'
+import { compileQuery, windowStart } from '../../pipelines/query/compile-query.ts'
+import { parseQuery, QueryError } from '../../pipelines/query/parse-query.ts'
+import { formPairs, nameList, nestPairs } from '../../pipelines/query/query-params.ts'
+import { queryEcho, resultCsv, resultRows } from '../../pipelines/query/result-set.ts'
+
+const fromQs = (qs: string) => parseQuery(nestPairs(formPairs(qs)))
+const ctx = { now: Date.parse('2025-03-10T12:00:00Z'), timeZone: 'UTC', profiledbId: 7 }
+
+describe('query parameters', () => {
+  it('reads comma lists with spaces, parentheses and names holding commas inside parentheses', () => {
+    expect(nameList('users, avg(a:timeSpent),a:Amount (USD) ,day', 'metrics')).toEqual([
+      'users',
+      'avg(a:timeSpent)',
+      'a:Amount (USD)',
+      'day',
+    ])
+    expect(nameList('["users","a:x, y"]', 'metrics')).toEqual(['users', 'a:x, y'])
+    expect(nameList(['users', 'sessions,occurrences'], 'metrics')).toEqual([
+      'users',
+      'sessions',
+      'occurrences',
+    ])
+  })
+
+  it('nests Rails brackets into lists and objects', () => {
+    const params = nestPairs(
+      formPairs(
+        'metrics[]=users&metrics[]=occurrences&conditions[day][]=between&conditions[day][]=2025-01-01&conditions[day][]=2025-01-31&conditions[country]=fr&order[0]=-users',
+      ),
+    )
+    expect(params).toEqual({
+      metrics: ['users', 'occurrences'],
+      conditions: { day: ['between', '2025-01-01', '2025-01-31'], country: 'fr' },
+      order: ['-users'],
+    })
+  })
+
+  it('parses a whole query: names kept verbatim, conditions, order, limit, days', () => {
+    const q = fromQs(
+      `app_id=A&metrics=users,avg(a:Amount (USD))&dimensions=day,a:sku&conditions=${encodeURIComponent(
+        JSON.stringify({ 'a:sku': ['not_in', null, 'x'], users: ['>', 5], event_name: 'Buy' }),
+      )}&order=-users&limit=10&days=30&comment=hi`,
+    )
+    expect(q.appIds).toEqual(['A'])
+    expect(q.metrics.map((m) => m.name)).toEqual(['users', 'avg(a:Amount (USD))'])
+    expect(q.metrics[1]!.metric).toEqual({ kind: 'aggregate', fn: 'avg', key: 'Amount (USD)' })
+    expect(q.dimensions.map((d) => d.dimension)).toEqual([
+      { kind: 'time', unit: 'day' },
+      { kind: 'attribute', key: 'sku' },
+    ])
+    expect(q.conditions.map((c) => [c.name, c.op, c.operands])).toEqual([
+      ['a:sku', 'not_in', [null, 'x']],
+      ['users', '>', [5]],
+      ['event_name', '==', ['Buy']],
+    ])
+    expect(q.order).toEqual([{ name: 'users', descending: true }])
+    expect([q.limit, q.days, q.comment]).toEqual([10, 30, 'hi'])
+  })
+
+  it('names the wrong part of a query', () => {
+    const cases: [string, string][] = [
+      ['metrics=users', 'app_id is required'],
+      ['app_id=A', 'at least one metric'],
+      ['app_id=A&metrics=foo', "unknown metric 'foo'"],
+      ['app_id=A&metrics=users&dimensions=bar', "unknown dimension 'bar'"],
+      ['app_id=A&metrics=users&conditions={x', 'conditions is not valid JSON'],
+      ['app_id=A&metrics=users&conditions=[1]', 'conditions must be a JSON object'],
+      [
+        'app_id=A&metrics=users&conditions={"day":["between","2025-01-01"]}',
+        'between takes two operands, got 1',
+      ],
+      [
+        'app_id=A&metrics=users&conditions={"day":["between","2025-01-01","soon"]}',
+        'is not a YYYY-MM-DD value',
+      ],
+      ['app_id=A&metrics=users&conditions={"country":["like","f"]}', 'unknown operator'],
+      ['app_id=A&metrics=users&conditions={"country":["<",null]}', 'cannot compare with null'],
+      ['app_id=A&metrics=users&conditions={"sessions":[">",1]}', 'needs that metric in metrics'],
+      ['app_id=A&metrics=users&conditions={"users":[">","many"]}', 'compares with numbers'],
+      ['app_id=A&metrics=users&conditions={"country":["in_groups",["x"]]}', 'in_groups takes one object'],
+      ['app_id=A&metrics=users&limit=0', 'limit must be an integer from 1 to 50000'],
+      ['app_id=A&metrics=users&limit=50001', 'limit must be an integer'],
+      ['app_id=A&metrics=users&days=x', 'days must be an integer'],
+      ['app_id=A&metrics=users&order=country', "order: 'country' is not one of"],
+      ['app_id=A&metrics=users,users', "'users' is asked for twice"],
+      ['app_id=A&metrics=profiles,users', 'profiles cannot be combined'],
+      ['app_id=A&metrics=users&dimensions=profile_attribute_key', 'goes only with the profiles metric'],
+    ]
+    for (const [qs, message] of cases) {
+      expect(() => fromQs(qs), qs).toThrow(QueryError)
+      expect(() => fromQs(qs), qs).toThrow(message)
+    }
+  })
+})
+
+describe('query compiler', () => {
+  it('puts no value of the query in the SQL text: every one is a parameter', () => {
+    const q = fromQs(
+      `app_id=SECRET-APP&metrics=users,avg(a:Amount_ZZ)&dimensions=a:Colour_QQ,event_name&conditions=${encodeURIComponent(
+        JSON.stringify({
+          'a:Colour_QQ': ['in', 'Red_VV', null],
+          event_name: ['in_groups', { Group_WW: ['Buy_UU'] }],
+          'n:price': ['between', 1.5, 99],
+          users: ['>=', 3],
+        }),
+      )}`,
+    )
+    const c = compileQuery(q, ctx)
+    for (const secret of [
+      'SECRET-APP',
+      'Amount_ZZ',
+      'Colour_QQ',
+      'Red_VV',
+      'Group_WW',
+      'Buy_UU',
+      'price',
+      '99',
+    ])
+      expect(c.sql).not.toContain(secret)
+    expect(Object.values(c.params)).toEqual(
+      expect.arrayContaining([
+        ['SECRET-APP'],
+        'Colour_QQ',
+        ['Red_VV'],
+        'Group_WW',
+        ['Buy_UU'],
+        'price',
+        99,
+        1.5,
+        3,
+      ]),
+    )
+    expect(c.columns.map((col) => [col.name, col.metric])).toEqual([
+      ['a:Colour_QQ', false],
+      ['event_name', false],
+      ['users', true],
+      ['avg(a:Amount_ZZ)', true],
+    ])
+    // An event-attribute dimension: only events are read.
+    expect(c.readsSessions).toBe(false)
+    expect(c.sql).toContain('HAVING')
+  })
+
+  it('reads sessions beside events when nothing asks for an event-only value', () => {
+    expect(
+      compileQuery(fromQs('app_id=A&metrics=users,sessions&dimensions=day,country'), ctx).readsSessions,
+    ).toBe(true)
+    expect(compileQuery(fromQs('app_id=A&metrics=users&dimensions=event_name'), ctx).readsSessions).toBe(
+      false,
+    )
+  })
+
+  it('asks the engine for one row more than the limit', () => {
+    const c = compileQuery(fromQs('app_id=A&metrics=users&limit=10'), ctx)
+    expect(Object.values(c.params)).toContain(11)
+  })
+
+  it('starts the days window at midnight in the app time zone', () => {
+    const now = Date.parse('2025-03-10T02:00:00Z') // 2025-03-09 21:00 in New York (EDT from 03-09)
+    expect(new Date(windowStart(now, 1, 'UTC')).toISOString()).toBe('2025-03-10T00:00:00.000Z')
+    expect(new Date(windowStart(now, 1, 'America/New_York')).toISOString()).toBe('2025-03-09T05:00:00.000Z')
+    expect(new Date(windowStart(now, 2, 'America/New_York')).toISOString()).toBe('2025-03-08T05:00:00.000Z')
+  })
+})
+
+describe('result set', () => {
+  it('keys rows by the requested names, metrics as numbers, dimensions as strings or null, and cuts at the limit', () => {
+    const columns = [
+      { alias: 'd0', name: 'a:Amount (USD)', metric: false },
+      { alias: 'm0', name: 'users', metric: true },
+    ]
+    const rows = [
+      { d0: '5', m0: '12' },
+      { d0: null, m0: 3 },
+      { d0: 'x', m0: 1 },
+    ]
+    expect(resultRows(rows, columns, 2)).toEqual({
+      results: [
+        { 'a:Amount (USD)': '5', users: 12 },
+        { 'a:Amount (USD)': null, users: 3 },
+      ],
+      truncated: true,
+    })
+    expect(resultCsv(['a:Amount (USD)', 'users'], [{ 'a:Amount (USD)': 'a,"b"', users: 1 }])).toBe(
+      'a:Amount (USD),users\r\n"a,""b""",1\r\n',
+    )
+  })
+
+  it('echoes the query as understood', () => {
+    const echo = queryEcho(
+      fromQs('app_id=A&metrics=users&dimensions=day&order=-users&days=7'),
+      'Europe/Paris',
+      undefined,
+    )
+    expect(echo).toMatchObject({
+      app_ids: ['A'],
+      metrics: ['users'],
+      dimensions: ['day'],
+      order: ['-users'],
+      days: 7,
+      limit: 50_000,
+      time_zone: 'Europe/Paris',
+    })
+  })
+})
