@@ -40,6 +40,10 @@ export const receiptSchema = z
         detail: z.string(),
       }),
     ),
+    stages: z
+      .record(z.string(), z.string().nullable())
+      .optional()
+      .describe('when each stage of the pipeline handled the upload (docs/events.md, Receipts)'),
   })
   .meta({ id: 'UploadReceipt' })
 const receipt = {
