@@ -2,12 +2,13 @@ import { z } from 'zod'
 import { adminOperations } from './admin.ts'
 import { ERROR_DESCRIPTIONS, errorShape, type Operation } from './operation.ts'
 import { publicOperations } from './public.ts'
+import { queryOperations } from './query.ts'
 
 /**
  * Every documented route, one list per area. A new area adds its list here; the edge's route table
  * is checked against this list by test/unit/openapi-coverage.test.ts.
  */
-export const OPERATIONS: readonly Operation[] = [...publicOperations, ...adminOperations]
+export const OPERATIONS: readonly Operation[] = [...publicOperations, ...queryOperations, ...adminOperations]
 
 /**
  * Paths the edge serves that are not API operations: the dashboard's pages and assets and the
@@ -38,6 +39,7 @@ const TAGS: Record<string, string> = {
   campaigns: 'Push and in-app campaigns (docs/campaigns.md)',
   exports: 'Audience, profile and event-log exports (docs/exports.md)',
   admin: 'The admin API: orgs, apps, keys, scheduled jobs, dead letters (README, "Admin API")',
+  query: 'The Query and Apps APIs: analytics over the stored events (docs/query-api.md)',
   auth: 'Credentials',
   operations: 'Health, readiness, metrics and this document',
 }
@@ -49,7 +51,8 @@ export function openApiPath(pattern: string): string {
 
 /** A stable id of an operation: `get_admin_v1_orgs_org_id`. */
 export function operationId(op: Pick<Operation, 'method' | 'path'>): string {
-  return `${op.method}${op.path.replace(/\*$/, 'path').replace(/[^A-Za-z0-9]+/g, '_')}`.replace(/_+$/, '')
+  const path = op.path.replace(/\*$/, 'path').replace(/\/$/, '/index')
+  return `${op.method}${path.replace(/[^A-Za-z0-9]+/g, '_')}`.replace(/_+$/, '')
 }
 
 const toJsonSchemaOptions = (io: 'input' | 'output') =>
@@ -147,7 +150,9 @@ export function openApiDocument(operations: readonly Operation[] = OPERATIONS): 
       if (spec.schema) {
         const schemaId = idOf(spec.schema, `${id}_${status}`, named)
         outputs.push({ id: schemaId, schema: spec.schema })
-        content = { 'application/json': { schema: ref(schemaId), example: spec.example } }
+        content = {
+          [spec.contentType ?? 'application/json']: { schema: ref(schemaId), example: spec.example },
+        }
       } else if (spec.contentType) content = { [spec.contentType]: { schema: { type: 'string' } } }
       responses[status] = {
         description: spec.description,

@@ -45,7 +45,7 @@ export interface RequestBody {
 
 export interface ResponseSpec {
   description: string
-  /** The JSON body's schema; absent: no body, or a body that is not JSON (`contentType`). */
+  /** The JSON body's schema (of type `contentType`, default application/json); absent: no body, or one that is not JSON. */
   schema?: z.ZodType
   example?: unknown
   contentType?: string
@@ -77,10 +77,16 @@ export const ERROR_DESCRIPTIONS: Record<number, string> = {
   503: 'overloaded or a dependency is unavailable: retry after Retry-After seconds',
 }
 
-export const json = (schema: z.ZodType, example: unknown, description = 'OK'): ResponseSpec => ({
+export const json = (
+  schema: z.ZodType,
+  example: unknown,
+  description = 'OK',
+  contentType?: string,
+): ResponseSpec => ({
   description,
   schema,
   example,
+  ...(contentType && { contentType }),
 })
 
 export const noContent: ResponseSpec = { description: 'done; no body' }

@@ -2,7 +2,7 @@ import { z } from 'zod'
 import { SCOPES } from '../admin.ts'
 import { listQuery, pushCampaignInput } from '../campaigns.ts'
 import { eventLineSchema } from '../events.ts'
-import { customerIdParam, emailLookupQuery } from '../profiles.ts'
+import { CHANGE_OPS, customerIdParam, emailLookupQuery } from '../profiles.ts'
 import { pushRequestEnvelope, QUEUED_MESSAGE } from '../push.ts'
 import { json, noContent, type Operation, type Param } from './operation.ts'
 
@@ -98,11 +98,20 @@ const sdkExample = {
 }
 
 const profileBody = z
-  .looseObject({
-    changes: z.array(z.looseObject({ op: z.string(), key: z.string(), value: z.unknown().optional() })),
-  })
-  .describe('A list of changes (docs/profiles.md): assign, delete, increment, set-add, set-remove.')
-const profileChangeExample = { changes: [{ op: 'assign', key: 'plan', value: 'gold' }] }
+  .union([
+    z.object({
+      changes: z.array(
+        z.looseObject({ op: z.enum(CHANGE_OPS), attr: z.string(), value: z.unknown().optional() }),
+      ),
+    }),
+    z.object({
+      attributes: z.record(z.string(), z.unknown()).describe('each key assigned; null deletes it'),
+    }),
+  ])
+  .describe(
+    'changes applied in order (assign, delete, increment, set-add, set-remove), or attributes to assign (docs/profiles.md)',
+  )
+const profileChangeExample = { changes: [{ op: 'assign', attr: 'plan', value: 'gold' }] }
 const attributes = z.record(z.string(), z.unknown())
 const profileSchema = z
   .object({

@@ -37,7 +37,10 @@ export class DashboardApi {
   }
 
   async call<T>(method: string, path: string, body?: unknown): Promise<Answer<T>> {
-    const init: RequestInit = { method, headers: this.headers(body === undefined ? undefined : 'application/json') }
+    const init: RequestInit = {
+      method,
+      headers: this.headers(body === undefined ? undefined : 'application/json'),
+    }
     if (body !== undefined) init.body = JSON.stringify(body)
     return this.send<T>(path, init)
   }
@@ -63,7 +66,9 @@ export class DashboardApi {
     if (res.ok) return { ok: true, status: res.status, body: parsed as T, headers: res.headers }
     const err = (parsed ?? {}) as { error?: unknown; errors?: unknown }
     const error = typeof err.error === 'string' ? err.error : `the API answered ${res.status}`
-    const errors = Array.isArray(err.errors) ? err.errors.filter((e): e is string => typeof e === 'string') : [error]
+    const errors = Array.isArray(err.errors)
+      ? err.errors.filter((e): e is string => typeof e === 'string')
+      : [error]
     return { ok: false, status: res.status, error, errors, headers: res.headers }
   }
 
@@ -83,7 +88,10 @@ export class DashboardApi {
  * An API error's messages by the form field they name ("name: must not be empty" → name), and the
  * rest under '' (shown at the top of the form).
  */
-export function errorsByField(errors: readonly string[], fields: readonly string[]): Record<string, string[]> {
+export function errorsByField(
+  errors: readonly string[],
+  fields: readonly string[],
+): Record<string, string[]> {
   const out: Record<string, string[]> = {}
   for (const message of errors) {
     const match = /^([A-Za-z0-9_.[\]]+): (.*)$/.exec(message)

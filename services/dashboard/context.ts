@@ -17,11 +17,15 @@ export interface DashboardDeps {
 }
 
 /** The API as the signed-in user. */
-export const apiOf = (deps: DashboardDeps, c: DashboardContext) => DashboardApi.of(deps.dispatch, c, c.get('session'))
+export const apiOf = (deps: DashboardDeps, c: DashboardContext) =>
+  DashboardApi.of(deps.dispatch, c, c.get('session'))
 
 /** Served over HTTPS (directly, or by a proxy that says so): the cookie is then Secure. */
 export function isHttps(c: Context): boolean {
-  return new URL(c.req.url).protocol === 'https:' || c.req.header('X-Forwarded-Proto')?.split(',')[0]?.trim() === 'https'
+  return (
+    new URL(c.req.url).protocol === 'https:' ||
+    c.req.header('X-Forwarded-Proto')?.split(',')[0]?.trim() === 'https'
+  )
 }
 
 /** Sets the session's cookie: HttpOnly, SameSite=Strict, Secure under HTTPS, for /dashboard only. */
@@ -72,15 +76,36 @@ export async function orgApi(
       ? { ok: true, api }
       : { ok: false, status: 403, error: `org ${orgId} is not the organization of this API key` }
   const known = session.orgKeys?.[orgId]
-  if (known) return { ok: true, api: api.as(authorizationOf({ kind: 'key', apiKey: known.apiKey, secret: known.secret, orgId, scopes: [] })) }
-  const minted = await api.call<{ api_key: string; api_secret: string }>('POST', `/admin/v1/orgs/${orgId}/keys`, {})
+  if (known)
+    return {
+      ok: true,
+      api: api.as(
+        authorizationOf({ kind: 'key', apiKey: known.apiKey, secret: known.secret, orgId, scopes: [] }),
+      ),
+    }
+  const minted = await api.call<{ api_key: string; api_secret: string }>(
+    'POST',
+    `/admin/v1/orgs/${orgId}/keys`,
+    {},
+  )
   if (!minted.ok) return { ok: false, status: minted.status, error: minted.error }
-  const orgKeys = { ...session.orgKeys, [orgId]: { apiKey: minted.body.api_key, secret: minted.body.api_secret } }
+  const orgKeys = {
+    ...session.orgKeys,
+    [orgId]: { apiKey: minted.body.api_key, secret: minted.body.api_secret },
+  }
   const next = { ...session, orgKeys }
   c.set('session', next)
   writeSession(deps, c, next)
   return {
     ok: true,
-    api: api.as(authorizationOf({ kind: 'key', apiKey: minted.body.api_key, secret: minted.body.api_secret, orgId, scopes: [] })),
+    api: api.as(
+      authorizationOf({
+        kind: 'key',
+        apiKey: minted.body.api_key,
+        secret: minted.body.api_secret,
+        orgId,
+        scopes: [],
+      }),
+    ),
   }
 }

@@ -19,46 +19,70 @@ export const PAGES = [
  * A whole page: one stylesheet and the scripts of the edge's own (htmx, the dashboard's), no inline
  * script or style (the CSP allows none). `session` absent: the sign-in page.
  */
-export function page(title: string, session: Session | undefined, body: Fragment, scripts: readonly string[] = []) {
+export function page(
+  title: string,
+  session: Session | undefined,
+  body: Fragment,
+  scripts: readonly string[] = [],
+) {
   const who = session?.who
   const nav = session
     ? PAGES.filter((p) => !p.operator || who?.kind === 'admin').map(
-        (p) => html`<li><a href="${p.path}" ${p.title === title ? html`aria-current="page"` : ''}>${p.title}</a></li>`,
+        (p) =>
+          html`<li>
+            <a href="${p.path}" ${p.title === title ? html`aria-current="page"` : ''}>${p.title}</a>
+          </li>`,
       )
     : []
   return html`<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="htmx-config" content='{"includeIndicatorStyles":false,"allowEval":false,"allowScriptTags":false}'>
-<title>${title} · Sluice</title>
-<link rel="stylesheet" href="/dashboard/assets/dashboard.css">
-<script src="/dashboard/assets/htmx.min.js" defer></script>
-${scripts.map((s) => html`<script src="/dashboard/assets/${s}" defer></script>`)}
-</head>
-<body>
-<header>
-  <a class="brand" href="/dashboard">Sluice</a>
-  ${session
-    ? html`<span class="who">${who?.kind === 'admin' ? 'operator (every org)' : `org ${who?.orgId} (API key)`}</span>
-  <form method="post" action="/dashboard/sign-out" class="inline">
-    <input type="hidden" name="csrf" value="${session.csrf}">
-    <button type="submit">Sign out</button>
-  </form>`
-    : ''}
-</header>
-${session ? html`<nav aria-label="Pages"><ul>${nav}</ul></nav>` : ''}
-<main id="main">
-<h1>${title}</h1>
-${body}
-</main>
-</body>
-</html>`
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <meta
+          name="htmx-config"
+          content='{"includeIndicatorStyles":false,"allowEval":false,"allowScriptTags":false,"historyEnabled":false,"historyCacheSize":0}'
+        />
+        <title>${title} · Sluice</title>
+        <link rel="stylesheet" href="/dashboard/assets/dashboard.css" />
+        <script src="/dashboard/assets/htmx.min.js" defer></script>
+        ${scripts.map((s) => html`<script src="/dashboard/assets/${s}" defer></script>`)}
+      </head>
+      <body>
+        <header>
+          <a class="brand" href="/dashboard">Sluice</a>
+          ${
+            session
+              ? html`<span class="who"
+                    >${who?.kind === 'admin' ? 'operator (every org)' : `org ${who?.orgId} (API key)`}</span
+                  >
+                  <form method="post" action="/dashboard/sign-out" class="inline">
+                    <input type="hidden" name="csrf" value="${session.csrf}" />
+                    <button type="submit">Sign out</button>
+                  </form>`
+              : ''
+          }
+        </header>
+        ${
+          session
+            ? html`<nav aria-label="Pages">
+                <ul>
+                  ${nav}
+                </ul>
+              </nav>`
+            : ''
+        }
+        <main id="main">
+          <h1>${title}</h1>
+          ${body}
+        </main>
+      </body>
+    </html>`
 }
 
 /** The hidden CSRF field every write form carries. */
-export const csrfField = (session: Session) => html`<input type="hidden" name="csrf" value="${session.csrf}">`
+export const csrfField = (session: Session) =>
+  html`<input type="hidden" name="csrf" value="${session.csrf}" />`
 
 /** Messages under a field (the API's own words), linked to it for screen readers. */
 export function fieldErrors(errors: Record<string, string[]> | undefined, field: string, id: string) {
@@ -93,21 +117,43 @@ export function input(
   const errorField = options.errorField ?? name
   const invalid = Boolean(options.errors?.[errorField]?.length)
   return html`<div class="field">
-  <label for="${id}">${label}</label>
-  <input id="${id}" name="${name}" type="${options.type ?? 'text'}" value="${options.value ?? ''}"${options.required ? html` required` : ''}${options.placeholder ? html` placeholder="${options.placeholder}"` : ''}${options.autocomplete ? html` autocomplete="${options.autocomplete}"` : ''}${invalid ? html` aria-invalid="true" aria-describedby="${id}-error"` : ''}>
-  ${fieldErrors(options.errors, errorField, id)}
-</div>`
+    <label for="${id}">${label}</label>
+    <input
+      id="${id}"
+      name="${name}"
+      type="${options.type ?? 'text'}"
+      value="${options.value ?? ''}"
+      ${options.required ? html` required` : ''}${options.placeholder ? html` placeholder="${options.placeholder}"` : ''}${options.autocomplete ? html` autocomplete="${options.autocomplete}"` : ''}${invalid ? html` aria-invalid="true" aria-describedby="${id}-error"` : ''}
+    />
+    ${fieldErrors(options.errors, errorField, id)}
+  </div>`
 }
 
 /** A notice after a write (from the redirect's query string). */
-export const notice = (text: string | undefined) => (text ? html`<p class="notice" role="status">${text}</p>` : '')
+export const notice = (text: string | undefined) =>
+  text ? html`<p class="notice" role="status">${text}</p>` : ''
 
 /** A table of rows; cells are fragments or text (escaped). */
 export function table(caption: string, head: readonly string[], rows: readonly (readonly unknown[])[]) {
   if (rows.length === 0) return html`<p class="empty">${caption}: none yet.</p>`
-  return html`<div class="table"><table>
-<caption>${caption}</caption>
-<thead><tr>${head.map((h) => html`<th scope="col">${h}</th>`)}</tr></thead>
-<tbody>${rows.map((r) => html`<tr>${r.map((cell) => html`<td>${cell as string}</td>`)}</tr>`)}</tbody>
-</table></div>`
+  return html`<div class="table">
+    <table>
+      <caption>
+        ${caption}
+      </caption>
+      <thead>
+        <tr>
+          ${head.map((h) => html`<th scope="col">${h}</th>`)}
+        </tr>
+      </thead>
+      <tbody>
+        ${rows.map(
+          (r) =>
+            html`<tr>
+              ${r.map((cell) => html`<td>${cell as string}</td>`)}
+            </tr>`,
+        )}
+      </tbody>
+    </table>
+  </div>`
 }

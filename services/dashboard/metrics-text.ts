@@ -16,7 +16,8 @@ export function parseMetrics(text: string): MetricSample[] {
     const match = LINE.exec(line)
     if (!match) continue
     const labels: Record<string, string> = {}
-    for (const [, key, value] of (match[2] ?? '').matchAll(LABEL)) labels[key!] = value!.replace(/\\(.)/g, '$1')
+    for (const [, key, value] of (match[2] ?? '').matchAll(LABEL))
+      labels[key!] = value!.replace(/\\(.)/g, '$1')
     const value = Number(match[3])
     if (Number.isFinite(value)) samples.push({ name: match[1]!, labels, value })
   }

@@ -2,11 +2,11 @@ import { fileURLToPath } from 'node:url'
 import { Hono, type Context, type MiddlewareHandler } from 'hono'
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie'
 import { html } from 'hono/html'
+import { parse } from 'hono/utils/cookie'
 import { packageFile, StaticAssets } from '../edge/static-assets.ts'
 import { DashboardApi, errorsByField, type Dispatch } from './api.ts'
 import { isHttps, writeSession, type DashboardApp, type DashboardDeps, type DashboardEnv } from './context.ts'
 import { formErrors, input, page } from './layout.ts'
-import { registerAudiences } from './pages/audiences.ts'
 import { registerDeadLetters } from './pages/dead-letters.ts'
 import { registerExports } from './pages/exports.ts'
 import { registerHealth } from './pages/health.ts'
@@ -64,7 +64,10 @@ export function dashboardRoutes(options: { dispatch: Dispatch; adminToken: strin
     let who: Signed
     if (token !== '') {
       // The admin API answers an operator: the same check (and failure count) as any admin call.
-      const answer = await DashboardApi.of(deps.dispatch, c, { kind: 'admin', token }).call('GET', '/admin/v1/orgs')
+      const answer = await DashboardApi.of(deps.dispatch, c, { kind: 'admin', token }).call(
+        'GET',
+        '/admin/v1/orgs',
+      )
       if (!answer.ok) return signInPage(c, { token: [answer.error] }, answer.status, apiKey)
       who = { kind: 'admin', token }
     } else if (apiKey !== '' && secret !== '') {
@@ -87,16 +90,30 @@ export function dashboardRoutes(options: { dispatch: Dispatch; adminToken: strin
 
   // Every other page needs a session; every write its CSRF token and a same-origin request.
   app.use('/dashboard/*', async (c, next) => {
-    const session = deps.sealer.open(getCookie(c, SESSION_COOKIE))
+    const session = deps.sealer.open(parse(c.req.header('Cookie') ?? '', SESSION_COOKIE)[SESSION_COOKIE])
     if (!session) {
       if (c.req.method === 'GET' && !c.req.header('HX-Request')) return c.redirect('/dashboard/sign-in', 302)
-      return c.html(html`<p class="error" role="alert">your session is over: <a href="/dashboard/sign-in">sign in</a></p>`, 401)
+      return c.html(
+        html`<p class="error" role="alert">
+          your session is over: <a href="/dashboard/sign-in">sign in</a>
+        </p>`,
+        401,
+      )
     }
     c.set('session', session)
     if (c.req.method !== 'GET' && c.req.method !== 'HEAD') {
       const form = await c.req.parseBody({ all: true })
       if (!sameOrigin(c) || !csrfMatches(session.csrf, form.csrf))
-        return c.html(page('Refused', session, html`<p class="error" role="alert">refused: this form's CSRF token is missing or wrong; reload the page and try again</p>`), 403)
+        return c.html(
+          page(
+            'Refused',
+            session,
+            html`<p class="error" role="alert">
+              refused: this form's CSRF token is missing or wrong; reload the page and try again
+            </p>`,
+          ),
+          403,
+        )
     }
     await next()
   })
@@ -110,7 +127,6 @@ export function dashboardRoutes(options: { dispatch: Dispatch; adminToken: strin
   registerOrgs(app, deps)
   registerDeadLetters(app, deps)
   registerExports(app, deps)
-  registerAudiences(app, deps)
   return app
 }
 
@@ -119,12 +135,18 @@ const securityHeaders: MiddlewareHandler = async (c, next) => {
   c.header('Content-Security-Policy', DASHBOARD_CSP)
   c.header('X-Content-Type-Options', 'nosniff')
   c.header('X-Frame-Options', 'DENY')
-  c.header('Referrer-Policy', 'no-referrer')
+  // same-origin, not no-referrer: with no-referrer a browser sends `Origin: null` on form posts.
+  c.header('Referrer-Policy', 'same-origin')
   if (!c.req.path.startsWith('/dashboard/assets/')) c.header('Cache-Control', 'no-store')
 }
 
-/** A write from another site: its Origin (sent by browsers with every POST) names another host. */
-function sameOrigin(c: Context): boolean {
+/**
+ * Not a write from another site: the browser's Sec-Fetch-Site says same-origin, or the Origin it
+ * sends with every POST names this host.
+ */
+function sameOrigin(c: { req: { url: string; header(name: string): string | undefined } }): boolean {
+  const site = c.req.header('Sec-Fetch-Site')
+  if (site !== undefined && site !== 'same-origin') return false
   const origin = c.req.header('Origin')
   if (origin === undefined || origin === 'null') return origin === undefined
   try {
@@ -136,26 +158,31 @@ function sameOrigin(c: Context): boolean {
 
 function signInPage(c: Context, errors: Record<string, string[]>, status = 200, apiKey = '') {
   const csrf = newCsrfToken()
-  setCookie(c, SIGN_IN_COOKIE, csrf, { path: '/dashboard', httpOnly: true, sameSite: 'Strict', secure: isHttps(c) })
+  setCookie(c, SIGN_IN_COOKIE, csrf, {
+    path: '/dashboard',
+    httpOnly: true,
+    sameSite: 'Strict',
+    secure: isHttps(c),
+  })
   const byField = errors[''] ? errors : errorsByField([], [])
   return c.html(
     page(
       'Sign in',
       undefined,
       html`<form method="post" action="/dashboard/sign-in" class="card">
-  <input type="hidden" name="csrf" value="${csrf}">
-  ${formErrors(byField)}
-  <fieldset>
-    <legend>Operator: every org</legend>
-    ${input('Admin token', 'token', { type: 'password', errors, autocomplete: 'off' })}
-  </fieldset>
-  <fieldset>
-    <legend>Or an org's API key (that org, its scopes)</legend>
-    ${input('API key', 'api_key', { value: apiKey, errors, autocomplete: 'username' })}
-    ${input('API secret', 'api_secret', { type: 'password', errors, autocomplete: 'current-password' })}
-  </fieldset>
-  <button type="submit">Sign in</button>
-</form>`,
+        <input type="hidden" name="csrf" value="${csrf}" />
+        ${formErrors(byField)}
+        <fieldset>
+          <legend>Operator: every org</legend>
+          ${input('Admin token', 'token', { type: 'password', errors, autocomplete: 'off' })}
+        </fieldset>
+        <fieldset>
+          <legend>Or an org's API key (that org, its scopes)</legend>
+          ${input('API key', 'api_key', { value: apiKey, errors, autocomplete: 'username' })}
+          ${input('API secret', 'api_secret', { type: 'password', errors, autocomplete: 'current-password' })}
+        </fieldset>
+        <button type="submit">Sign in</button>
+      </form>`,
     ),
     status as 200,
   )

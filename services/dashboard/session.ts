@@ -69,5 +69,10 @@ export const newCsrfToken = (): string => randomBytes(24).toString('base64url')
 
 /** A form's CSRF token against the expected one, in constant time. */
 export function csrfMatches(expected: string | undefined, given: unknown): boolean {
-  return typeof expected === 'string' && typeof given === 'string' && given.length > 0 && safeEqual(given, expected)
+  return (
+    typeof expected === 'string' &&
+    typeof given === 'string' &&
+    given.length > 0 &&
+    safeEqual(given, expected)
+  )
 }

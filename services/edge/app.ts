@@ -73,7 +73,10 @@ export function createEdge(deps: EdgeDeps): Edge {
   app.route('/', authCheckRoutes(deps.control))
   app.route('/', apiReferenceRoutes())
   // The dashboard calls the APIs through this very app, with the browser request's connection.
-  app.route('/', dashboardRoutes({ dispatch: (request, env) => app.fetch(request, env), adminToken: deps.adminToken }))
+  app.route(
+    '/',
+    dashboardRoutes({ dispatch: (request, env) => app.fetch(request, env), adminToken: deps.adminToken }),
+  )
   for (const area of deps.areas ?? []) app.route('/', area)
   // Registered last: reached only when no route above answered.
   for (const prefix of API_PREFIXES)

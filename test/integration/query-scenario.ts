@@ -12,6 +12,7 @@ import {
 } from '../helpers/ingestion-scenario.ts'
 import { ADMIN_TOKEN } from '../helpers/edge.ts'
 import type { InProcessSluice } from '../helpers/sluice-inprocess.ts'
+import { documentedFetch } from '../helpers/openapi-check.ts'
 
 const RESULT_SET = 'application/vnd.localytics.v1+hal+json;type=ResultSet'
 
@@ -95,7 +96,7 @@ export async function runQueryScenario(sluice: InProcessSluice, suffix: string) 
   expect(await receiptDone(sluice, tenant.auth, tx)).toMatchObject({ accepted: posted.length, rejected: 0 })
 
   const ask = async (params: string, init: RequestInit = {}, path = '/v1/query') => {
-    const r = await fetch(`${sluice.url}${path}?${params}`, {
+    const r = await documentedFetch(`${sluice.url}${path}?${params}`, {
       ...init,
       headers: { Authorization: tenant.auth, ...(init.headers as Record<string, string>) },
     })
@@ -220,7 +221,7 @@ export async function runQueryScenario(sluice: InProcessSluice, suffix: string) 
   ])
 
   // POST with a JSON body carrying the credentials (no Basic), and a comment.
-  const posted2 = await fetch(`${sluice.url}/v1/query`, {
+  const posted2 = await documentedFetch(`${sluice.url}/v1/query`, {
     method: 'POST',
     headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify({
@@ -259,7 +260,7 @@ export async function runQueryScenario(sluice: InProcessSluice, suffix: string) 
   const [fb, ub] = [(await foreign.json()) as { error: string }, (await unknown.json()) as { error: string }]
   expect(fb.error.replace(`qx-${suffix}`, 'X')).toBe(ub.error.replace(`nope-${suffix}`, 'X'))
   // The other org sees none of this app's events either.
-  const theirs = await fetch(`${sluice.url}/v1/query?${q({ metrics: 'occurrences' })}`, {
+  const theirs = await documentedFetch(`${sluice.url}/v1/query?${q({ metrics: 'occurrences' })}`, {
     headers: { Authorization: other.auth },
   })
   expect(theirs.status).toBe(403)
@@ -279,12 +280,12 @@ export async function runQueryScenario(sluice: InProcessSluice, suffix: string) 
     expect(b.error).toContain(part)
     expect(b.errors).toEqual([b.error])
   }
-  const noAuth = await fetch(`${sluice.url}/v1/query?${q({ metrics: 'users' })}`)
+  const noAuth = await documentedFetch(`${sluice.url}/v1/query?${q({ metrics: 'users' })}`)
   expect(noAuth.status).toBe(401)
 
   // The app's time zone, set through the admin API, moves the day boundaries.
   const zone = 'Pacific/Kiritimati' // UTC+14: most days differ from UTC's
-  const set = await fetch(`${sluice.url}/admin/v1/apps/${appId}/settings`, {
+  const set = await documentedFetch(`${sluice.url}/admin/v1/apps/${appId}/settings`, {
     method: 'PUT',
     headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
     body: JSON.stringify({
@@ -300,7 +301,7 @@ export async function runQueryScenario(sluice: InProcessSluice, suffix: string) 
     icon_url: 'https://cdn.example/icon.png',
     custom_dimensions: { custom_0_dimension: 'Blood Type' },
   })
-  const badZone = await fetch(`${sluice.url}/admin/v1/apps/${appId}/settings`, {
+  const badZone = await documentedFetch(`${sluice.url}/admin/v1/apps/${appId}/settings`, {
     method: 'PUT',
     headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
     body: JSON.stringify({ time_zone: 'Mars/Olympus' }),
@@ -319,7 +320,7 @@ export async function runQueryScenario(sluice: InProcessSluice, suffix: string) 
   expect(inZone.query).toMatchObject({ time_zone: zone })
 
   // Apps API: the org's apps with stats from the stored data, never another org's.
-  const listed = await fetch(`${sluice.url}/v1/apps`, { headers: { Authorization: tenant.auth } })
+  const listed = await documentedFetch(`${sluice.url}/v1/apps`, { headers: { Authorization: tenant.auth } })
   expect(listed.headers.get('content-type')).toBe('application/vnd.localytics.v1+hal+json;type=App')
   const list = (await listed.json()) as { _embedded: { apps: Record<string, unknown>[] }; _links: unknown }
   const sessionDays = [now - 3 * hour, now - 2 * hour]
@@ -353,7 +354,9 @@ export async function runQueryScenario(sluice: InProcessSluice, suffix: string) 
       },
     },
   ])
-  const one = await fetch(`${sluice.url}/v1/apps/${appId}`, { headers: { Authorization: tenant.auth } })
+  const one = await documentedFetch(`${sluice.url}/v1/apps/${appId}`, {
+    headers: { Authorization: tenant.auth },
+  })
   expect(one.headers.get('content-type')).toBe('application/vnd.localytics.v1+hal+json;type=App')
   expect(await one.json()).toMatchObject({
     app_id: appId,
@@ -361,7 +364,7 @@ export async function runQueryScenario(sluice: InProcessSluice, suffix: string) 
     icon_url: 'https://cdn.example/icon.png',
     custom_dimensions: { custom_0_dimension: 'Blood Type' },
   })
-  const attrs = await fetch(`${sluice.url}/v1/apps/${appId}/attributes`, {
+  const attrs = await documentedFetch(`${sluice.url}/v1/apps/${appId}/attributes`, {
     headers: { Authorization: tenant.auth },
   })
   expect(await attrs.json()).toEqual({
@@ -373,7 +376,7 @@ export async function runQueryScenario(sluice: InProcessSluice, suffix: string) 
     _links: { app: { href: `/v1/apps/${appId}` }, root: { href: '/v1' } },
   })
   for (const path of [`/v1/apps/qx-${suffix}`, `/v1/apps/qx-${suffix}/attributes`]) {
-    const r = await fetch(`${sluice.url}${path}`, { headers: { Authorization: tenant.auth } })
+    const r = await documentedFetch(`${sluice.url}${path}`, { headers: { Authorization: tenant.auth } })
     expect(r.status, path).toBe(403)
   }
 }
