@@ -1,6 +1,7 @@
 import type { Reporters } from './report.ts'
 import { campaignReporter } from './scenarios/campaigns.ts'
 import { exportReporter } from './scenarios/exports.ts'
+import { freshnessReporter } from './scenarios/freshness-report.ts'
 import { pushReporter } from './scenarios/push.ts'
 import { segmentationReporter } from './scenarios/segmentation.ts'
 
@@ -8,4 +9,10 @@ import { segmentationReporter } from './scenarios/segmentation.ts'
  * The scenarios that run on their own and hand the report their figures (bench/figures.ts), in the
  * order of the summary and report.md. A new such scenario adds its reporter here.
  */
-export const REPORTERS: Reporters = [segmentationReporter, pushReporter, campaignReporter, exportReporter]
+export const REPORTERS: Reporters = [
+  freshnessReporter,
+  segmentationReporter,
+  pushReporter,
+  campaignReporter,
+  exportReporter,
+]

@@ -4,6 +4,7 @@ import type { BodyInstance } from './generate.ts'
 import type { BenchLoad } from './load.ts'
 import { baselineLoad, floorLogDir } from './run-baselines.ts'
 import { settle, type BenchContext } from './scenarios/context.ts'
+import { stagesLine } from './freshness-stages.ts'
 import { freshness } from './scenarios/freshness.ts'
 import { overload } from './scenarios/overload.ts'
 import { profiles } from './scenarios/profiles.ts'
@@ -242,9 +243,11 @@ async function sustainedRateScenarios(
         eventsPerBody: profile.eventsPerPlainBody,
         maxSustainedEventsPerSecond: maxSustained,
         durationMs: profile.freshnessMs,
+        maxDurationMs: profile.freshnessMaxMs,
       })
       run.log(
-        `    ${r.targetBodiesPerSecond.toFixed(1)} bodies/s; ${r.samples} samples: p50 ${Math.round(r.freshnessMs.p50 ?? NaN)} ms, p99 ${Math.round(r.freshnessMs.p99 ?? NaN)} ms; answers ${JSON.stringify(r.statuses)}`,
+        `    ${r.targetBodiesPerSecond.toFixed(1)} bodies/s; ${r.samples} samples: p50 ${Math.round(r.freshnessMs.p50 ?? NaN)} ms, p90 ${Math.round(r.freshnessMs.p90 ?? NaN)} ms, p99 ${Math.round(r.freshnessMs.p99 ?? NaN)} ms, max ${Math.round(r.freshnessMs.max ?? NaN)} ms; answers ${JSON.stringify(r.statuses)}` +
+          (r.stages ? `\n    ${stagesLine(r.stages)}` : ''),
       )
       return r
     })

@@ -1,6 +1,13 @@
 import { z } from 'zod'
-import { EXPORT_NAME_MAX } from '../pipelines/exports/export-payloads.ts'
-import { EXPORT_PLANS, SOURCE_TYPES } from '../pipelines/exports/export-kinds.ts'
+
+/** The sources exports are enabled for (pipelines/exports/export-kinds.ts: their job types). */
+export const SOURCE_TYPES = ['audiences', 'profiles', 'logs'] as const
+
+/** The export plans of an org (the caps of each are configuration). */
+export const EXPORT_PLANS = ['standard', 'remarketing'] as const
+
+/** Longest name of an export job. */
+export const EXPORT_NAME_MAX = 200
 
 /** POST /admin/v1/orgs/:org_id/exports: enable (or enable again) the exports of one source. */
 export const enableExportBody = z.object({

@@ -69,6 +69,8 @@ export interface RunningProcess {
   opsPort?: number
   adminToken?: string
   adminTokenGenerated: boolean
+  /** The edge's Hono app, when this process runs one (its route table is checked against the API document). */
+  edgeApp?: Hono<EdgeEnv>
   /** Graceful: stop accepting, drain requests, finish and commit batches, close adapters. */
   shutdown(): Promise<void>
 }
@@ -171,6 +173,7 @@ export async function startProcess(
         closers.push(async () => void process.off('SIGHUP', reload))
       }
       result.port = server.port
+      result.edgeApp = edge.app
       result.url = `${server.scheme}://${config.HOST === '0.0.0.0' ? '127.0.0.1' : config.HOST}:${server.port}`
     }
     if (roles.includes('edge') && runtime.store instanceof ChdbStore && token) {

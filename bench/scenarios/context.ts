@@ -26,7 +26,9 @@ export interface BenchProfile {
    */
   windowBodies: number
   drainMs: number
+  /** Freshness samples this long after its warm-up, at least, and on up to freshnessMaxMs until it has enough samples. */
   freshnessMs: number
+  freshnessMaxMs: number
   profilesMs: number
   profileCustomers: number
   /** Overload runs this long at most, */
@@ -56,7 +58,8 @@ export const PROFILES: Record<'quick' | 'full', BenchProfile> = {
     window: 30_000,
     windowBodies: 12,
     drainMs: 30_000,
-    freshnessMs: 10_000,
+    freshnessMs: 20_000,
+    freshnessMaxMs: 45_000,
     profilesMs: 6000,
     profileCustomers: 5000,
     // Long enough for the backlog to pass SLUICE_MAX_BACKLOG_SECONDS at twice the sustained rate,
@@ -83,6 +86,7 @@ export const PROFILES: Record<'quick' | 'full', BenchProfile> = {
     windowBodies: 12,
     drainMs: 180_000,
     freshnessMs: 45_000,
+    freshnessMaxMs: 120_000,
     profilesMs: 30_000,
     profileCustomers: 40_000,
     overloadMs: 60_000,

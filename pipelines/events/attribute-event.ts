@@ -1,5 +1,5 @@
-import type { RowParts } from './event-block.ts'
 import { appOf, customerOf, deviceTail, uploadHead, type DeviceDims, type PackedEvents } from './event-row.ts'
+import type { RowParts } from './writer-item.ts'
 
 export interface AttributionContext {
   orgId: number

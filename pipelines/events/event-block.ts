@@ -1,6 +1,6 @@
 import type { Bus, ProduceMessage } from '../connectors/bus/bus.ts'
 import { partitionForKey } from '../connectors/bus/bus.ts'
-import type { WriterItem } from './classify-stored.ts'
+import type { RowParts, UploadRef, WriterItem } from './writer-item.ts'
 import { eventKey, eventRowFromCompact, rowBinaryEventRow, type EventRow } from './event-row.ts'
 
 /** An event on its way to the writer: its identity, where it came from, and its row. */
@@ -11,22 +11,6 @@ export interface BlockEvent {
   upload: UploadRef
   /** The `events` row, serialised once: RowBinary of `EVENT_COLUMNS`, whole or in parts. */
   row: Buffer | RowParts
-}
-
-/** A row given as bytes to copy into the block: `head`, then `source[start, end)`, then `tail`. */
-export interface RowParts {
-  head: Buffer
-  source: Buffer
-  start: number
-  end: number
-  tail: Buffer
-}
-
-export interface UploadRef {
-  tx: string
-  recv: number
-  org: number
-  source: 'server' | 'sdk'
 }
 
 interface BlockHeader {

@@ -1,6 +1,5 @@
 import { keyHashes } from './key-filter.ts'
 import { RowBinaryReader, RowBinaryWriter } from './row-binary.ts'
-import type { EventLineScanner } from './scan-event-line.ts'
 import type { ValidEvent } from './validate-event.ts'
 
 /** A row of the `events` table. Column names are a public contract. */
@@ -97,6 +96,15 @@ export function packEvents(events: readonly ValidEvent[]): PackedEvents {
  * generation's scavenges (4 MB semi-spaces, docs/memory.md), were copied and promoted, and the old
  * generation's collections (on V8's helper threads) paid for them again.
  */
+/** What the packer reads of a line scanner (EventLineScanner): the event it scanned last. */
+export interface ScannedEvent {
+  readonly app: string
+  readonly customer: string
+  readonly uuid: string
+  /** Writes the event's own values (OWN_COLUMNS) from the line's bytes. */
+  writeOwn(out: RowBinaryWriter): void
+}
+
 export class EventPacker {
   private readonly line: number[] = []
   private readonly appIndex: number[] = []
@@ -119,7 +127,7 @@ export class EventPacker {
   }
 
   /** The event `scanner` scanned last, its own values written from the line's bytes. */
-  addScanned(scanner: EventLineScanner, line: number): void {
+  addScanned(scanner: ScannedEvent, line: number): void {
     this.identify(line, scanner.app, scanner.customer, scanner.uuid)
     scanner.writeOwn(this.out)
     this.ownEnd.push(this.out.length)

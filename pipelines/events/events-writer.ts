@@ -1,10 +1,10 @@
 import type { RecordBatch } from '../connectors/bus/bus.ts'
 import type { Store } from '../connectors/store/store.ts'
 import { deadLetter, PermanentError, type StageReport } from '../failures/outcome.ts'
-import type { WriterItem } from './classify-stored.ts'
 import { decodeBlock } from './event-block.ts'
 import { eventStore, type EventStore, type EventStoreDeps } from './store-events.ts'
 import { recordRejects } from './upload-outcomes.ts'
+import type { WriterItem } from './writer-item.ts'
 
 /**
  * Stage 2 of ingestion where events travel on the events topic: the single owner of a partition of

@@ -1,5 +1,6 @@
-import { classifyBatch, type WriterDecision, type WriterItem } from './classify-stored.ts'
+import { classifyBatch, type WriterDecision } from './classify-stored.ts'
 import type { KeyFilter } from './key-filter.ts'
+import type { WriterItem } from './writer-item.ts'
 
 // 30 bits of a hash: a small integer to V8 (a set of them stores no boxed numbers).
 const SMALL_INTEGER = 0x3fffffff

@@ -2,12 +2,13 @@ import type { RowPieces, Store } from '../connectors/store/store.ts'
 import { stringSet } from '../connectors/store/string-set.ts'
 import { copyRow, rowLength } from './event-block.ts'
 import { RecentKeys } from './recent-keys.ts'
-import { classifyBatch, type WriterItem } from './classify-stored.ts'
+import { classifyBatch } from './classify-stored.ts'
 import { decideScreened, Screened, screenBatch } from './screen-batch.ts'
 import { EVENT_ROW_BINARY, eventKey } from './event-row.ts'
 import type { KeyFilter } from './key-filter.ts'
 import type { StoredKeys } from './stored-keys.ts'
 import type { RejectRow } from './upload-outcomes.ts'
+import type { WriterItem } from './writer-item.ts'
 
 export interface EventStoreDeps {
   store: Store

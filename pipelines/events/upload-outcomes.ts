@@ -48,11 +48,24 @@ export function rejectRow(
   }
 }
 
+/**
+ * When the server-side stages were done with an upload (epoch ms, migration 030): the splitter
+ * handed its body to the CPU pool (`consumed`), the pool gave its events back (`parsed`), its
+ * group's write returned (`written`). `recorded`, when its batch's receipts insert began, is set on
+ * the row just before that insert (stampRecorded).
+ */
+export interface UploadStages {
+  consumed: number
+  parsed: number
+  written: number
+}
+
 /** The receipt row of a split upload: `forwarded` event lines go on to the writer, `direct` ones were stored. */
 export function receiptRow(
   headers: UploadHeaders,
   counts: { lines: number; forwarded: number; direct: number; rejected: number },
   processedAt: number,
+  stages?: UploadStages,
 ) {
   return {
     transaction_id: headers.tx,
@@ -62,8 +75,17 @@ export function receiptRow(
     api_key: headers.key,
     received_at: Number(headers.recv),
     processed_at: processedAt,
+    ...(stages ? { consumed_at: stages.consumed, parsed_at: stages.parsed, written_at: stages.written } : {}),
     ...counts,
   }
+}
+
+export type ReceiptRow = ReturnType<typeof receiptRow> & { recorded_at?: number }
+
+/** Stamps a batch's receipt rows with the moment their insert begins (`recorded_at`). */
+export function stampRecorded(rows: ReceiptRow[], at: number): ReceiptRow[] {
+  for (const row of rows) row.recorded_at = at
+  return rows
 }
 
 export async function recordRejects(store: Store, rows: readonly RejectRow[]): Promise<void> {

@@ -4,24 +4,20 @@ import type { CpuRunner } from '../cpu/tasks.ts'
 import { attributeEvent, isAttributionReject, serverRows } from './attribute-event.ts'
 import type { DeviceCache } from './device-cache.ts'
 import { customerKey, lookupDevices, waitForSdkBacklog } from './device-lookup.ts'
-import type { WriterItem } from './classify-stored.ts'
-import {
-  blockMessages,
-  eventPartitions,
-  type BlockEvent,
-  type RowParts,
-  type UploadRef,
-} from './event-block.ts'
+import { blockMessages, eventPartitions, type BlockEvent } from './event-block.ts'
 import { appOf, noPackedEvents, type DeviceDims, type PackedEvents } from './event-row.ts'
 import {
   MAX_REJECTED_LINES_PER_UPLOAD,
   receiptRow,
   recordRejects,
   rejectRow,
+  stampRecorded,
+  type ReceiptRow,
   type RejectRow,
 } from './upload-outcomes.ts'
 import type { EventStore } from './store-events.ts'
 import type { UploadHeaders } from './upload-headers.ts'
+import type { RowParts, UploadRef, WriterItem } from './writer-item.ts'
 
 /** The one thing the splitter asks of the control plane. */
 export interface AppDirectory {
@@ -62,6 +58,9 @@ interface ParsedUpload {
   /** Every rejected line. */
   rejected: number
   lines: number
+  /** When its body went to the CPU pool, and when its events came back (epoch ms, its receipt's). */
+  consumedAt: number
+  parsedAt: number
 }
 
 /**
@@ -197,7 +196,7 @@ export function serverUploadSplitter(deps: SplitterDeps) {
       }
     }
     const rejects: RejectRow[] = []
-    const receipts: object[] = []
+    const receipts: ReceiptRow[] = []
     const byReason = new Map<string, number>()
     const deviceTails = new Map<DeviceDims, Buffer>()
     const collect = (groupRejects: GroupOutcome) => {
@@ -253,7 +252,7 @@ export function serverUploadSplitter(deps: SplitterDeps) {
     parseNextBatch()
     // The writer's duplicates with the batch's other rejects: one insert.
     await recordRejects(deps.store, rejects)
-    await deps.store.insert('upload_receipts', receipts)
+    await deps.store.insert('upload_receipts', stampRecorded(receipts, Date.now()))
     for (const [reason, n] of byReason) deps.onRejected?.(reason, n)
 
     /**
@@ -387,7 +386,7 @@ export function serverUploadSplitter(deps: SplitterDeps) {
       return {
         splitter,
         duplicates,
-        receipts: receiptRows(counts, direct ? duplicates : undefined, processedAt),
+        receipts: receiptRows(counts, direct ? duplicates : undefined, processedAt, Date.now()),
       }
     }
 
@@ -403,19 +402,22 @@ export function serverUploadSplitter(deps: SplitterDeps) {
       counts: readonly { upload: ParsedUpload; forwarded: number; rejected: number }[],
       duplicates: readonly RejectRow[] | undefined,
       processedAt: number,
-    ): object[] {
+      writtenAt: number,
+    ): ReceiptRow[] {
       const duplicatesOf = new Map<string, number>()
       for (const d of duplicates ?? [])
         duplicatesOf.set(d.transaction_id, (duplicatesOf.get(d.transaction_id) ?? 0) + 1)
       return counts.map(({ upload, forwarded, rejected }) => {
         const lines = upload.lines
+        const stages = { consumed: upload.consumedAt, parsed: upload.parsedAt, written: writtenAt }
         if (!duplicates)
-          return receiptRow(upload.headers, { lines, forwarded, direct: 0, rejected }, processedAt)
+          return receiptRow(upload.headers, { lines, forwarded, direct: 0, rejected }, processedAt, stages)
         const dups = duplicatesOf.get(upload.headers.tx) ?? 0
         return receiptRow(
           upload.headers,
           { lines, forwarded: 0, direct: forwarded - dups, rejected: rejected + dups },
           processedAt,
+          stages,
         )
       })
     }
@@ -460,7 +462,7 @@ function startsWith(records: readonly BusRecord[], group: readonly ParsedUpload[
 interface GroupOutcome {
   splitter: RejectRow[]
   duplicates: RejectRow[]
-  receipts: object[]
+  receipts: ReceiptRow[]
 }
 
 /**
@@ -483,6 +485,7 @@ function parseQuietly(deps: SplitterDeps, record: BusRecord): Promise<ParsedUplo
 
 async function parse(deps: SplitterDeps, record: BusRecord): Promise<ParsedUpload> {
   const headers = record.headers as unknown as UploadHeaders
+  const consumedAt = Date.now()
   const result = await deps.pool.run({
     kind: 'server-upload',
     body: record.value,
@@ -493,6 +496,7 @@ async function parse(deps: SplitterDeps, record: BusRecord): Promise<ParsedUploa
     maxInflatedBytes: deps.maxInflatedBytes,
     maxRejects: MAX_REJECTED_LINES_PER_UPLOAD,
   })
+  const parsedAt = Date.now()
   if (result.kind === 'server-upload') {
     return {
       record,
@@ -501,6 +505,8 @@ async function parse(deps: SplitterDeps, record: BusRecord): Promise<ParsedUploa
       rejects: result.rejects.map((r) => rejectRow(headers, r.line, r.uuid, r.reason, r.detail)),
       rejected: result.rejected,
       lines: result.lines,
+      consumedAt,
+      parsedAt,
     }
   }
   // The edge checked the body already; this only happens if the limits changed in between.
@@ -513,6 +519,8 @@ async function parse(deps: SplitterDeps, record: BusRecord): Promise<ParsedUploa
     rejects: [rejectRow(headers, 0, null, reason, detail)],
     rejected: 1,
     lines: 0,
+    consumedAt,
+    parsedAt,
   }
 }
 

@@ -1,9 +1,10 @@
+import { EXPORT_PLANS, SOURCE_TYPES } from '../../schemas/exports.ts'
+
 /**
  * What can be exported (docs/exports.md): the sources the dashboard enables exports of, and the
  * job types of each. One export job is one (source, job type); the API lists and serves jobs.
  */
 
-export const SOURCE_TYPES = ['audiences', 'profiles', 'logs'] as const
 export type SourceType = (typeof SOURCE_TYPES)[number]
 
 export const AUDIENCE_JOB_TYPES = ['idfa', 'gaid', 'email', 'customer_id'] as const
@@ -41,7 +42,6 @@ export const LIST_SOURCE_TYPE: Record<'audiences' | 'profiles', string> = {
 }
 
 /** The export plans of an org and what each allows (caps are configuration). */
-export const EXPORT_PLANS = ['standard', 'remarketing'] as const
 export type ExportPlan = (typeof EXPORT_PLANS)[number]
 
 export interface ExportCaps {

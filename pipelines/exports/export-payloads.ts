@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { EXPORT_PLANS, SOURCE_TYPES } from './export-kinds.ts'
+import { EXPORT_NAME_MAX, EXPORT_PLANS, SOURCE_TYPES } from '../../schemas/exports.ts'
 
 /**
  * The control commands of exports (the dashboard enables and disables them through the admin
@@ -9,8 +9,6 @@ import { EXPORT_PLANS, SOURCE_TYPES } from './export-kinds.ts'
 
 const orgId = z.number().int().positive()
 const cap = z.number().int().nonnegative()
-
-export const EXPORT_NAME_MAX = 200
 
 export const exportPayloads = {
   'enable-export': z.object({

@@ -17,8 +17,9 @@ export type FailureKind = 'permanent' | 'outage' | 'unknown'
 const PERMANENT_CODES = new Set([6, 25, 26, 27, 38, 41, 53, 62, 72, 117, 130, 131])
 // Codes of a server that is busy or unreachable: 202 TOO_MANY_SIMULTANEOUS_QUERIES,
 // 203 NO_FREE_CONNECTION, 209 SOCKET_TIMEOUT, 210 NETWORK_ERROR, 242 TABLE_IS_READ_ONLY,
-// 252 TOO_MANY_PARTS, 319 UNKNOWN_STATUS_OF_INSERT, 999 KEEPER_EXCEPTION.
-const OUTAGE_CODES = new Set([202, 203, 209, 210, 242, 252, 319, 999])
+// 243 NOT_ENOUGH_SPACE (a full disk, as ENOSPC below), 252 TOO_MANY_PARTS,
+// 319 UNKNOWN_STATUS_OF_INSERT, 999 KEEPER_EXCEPTION.
+const OUTAGE_CODES = new Set([202, 203, 209, 210, 242, 243, 252, 319, 999])
 // Node's system errors of a dependency that cannot be reached, or a disk that is full.
 const OUTAGE_ERRNOS = new Set([
   'ECONNREFUSED',

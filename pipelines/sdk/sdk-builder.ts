@@ -2,7 +2,7 @@ import type { Bus, BusRecord, RecordBatch } from '../connectors/bus/bus.ts'
 import type { Store } from '../connectors/store/store.ts'
 import { stringSet } from '../connectors/store/string-set.ts'
 import type { CpuRunner } from '../cpu/tasks.ts'
-import { blockMessages, eventPartitions, type BlockEvent, type UploadRef } from '../events/event-block.ts'
+import { blockMessages, eventPartitions, type BlockEvent } from '../events/event-block.ts'
 import { rowBinaryEventRow, type EventRow } from '../events/event-row.ts'
 import {
   MAX_REJECTED_LINES_PER_UPLOAD,
@@ -23,6 +23,7 @@ import {
 } from './device-state.ts'
 import type { SdkRow } from './validate-sdk-row.ts'
 import type { DeviceCache } from '../events/device-cache.ts'
+import type { UploadRef } from '../events/writer-item.ts'
 
 export interface SdkBuilderDeps {
   pool: CpuRunner

@@ -23,6 +23,7 @@ export const CLUSTER_LAYOUT: Readonly<Record<string, TablePlacement>> = {
   schema_migrations: { placement: 'everywhere', why: 'every node must agree on what is applied' },
   orgs: { placement: 'everywhere', why: CONTROL },
   apps: { placement: 'everywhere', why: CONTROL },
+  app_settings: { placement: 'everywhere', why: CONTROL },
   api_keys: { placement: 'everywhere', why: CONTROL },
   profile_dbs: { placement: 'everywhere', why: CONTROL },
   control_results: { placement: 'everywhere', why: CONTROL },

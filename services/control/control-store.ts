@@ -68,6 +68,9 @@ export class AppIdTakenError extends ControlCommandError {
  * so ids and uniqueness hold across any number of edges. A store built without `commands` only
  * reads (an edge's second cache in a test, say).
  */
+/** How long past their TTL cached keys and apps answer while the store cannot be read. */
+export const STALE_IF_STORE_DOWN_MS = 10 * 60_000
+
 export class ControlStore {
   private readonly store: Store
   private readonly commands: CommandSender | undefined
@@ -77,8 +80,11 @@ export class ControlStore {
   constructor(store: Store, cacheTtlMs = 5000, cache: TtlCacheOptions = {}, commands?: CommandSender) {
     this.store = store
     this.commands = commands
-    this.keyCache = new TtlCache(cacheTtlMs, cache)
-    this.appCache = new TtlCache(cacheTtlMs, cache)
+    // Through a store outage, the keys and apps this edge knew keep working (the bus, not the
+    // store, is what a 202 needs); a revocation made meanwhile takes effect once the store is back.
+    const caches = { staleIfErrorMs: STALE_IF_STORE_DOWN_MS, ...cache }
+    this.keyCache = new TtlCache(cacheTtlMs, caches)
+    this.appCache = new TtlCache(cacheTtlMs, caches)
   }
 
   async createOrg(name: string): Promise<Org> {

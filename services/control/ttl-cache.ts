@@ -6,6 +6,12 @@ export interface TtlCacheOptions {
   max?: number
   /** For tests; the default is the monotonic `performance.now()`. */
   clock?: Pick<Clock, 'now'>
+  /**
+   * How long past its TTL an answer is still served when loading it afresh fails (the store is
+   * down): an edge keeps accepting the keys and apps it knew instead of failing every request of
+   * an outage. 0 (default): never. delete() drops it like the fresh entry.
+   */
+  staleIfErrorMs?: number
 }
 
 /** Boxed, so that "not found" (undefined) is cached like any answer. */
@@ -23,16 +29,32 @@ type Loader<V> = () => Promise<V>
  */
 export class TtlCache<V> {
   private readonly cache: LRUCache<string, Box<V>, Loader<V>> | undefined
+  /** The last answer loaded of each key, kept TTL + staleIfErrorMs: what an outage is answered with. */
+  private readonly lastKnown: LRUCache<string, Box<V>> | undefined
 
   constructor(ttlMs: number, options: TtlCacheOptions = {}) {
     if (ttlMs <= 0) return
+    const lastKnown =
+      options.staleIfErrorMs && options.staleIfErrorMs > 0
+        ? new LRUCache<string, Box<V>>({
+            max: options.max ?? 10_000,
+            ttl: ttlMs + options.staleIfErrorMs,
+            ttlResolution: 0,
+            perf: options.clock,
+          })
+        : undefined
+    this.lastKnown = lastKnown
     this.cache = new LRUCache<string, Box<V>, Loader<V>>({
       max: options.max ?? 10_000,
       ttl: ttlMs,
       // Read the clock at every check: lru-cache's default keeps a reading for 1 ms with a timer.
       ttlResolution: 0,
       perf: options.clock,
-      fetchMethod: async (_key, _stale, { context: load }) => ({ value: await load() }),
+      fetchMethod: async (key, _stale, { context: load }) => {
+        const box = { value: await load() }
+        lastKnown?.set(key, box)
+        return box
+      },
       // A delete (key created or revoked) while a load runs aborts it: callers already waiting
       // still get its answer, but the answer is not kept, so the delete is never undone.
       ignoreFetchAbort: true,
@@ -41,9 +63,15 @@ export class TtlCache<V> {
 
   async get(key: string, load: Loader<V>): Promise<V> {
     if (!this.cache) return load()
-    const box = this.cache.get(key) ?? (await this.cache.fetch(key, { context: load }))
-    // The fetch method always answers a box; undefined would mean lru-cache dropped it.
-    return box === undefined ? load() : box.value
+    try {
+      const box = this.cache.get(key) ?? (await this.cache.fetch(key, { context: load }))
+      // The fetch method always answers a box; undefined would mean lru-cache dropped it.
+      return box === undefined ? await load() : box.value
+    } catch (err) {
+      const known = this.lastKnown?.get(key)
+      if (known) return known.value
+      throw err
+    }
   }
 
   /**
@@ -57,6 +85,7 @@ export class TtlCache<V> {
 
   delete(key: string): void {
     this.cache?.delete(key)
+    this.lastKnown?.delete(key)
   }
 
   /** Entries held now (for tests of the bound). */

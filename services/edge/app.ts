@@ -1,5 +1,6 @@
 import { Hono } from 'hono'
 import type { ControlStore } from '../control/control-store.ts'
+import { dashboardRoutes } from '../dashboard/routes.ts'
 import { notFound } from '../shared/errors.ts'
 import type { Logger } from '../shared/logger.ts'
 import type { Metrics } from '../shared/metrics.ts'
@@ -15,6 +16,7 @@ import { errorHandler, notFoundHandler } from './middleware/errors.ts'
 import { HttpRequestMetrics, httpMetrics } from './middleware/metrics.ts'
 import { httpsCheck, requireHttps, type RequireHttpsOptions } from './middleware/require-https.ts'
 import { adminRoutes, type DeadLetterAdmin } from './routes/admin.ts'
+import { apiReferenceRoutes } from './routes/api-reference.ts'
 import { authCheckRoutes } from './routes/auth-check.ts'
 import { healthRoutes, type ReadinessCheck } from './routes/health.ts'
 
@@ -69,6 +71,9 @@ export function createEdge(deps: EdgeDeps): Edge {
   app.route('/', healthRoutes(deps.metrics, deps.readiness, deps.isDraining))
   app.route('/admin/v1', adminRoutes(deps.control, deps.adminToken, deps.deadLetters))
   app.route('/', authCheckRoutes(deps.control))
+  app.route('/', apiReferenceRoutes())
+  // The dashboard calls the APIs through this very app, with the browser request's connection.
+  app.route('/', dashboardRoutes({ dispatch: (request, env) => app.fetch(request, env), adminToken: deps.adminToken }))
   for (const area of deps.areas ?? []) app.route('/', area)
   // Registered last: reached only when no route above answered.
   for (const prefix of API_PREFIXES)

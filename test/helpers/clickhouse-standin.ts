@@ -14,7 +14,12 @@ const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url))
 
 export interface ClickHouseStandin {
   url: string
+  port: number
+  dataDir: string
+  /** SIGTERM, then removes the data directory (unless the caller gave it). */
   stop(): Promise<void>
+  /** SIGKILL: a server that stops answering at once; its data directory stays, to start it again on. */
+  kill(): Promise<void>
 }
 
 export interface ClickHouseForTests {
@@ -26,10 +31,18 @@ export interface ClickHouseForTests {
   stop(): Promise<void>
 }
 
-/** Starts the chdb-backed stand-in on a fresh temporary data directory; stop() removes it. */
-export async function startClickHouseStandin(timeoutMs = 60_000): Promise<ClickHouseStandin> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'sluice-ch-standin-'))
-  const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE, dataDir], {
+/**
+ * Starts the chdb-backed stand-in on a fresh temporary data directory, which stop() removes; or, to
+ * bring a killed one back, on its data directory and port (`at`), which stay the caller's.
+ */
+export async function startClickHouseStandin(
+  timeoutMs = 60_000,
+  at?: { dataDir: string; port: number },
+): Promise<ClickHouseStandin> {
+  const dataDir = at?.dataDir ?? (await mkdtemp(join(tmpdir(), 'sluice-ch-standin-')))
+  const owned = at === undefined
+  const args = ['--import', 'tsx', FIXTURE, dataDir, ...(at ? [String(at.port)] : [])]
+  const child = spawn(process.execPath, args, {
     cwd: REPO_ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   })
@@ -62,13 +75,19 @@ export async function startClickHouseStandin(timeoutMs = 60_000): Promise<ClickH
   } catch (err) {
     child.kill('SIGKILL')
     await exited
-    await rm(dataDir, { recursive: true, force: true })
+    if (owned) await rm(dataDir, { recursive: true, force: true })
     throw err
   }
 
   let stopped: Promise<void> | undefined
   return {
     url: `http://127.0.0.1:${port}`,
+    port,
+    dataDir,
+    kill: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+      await exited
+    },
     stop: () => {
       stopped ??= (async () => {
         if (child.exitCode === null && child.signalCode === null) {
@@ -77,7 +96,7 @@ export async function startClickHouseStandin(timeoutMs = 60_000): Promise<ClickH
           await exited
           clearTimeout(timer)
         }
-        await rm(dataDir, { recursive: true, force: true })
+        if (owned) await rm(dataDir, { recursive: true, force: true })
       })()
       return stopped
     },

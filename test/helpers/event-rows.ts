@@ -1,5 +1,5 @@
-import type { UploadRef } from '../../pipelines/events/event-block.ts'
 import type { EventRow } from '../../pipelines/events/event-row.ts'
+import type { UploadRef } from '../../pipelines/events/writer-item.ts'
 
 /** An `events` row of one upload with fixed device dimensions: what writer and dead-letter tests store. */
 export function eventRow(

@@ -2,6 +2,7 @@ import { gzipSync } from 'node:zlib'
 import { expect } from 'vitest'
 import type { InProcessSluice } from './sluice-inprocess.ts'
 import { waitFor } from './wait-for.ts'
+import { documentedFetch } from './openapi-check.ts'
 
 export const SCHEMA_URL = 'https://sluice.example/schemas/events/v0.json'
 
@@ -45,7 +46,7 @@ export async function postUpload(
   body: string | Buffer,
   headers: Record<string, string> = { 'Content-Type': 'application/json' },
 ): Promise<Response> {
-  return fetch(`${sluice.url}/v0/uploads`, {
+  return documentedFetch(`${sluice.url}/v0/uploads`, {
     method: 'POST',
     headers: { Authorization: auth, ...headers },
     body,
@@ -63,7 +64,7 @@ export async function postSdk(
 
 export async function postSdkTo(url: string, appKey: string, rows: unknown[], gzip = false): Promise<string> {
   const text = lines(rows)
-  const res = await fetch(`${url}/v1/sdk/apps/${appKey}/uploads`, {
+  const res = await documentedFetch(`${url}/v1/sdk/apps/${appKey}/uploads`, {
     method: 'POST',
     headers: gzip ? { 'Content-Type': 'application/x-gzip' } : { 'Content-Type': 'application/json' },
     body: gzip ? gzipSync(text) : text,
@@ -82,7 +83,7 @@ export async function receiptDone(
   return waitFor(
     async () =>
       (await (
-        await fetch(`${sluice.url}${uploadsPath}/${tx}`, { headers: { Authorization: auth } })
+        await documentedFetch(`${sluice.url}${uploadsPath}/${tx}`, { headers: { Authorization: auth } })
       ).json()) as Receipt,
     (r) => r.state === 'done',
     { what: `receipt of ${tx}`, timeoutMs: 30_000 },
@@ -91,7 +92,8 @@ export async function receiptDone(
 
 export async function sdkReceiptDone(sluice: InProcessSluice, appKey: string, tx: string): Promise<Receipt> {
   return waitFor(
-    async () => (await (await fetch(`${sluice.url}/v1/sdk/apps/${appKey}/uploads/${tx}`)).json()) as Receipt,
+    async () =>
+      (await (await documentedFetch(`${sluice.url}/v1/sdk/apps/${appKey}/uploads/${tx}`)).json()) as Receipt,
     (r) => r.state === 'done',
     { what: `SDK receipt of ${tx}`, timeoutMs: 30_000 },
   )

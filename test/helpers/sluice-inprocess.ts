@@ -3,6 +3,7 @@ import { startProcess, type RunningProcess } from '../../services/processes.ts'
 import { createLogger } from '../../services/shared/logger.ts'
 import { ADMIN_TOKEN } from './edge.ts'
 import { tempDir } from './temp.ts'
+import { documentedFetch } from './openapi-check.ts'
 
 export interface InProcessSluice {
   running: RunningProcess
@@ -50,7 +51,7 @@ export async function startInProcess(
   const running = await startProcess(config, logger, ['edge', 'worker', 'scheduler'])
   const url = running.url!
   const admin = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
-    const res = await fetch(`${url}/admin/v1${path}`, {
+    const res = await documentedFetch(`${url}/admin/v1${path}`, {
       method,
       headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),

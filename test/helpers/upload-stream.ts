@@ -19,6 +19,8 @@ export function streamUploads(options: {
   concurrency?: number
   /** Stop sending after this many bodies (bounded load). */
   maxBodies?: number
+  /** Each sender waits this long between bodies: a steady load instead of as fast as answered. */
+  paceMs?: number
 }) {
   const sent: SentBody[] = []
   let stopped = false
@@ -54,7 +56,10 @@ export function streamUploads(options: {
     }
   }
   const loops = Array.from({ length: options.concurrency ?? 4 }, async () => {
-    while (!stopped && sent.length < (options.maxBodies ?? Infinity)) await one()
+    while (!stopped && sent.length < (options.maxBodies ?? Infinity)) {
+      await one()
+      if (options.paceMs) await new Promise((resolve) => setTimeout(resolve, options.paceMs))
+    }
   })
   return {
     sent,

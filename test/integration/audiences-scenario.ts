@@ -3,6 +3,7 @@ import type { Store } from '../../pipelines/connectors/store/store.ts'
 import { postSdk, sdkReceiptDone, uuid } from '../helpers/ingestion-scenario.ts'
 import type { InProcessSluice } from '../helpers/sluice-inprocess.ts'
 import { waitFor } from '../helpers/wait-for.ts'
+import { documentedFetch } from '../helpers/openapi-check.ts'
 
 /**
  * The audience API contract, run the same way in both modes: CRUD, soft delete, the counts
@@ -20,7 +21,7 @@ type Req = (method: string, path: string, body?: unknown, raw?: string) => Promi
 
 function client(sluice: InProcessSluice, auth: string): Req {
   return async (method, path, body, raw) => {
-    const res = await fetch(`${sluice.url}${path}`, {
+    const res = await documentedFetch(`${sluice.url}${path}`, {
       method,
       headers: { Authorization: auth, 'Content-Type': 'application/json' },
       body: raw ?? (body === undefined ? undefined : JSON.stringify(body)),
@@ -271,7 +272,7 @@ async function crud(s: Scenario) {
   expect((badRule.body as { issues: { path: string }[] }).issues.map((i) => i.path)).toContain(
     'target_rules.behavior.rules[0].count_operator',
   )
-  const textPlain = await fetch(`${sluice.url}${crudBase}`, {
+  const textPlain = await documentedFetch(`${sluice.url}${crudBase}`, {
     method: 'POST',
     headers: { Authorization: tenant.auth, 'Content-Type': 'text/plain' },
     body: JSON.stringify({ name: 'x', target_rules: rules1 }),
@@ -281,7 +282,7 @@ async function crud(s: Scenario) {
   expect(((await api('GET', crudBase)).body as unknown[]).length).toBe(1)
 
   // ---- Auth: no credentials 401, a key without the campaigns scope 403.
-  expect((await fetch(`${sluice.url}${crudBase}`)).status).toBe(401)
+  expect((await documentedFetch(`${sluice.url}${crudBase}`)).status).toBe(401)
   const eventsKey = await sluice.admin<{ api_key: string; api_secret: string }>(
     'POST',
     `/orgs/${tenant.orgId}/keys`,

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { expect } from 'vitest'
 import type { InProcessSluice } from '../helpers/sluice-inprocess.ts'
+import { documentedFetch } from '../helpers/openapi-check.ts'
 
 /**
  * The campaign API contract (push CRUD, validation, list and search), run the same way in both
@@ -44,7 +45,7 @@ export function campaignClient(
 ): CampaignClient {
   const base = `/api/v6/orgs/${orgId}/apps/${appId}`
   const raw: CampaignClient['raw'] = async (method, path, body, contentType = 'application/json') => {
-    const res = await fetch(`${sluice.url}${path.startsWith('/api/') ? path : base + path}`, {
+    const res = await documentedFetch(`${sluice.url}${path.startsWith('/api/') ? path : base + path}`, {
       method,
       headers: { Authorization: auth, 'Content-Type': contentType },
       ...(method === 'GET' || method === 'DELETE' ? {} : { body }),

@@ -1,11 +1,13 @@
 import { expect } from 'vitest'
-import { encodeBlock, type UploadRef } from '../../pipelines/events/event-block.ts'
+import { encodeBlock } from '../../pipelines/events/event-block.ts'
 import { rowBinaryEventRow } from '../../pipelines/events/event-row.ts'
 import type { StoredDeadLetter } from '../../pipelines/failures/dead-letters.ts'
 import { ADMIN_TOKEN } from '../helpers/edge.ts'
 import { eventRow } from '../helpers/event-rows.ts'
 import type { InProcessSluice } from '../helpers/sluice-inprocess.ts'
 import { waitFor } from '../helpers/wait-for.ts'
+import type { UploadRef } from '../../pipelines/events/writer-item.ts'
+import { documentedFetch } from '../helpers/openapi-check.ts'
 
 /** One event block, as the upload splitter writes it onto the events topic. */
 function block(app: string, uuid: string, eventName: string, tx: string): Buffer {
@@ -16,7 +18,7 @@ function block(app: string, uuid: string, eventName: string, tx: string): Buffer
 }
 
 async function adminGet<T>(sluice: InProcessSluice, path: string): Promise<T> {
-  const res = await fetch(`${sluice.url}/admin/v1${path}`, {
+  const res = await documentedFetch(`${sluice.url}/admin/v1${path}`, {
     headers: { Authorization: `Bearer ${ADMIN_TOKEN}` },
   })
   expect(res.status).toBe(200)
@@ -127,12 +129,12 @@ export async function runPoisonScenario(sluice: InProcessSluice, suffix: string)
   })
 
   // Metrics count them per stage.
-  const metrics = await (await fetch(`${sluice.url}/metrics`)).text()
+  const metrics = await (await documentedFetch(`${sluice.url}/metrics`)).text()
   expect(metrics).toMatch(/sluice_dead_letters_total\{stage="events-writer"\} 2\b/)
   expect(metrics).toMatch(/sluice_dead_letters_total\{stage="profile-writer"\} 1\b/)
 
   // 4. After the fix, a replay puts the refused block back on its partition, and it is stored.
-  const res = await fetch(`${sluice.url}/admin/v1/dead-letters/${refused.id}/replay`, {
+  const res = await documentedFetch(`${sluice.url}/admin/v1/dead-letters/${refused.id}/replay`, {
     method: 'POST',
     headers: { Authorization: `Bearer ${ADMIN_TOKEN}` },
   })
@@ -150,14 +152,14 @@ export async function runPoisonScenario(sluice: InProcessSluice, suffix: string)
   expect(after.replayed_at).not.toBeNull()
 
   // Unknown ids and bad queries.
-  const missing = await fetch(`${sluice.url}/admin/v1/dead-letters/nope/replay`, {
+  const missing = await documentedFetch(`${sluice.url}/admin/v1/dead-letters/nope/replay`, {
     method: 'POST',
     headers: { Authorization: `Bearer ${ADMIN_TOKEN}` },
   })
   expect(missing.status).toBe(404)
-  const bad = await fetch(`${sluice.url}/admin/v1/dead-letters?limit=0`, {
+  const bad = await documentedFetch(`${sluice.url}/admin/v1/dead-letters?limit=0`, {
     headers: { Authorization: `Bearer ${ADMIN_TOKEN}` },
   })
   expect(bad.status).toBe(400)
-  expect((await fetch(`${sluice.url}/admin/v1/dead-letters`)).status).toBe(401)
+  expect((await documentedFetch(`${sluice.url}/admin/v1/dead-letters`)).status).toBe(401)
 }

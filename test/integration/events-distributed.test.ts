@@ -5,6 +5,7 @@ import {
   runEdgeRefusals,
   runIngestionScenario,
   runOriginalClientPaths,
+  runReceiptStages,
   runUuidSpellings,
 } from './events-scenario.ts'
 
@@ -33,6 +34,10 @@ describe('event ingestion, distributed mode (Kafka + ClickHouse over HTTP)', () 
 
   it('takes uploads on the paths and schema versions clients of the original service use', async () => {
     await runOriginalClientPaths(sluice, sluice.running.runtime.store, 'dist')
+  })
+
+  it('says in the receipt when each stage was done with an upload', async () => {
+    await runReceiptStages(sluice, sluice.running.runtime.store, 'dist')
   })
 
   it('refuses what a 202 cannot promise, and keeps serving', async () => {

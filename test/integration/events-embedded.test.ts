@@ -4,6 +4,7 @@ import {
   runEdgeRefusals,
   runIngestionScenario,
   runOriginalClientPaths,
+  runReceiptStages,
   runUuidSpellings,
 } from './events-scenario.ts'
 
@@ -24,6 +25,10 @@ describe('event ingestion, embedded mode (local log + chdb)', () => {
 
   it('takes uploads on the paths and schema versions clients of the original service use', async () => {
     await runOriginalClientPaths(sluice, sluice.running.runtime.store, 'emb')
+  })
+
+  it('says in the receipt when each stage was done with an upload', async () => {
+    await runReceiptStages(sluice, sluice.running.runtime.store, 'emb')
   })
 
   it('refuses what a 202 cannot promise, and keeps serving', async () => {

@@ -10,6 +10,7 @@ import {
   sdkReceiptDone,
   sessionRow,
   uuid,
+  type Receipt,
 } from '../helpers/ingestion-scenario.ts'
 import type { InProcessSluice } from '../helpers/sluice-inprocess.ts'
 
@@ -425,4 +426,81 @@ export async function runOriginalClientPaths(sluice: InProcessSluice, store: Sto
   expect(stored.map((e) => e.uuid).sort()).toEqual([...sent].sort())
   const schema = (await (await fetch(`${sluice.url}/schemas/events/v1.json`)).json()) as { $id: string }
   expect(schema.$id).toBe('/schemas/events/v1.json')
+}
+
+/**
+ * The receipt of a split server upload says when each stage was done with it (migration 030), in
+ * the order the pipeline goes, between its 202 and the moment the receipt was read done; the
+ * receipt row holds the same moments; an SDK receipt has none.
+ */
+export async function runReceiptStages(sluice: InProcessSluice, store: Store, suffix: string) {
+  const appId = `stages-${suffix}`
+  const tenant = await sluice.tenant(`stages-org-${suffix}`, [appId])
+  const now = Date.now()
+  const sdkTx = await postSdk(sluice, appId, [
+    sessionRow({ install: 'i-stages', customer: 'dana', at: now - 60_000, country: 'se', model: 'Pixel 8' }),
+  ])
+  const sdkReceipt = await sdkReceiptDone(sluice, appId, sdkTx)
+  expect(sdkReceipt).not.toHaveProperty('stages')
+
+  const event = {
+    schema_url: SCHEMA_URL,
+    app_uuid: appId,
+    customer_id: 'dana',
+    event_name: 'Paid',
+    event_time: now,
+  }
+  const posted = Date.now()
+  const res = await postUpload(
+    sluice,
+    tenant.auth,
+    lines([{ ...event, uuid: uuid() }, { ...event, uuid: uuid() }, 'not json']),
+  )
+  expect(res.status).toBe(202)
+  const { transaction_id: tx } = (await res.json()) as { transaction_id: string }
+  const receipt = (await receiptDone(sluice, tenant.auth, tx)) as Receipt & {
+    received_at: string
+    stages?: Record<string, string>
+  }
+  const read = Date.now()
+  expect(receipt).toMatchObject({ state: 'done', lines: 3, accepted: 2, rejected: 1 })
+  expect(Object.keys(receipt.stages ?? {})).toEqual([
+    'consumed_at',
+    'parsed_at',
+    'processed_at',
+    'written_at',
+    'recorded_at',
+  ])
+  const at = (iso: string) => {
+    expect(iso).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
+    return Date.parse(iso)
+  }
+  const stages = receipt.stages!
+  const moments = [
+    at(receipt.received_at),
+    at(stages.consumed_at!),
+    at(stages.parsed_at!),
+    at(stages.processed_at!),
+    at(stages.written_at!),
+    at(stages.recorded_at!),
+  ]
+  // In the pipeline's order, all after the upload was posted and before its receipt was read done.
+  expect(moments).toEqual([...moments].sort((a, b) => a - b))
+  expect(moments[0]!).toBeGreaterThanOrEqual(posted - 5)
+  expect(moments.at(-1)!).toBeLessThanOrEqual(read)
+
+  const rows = await store.query<Record<string, number | string | null>>(
+    `SELECT toUnixTimestamp64Milli(consumed_at) AS consumed_at, toUnixTimestamp64Milli(parsed_at) AS parsed_at,
+            toUnixTimestamp64Milli(written_at) AS written_at, toUnixTimestamp64Milli(recorded_at) AS recorded_at
+     FROM upload_receipts WHERE transaction_id = {tx:String}`,
+    { tx },
+  )
+  expect(rows.map((r) => Object.values(r).map(Number))).toEqual([
+    [moments[1], moments[2], moments[4], moments[5]],
+  ])
+  const sdkRows = await store.query<{ consumed_at: string | null }>(
+    'SELECT consumed_at FROM upload_receipts WHERE transaction_id = {tx:String}',
+    { tx: sdkTx },
+  )
+  expect(sdkRows).toEqual([{ consumed_at: null }])
 }

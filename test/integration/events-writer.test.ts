@@ -5,13 +5,14 @@ import type { RecordBatch } from '../../pipelines/connectors/bus/bus.ts'
 import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
 import { MIGRATIONS_DIR, migrate } from '../../pipelines/connectors/store/migrations.ts'
 import type { QueryParams, Store } from '../../pipelines/connectors/store/store.ts'
-import { encodeBlock, type UploadRef } from '../../pipelines/events/event-block.ts'
+import { encodeBlock } from '../../pipelines/events/event-block.ts'
 import { EVENT_COLUMNS, EVENT_ROW_BINARY, rowBinaryEventRow } from '../../pipelines/events/event-row.ts'
 import { eventsWriter } from '../../pipelines/events/events-writer.ts'
 import { eventStore } from '../../pipelines/events/store-events.ts'
 import { StoredKeys } from '../../pipelines/events/stored-keys.ts'
 import { eventRow } from '../helpers/event-rows.ts'
 import { tempDir } from '../helpers/temp.ts'
+import type { UploadRef } from '../../pipelines/events/writer-item.ts'
 
 const upload = (tx: string, recv: number): UploadRef => ({ tx, recv, org: 1, source: 'server' })
 const row = (uuid: string, up: UploadRef) => rowBinaryEventRow(eventRow(uuid, up))

@@ -8,6 +8,7 @@ import { ADMIN_TOKEN } from '../helpers/edge.ts'
 import { runSluice } from '../helpers/sluice-process.ts'
 import type { InProcessSluice } from '../helpers/sluice-inprocess.ts'
 import { waitFor } from '../helpers/wait-for.ts'
+import { documentedFetch } from '../helpers/openapi-check.ts'
 
 /**
  * The export contract, run the same way in both modes: every export kind requested through the
@@ -25,7 +26,7 @@ interface Answer {
 }
 
 async function get(url: string, auth?: string, headers: Record<string, string> = {}): Promise<Answer> {
-  const res = await fetch(url, {
+  const res = await documentedFetch(url, {
     redirect: 'manual',
     headers: { ...(auth ? { Authorization: auth } : {}), ...headers },
   })
@@ -82,7 +83,7 @@ export async function runExportScenario(sluice: InProcessSluice, store: Store, s
     expect(first.status, `${path}: ${first.text}`).toBe(302)
     const location = first.headers.get('location')!
     expect(location).toMatch(/^\/files\/exports\/.+\?expires=\d+&sig=[0-9a-f]{64}$/)
-    const res = await fetch(`${sluice.url}${location}`)
+    const res = await documentedFetch(`${sluice.url}${location}`)
     expect(res.status).toBe(200)
     return { location, res, body: Buffer.from(await res.arrayBuffer()) }
   }
@@ -188,7 +189,7 @@ export async function runExportScenario(sluice: InProcessSluice, store: Store, s
 
   // ---- Profiles: org level (c1, c2, c9 without a device) and app level (c1 of appI).
   const patch = async (path: string, attributes: Json) => {
-    const res = await fetch(`${sluice.url}${path}`, {
+    const res = await documentedFetch(`${sluice.url}${path}`, {
       method: 'PATCH',
       headers: { Authorization: tenant.auth, 'Content-Type': 'application/json' },
       body: JSON.stringify({ attributes }),
@@ -198,7 +199,7 @@ export async function runExportScenario(sluice: InProcessSluice, store: Store, s
   const applied = (path: string, check: (body: Json) => boolean) =>
     waitFor(
       async () => {
-        const res = await fetch(`${sluice.url}${path}`, { headers: { Authorization: tenant.auth } })
+        const res = await documentedFetch(`${sluice.url}${path}`, { headers: { Authorization: tenant.auth } })
         return res.status === 200 ? ((await res.json()) as Json) : undefined
       },
       (b) => b !== undefined && check(b),
@@ -266,7 +267,7 @@ export async function runExportScenario(sluice: InProcessSluice, store: Store, s
     },
   )
   // The cap (2 profile exports in this test) counts profile dbs: a third is refused.
-  const third = await fetch(`${sluice.url}/admin/v1/orgs/${tenant.orgId}/exports`, {
+  const third = await documentedFetch(`${sluice.url}/admin/v1/orgs/${tenant.orgId}/exports`, {
     method: 'POST',
     headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
     body: JSON.stringify({ source_type: 'profiles', source_id: appBDb }),
@@ -274,7 +275,7 @@ export async function runExportScenario(sluice: InProcessSluice, store: Store, s
   expect(third.status).toBe(409)
   expect(((await third.json()) as { error: string }).error).toMatch(/2 profiles exports enabled/)
   // Another org's profile db cannot be enabled here.
-  const foreign = await fetch(`${sluice.url}/admin/v1/orgs/${tenant.orgId}/exports`, {
+  const foreign = await documentedFetch(`${sluice.url}/admin/v1/orgs/${tenant.orgId}/exports`, {
     method: 'POST',
     headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
     body: JSON.stringify({ source_type: 'profiles', source_id: otherDb }),
@@ -414,7 +415,7 @@ export async function runExportScenario(sluice: InProcessSluice, store: Store, s
     },
   ])
   await patch('/v1/profiles/c1', { plan: 'platinum', visits: null })
-  const del = await fetch(`${sluice.url}/v1/profiles/c9`, {
+  const del = await documentedFetch(`${sluice.url}/v1/profiles/c9`, {
     method: 'DELETE',
     headers: { Authorization: tenant.auth },
   })
@@ -429,7 +430,9 @@ export async function runExportScenario(sluice: InProcessSluice, store: Store, s
   const notFetched = await api(changesPath)
   expect(notFetched.status).toBe(302)
   // A HEAD of the link sends no body: it moves nothing either.
-  const head = await fetch(`${sluice.url}${notFetched.headers.get('location')!}`, { method: 'HEAD' })
+  const head = await documentedFetch(`${sluice.url}${notFetched.headers.get('location')!}`, {
+    method: 'HEAD',
+  })
   expect(head.status).toBe(200)
   expect(head.headers.get('content-type')).toMatch(/application\/x-ndjson/)
   const changes2 = jsonLines((await follow(changesPath)).body.toString()).map((row) =>
@@ -452,7 +455,7 @@ export async function runExportScenario(sluice: InProcessSluice, store: Store, s
   expect(jsonLines((await follow(changesPath)).body.toString())).toEqual([])
 
   // ---- Audience exports.
-  const audience = await fetch(`${sluice.url}/api/v6/orgs/${tenant.orgId}/apps/${appI}/audiences`, {
+  const audience = await documentedFetch(`${sluice.url}/api/v6/orgs/${tenant.orgId}/apps/${appI}/audiences`, {
     method: 'POST',
     headers: { Authorization: tenant.auth, 'Content-Type': 'application/json' },
     body: JSON.stringify({
@@ -576,7 +579,7 @@ export async function runExportScenario(sluice: InProcessSluice, store: Store, s
   expect(await writtenAt(audJobs[0]!.id)).toBe(daily)
 
   // ---- The audience deleted: its exports become unavailable (404, out of the list).
-  const deleted = await fetch(
+  const deleted = await documentedFetch(
     `${sluice.url}/api/v6/orgs/${tenant.orgId}/apps/${appI}/audiences/${audienceId}`,
     {
       method: 'DELETE',

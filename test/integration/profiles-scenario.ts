@@ -3,6 +3,7 @@ import type { Store } from '../../pipelines/connectors/store/store.ts'
 import { postSdk, sdkReceiptDone, sessionRow } from '../helpers/ingestion-scenario.ts'
 import type { InProcessSluice } from '../helpers/sluice-inprocess.ts'
 import { waitFor } from '../helpers/wait-for.ts'
+import { documentedFetch } from '../helpers/openapi-check.ts'
 
 /**
  * The profile store contract, run the same way in both modes. Needs the per-customer limit raised
@@ -21,7 +22,7 @@ interface Client {
 
 function client(sluice: InProcessSluice, auth: string): Client {
   const req: Client['req'] = async (method, path, body) => {
-    const res = await fetch(`${sluice.url}${path}`, {
+    const res = await documentedFetch(`${sluice.url}${path}`, {
       method,
       headers: { Authorization: auth, 'Content-Type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),

@@ -6,6 +6,7 @@ import { postSdk, sdkReceiptDone, sessionRow, uuid } from '../helpers/ingestion-
 import type { InProcessSluice } from '../helpers/sluice-inprocess.ts'
 import { pushFileLines } from '../helpers/push-file-lines.ts'
 import { waitFor } from '../helpers/wait-for.ts'
+import { documentedFetch } from '../helpers/openapi-check.ts'
 
 /**
  * The push endpoint contract, run the same way in both modes: every target type the build serves,
@@ -75,7 +76,7 @@ export async function runPushScenario(sluice: InProcessSluice, store: Store, suf
     body: unknown,
     o: { appId?: string; auth?: string; raw?: string } = {},
   ): Promise<Answer> => {
-    const res = await fetch(`${sluice.url}/v2/push/${o.appId ?? app}`, {
+    const res = await documentedFetch(`${sluice.url}/v2/push/${o.appId ?? app}`, {
       method: 'POST',
       headers: { Authorization: o.auth ?? tenant.auth, 'Content-Type': 'application/json' },
       body: o.raw ?? JSON.stringify(body),
@@ -215,7 +216,7 @@ export async function runPushScenario(sluice: InProcessSluice, store: Store, suf
 
   // audience_id: the audience's members now (through the audience compiler), those with push.
   const api = async (method: string, path: string, body?: unknown, auth = tenant.auth) => {
-    const res = await fetch(`${sluice.url}${path}`, {
+    const res = await documentedFetch(`${sluice.url}${path}`, {
       method,
       headers: { Authorization: auth, 'Content-Type': 'application/json' },
       body: body === undefined ? undefined : JSON.stringify(body),
@@ -544,7 +545,7 @@ export async function runPushScenario(sluice: InProcessSluice, store: Store, suf
   ])
   await sdkReceiptDone(sluice, app, opens)
   const report = async () => {
-    const res = await fetch(`${sluice.url}/v2/push/${app}/reports/spring`, {
+    const res = await documentedFetch(`${sluice.url}/v2/push/${app}/reports/spring`, {
       headers: { Authorization: tenant.auth },
     })
     return { status: res.status, body: (await res.json()) as Record<string, unknown> }
@@ -577,12 +578,12 @@ export async function runPushScenario(sluice: InProcessSluice, store: Store, suf
     opened: 2,
   })
   expect(
-    await fetch(`${sluice.url}/v2/push/${app}/reports/never-used`, {
+    await documentedFetch(`${sluice.url}/v2/push/${app}/reports/never-used`, {
       headers: { Authorization: tenant.auth },
     }).then((r) => r.status),
   ).toBe(404)
   expect(
-    await fetch(`${sluice.url}/v2/push/${app}/reports/spring`, {
+    await documentedFetch(`${sluice.url}/v2/push/${app}/reports/spring`, {
       headers: { Authorization: other.auth },
     }).then((r) => r.status),
   ).toBe(403)

@@ -2,6 +2,7 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { HttpClient } from '../../bench/http.ts'
+import { breakDown } from '../../bench/freshness-stages.ts'
 import { Progress } from '../../bench/progress.ts'
 import {
   buildFigures,
@@ -174,7 +175,19 @@ function results(over: Partial<BenchResults['scenarios']> = {}): BenchResults {
         acceptedEventsPerSecond: 1,
         samples: 10,
         timedOut: 0,
-        freshnessMs: { ...latency, p50: 300.4, p99: 2500.6 },
+        freshnessMs: { ...latency, p50: 300.4, p90: 900, p99: 2500.6, max: 3100 },
+        stages: breakDown([
+          { accepted: 0, consumed: 100, parsed: 110, processed: 130, written: 330, recorded: 350, seen: 400 },
+          {
+            accepted: 0,
+            consumed: 900,
+            parsed: 910,
+            processed: 930,
+            written: 2930,
+            recorded: 2950,
+            seen: 3000,
+          },
+        ]),
         polls: 100,
         receiptReadMs: latency,
         freshnessPoints: [],
@@ -258,12 +271,14 @@ describe('bench report', () => {
       "e2e_ratio 1.2 (target >= 1: met; events per CPU second against the engine's rows per CPU second: gzip 0.5)",
       'e2e_floor_ratio 0.6 (no target; gzip 0.6 (Native))',
       'cpu_us_per_event 28 (no target; gzip 28.0: main 5.0, cpu pool 7.0, engine 15.0, node 1.0)',
-      'freshness_p50_ms 300 (no target; 10 samples at 80 % of the max sustained rate)',
-      'freshness_p99_ms 2501 (target <= 1000: not met; 10 samples at 80 % of the max sustained rate)',
       'profile_patch_per_s skipped: profile API not available (404)',
       'profile_read_your_writes_p99_ms skipped: profile API not available (404)',
       'rss_max_mb skipped: not measured',
       'sustained_rate_ratio skipped: full run only',
+      // Freshness hands its figures through its reporter (the first in REPORTERS).
+      'freshness_p50_ms 300 (no target; 10 samples at 80 % of the max sustained rate)',
+      'freshness_p99_ms 2501 (target <= 1000: not met; 10 samples at 80 % of the max sustained rate; p90 900, max 3,100 ms; ' +
+        'p50/p99 ms by stage: log 100/900, parse 10/10, group 20/20, write 200/2000, batch 20/20, receipt 50/50; the slowest 10 % spend most more in write (1100 → 2000 ms))',
       "segmentation_100k_p50_ms 420 (no target; 100,000 installs, 2,000,000 events, 10 runs; the 1,000 ms target is the 1M-install set's)",
       'segmentation_100k_p99_ms 900 (no target; hand-written p50 400 ms, p99 800 ms)',
       'segmentation_100k_ratio 0.95 (target >= 0.8: met; hand-written p50 ÷ compiled p50; both count {"user_count":5,"has_push":3,"seen_last_thirty":4})',
@@ -439,7 +454,13 @@ describe('bench report', () => {
     expect(md).toMatch(
       /\| e2e-gzip .*\| 1\.20 \| 0\.60 \(Native\) \| 600,000 \/ 600,000 \| 28\.0 \(5\.0 \/ 7\.0 \/ 15\.0 \/ 1\.0\) \|/,
     )
+    // Freshness split by stage, in the report and in the comparison.
+    expect(md).toContain('Freshness by stage (2 samples; ms):')
+    expect(md).toContain(
+      '| 202 → consumed: on the log until the splitter takes it (behind the batch being written) | 100 | 900 | 900 | 900 | 500 | 900 |',
+    )
     const table = compareReport(a, b, ['A', 'B'])
+    expect(table).toMatch(/^freshness write p99 ms\s+2,000\s+2,000\s+\+0\.0%$/m)
     expect(table).toMatch(/baseline floor plain MB\/s\s+95\s+48\s+-50\.0%/)
     expect(table).toMatch(/^edge_ratio\s+0\.82\s+0\.82\s+\+0\.0%$/m)
   })

@@ -1,11 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { partitionForKey } from '../../pipelines/connectors/bus/bus.ts'
-import {
-  blockMessages,
-  decodeBlock,
-  encodeBlock,
-  type UploadRef,
-} from '../../pipelines/events/event-block.ts'
+import { blockMessages, decodeBlock, encodeBlock } from '../../pipelines/events/event-block.ts'
 import {
   EVENT_COLUMNS,
   eventKey,
@@ -13,6 +8,7 @@ import {
   rowBinaryEventRow,
 } from '../../pipelines/events/event-row.ts'
 import { eventRow } from '../helpers/event-rows.ts'
+import type { UploadRef } from '../../pipelines/events/writer-item.ts'
 
 const up1: UploadRef = { tx: 'tx-1', recv: 1000, org: 7, source: 'server' }
 const up2: UploadRef = { tx: 'tx-2', recv: 2000, org: 7, source: 'sdk' }

@@ -146,6 +146,11 @@ describe('classifyFailure', () => {
     ],
     ['a plain error', new Error('Maximum call stack size exceeded'), 'unknown'],
     ['a constraint violation (code 469)', new Error('Code: 469. DB::Exception: Constraint'), 'unknown'],
+    [
+      'a full disk (code 243)',
+      new Error('Code: 243. DB::Exception: Cannot reserve 1.00 MiB, not enough space. (NOT_ENOUGH_SPACE)'),
+      'outage',
+    ],
     ['a thrown string', 'oops', 'unknown'],
   ])('%s is %s', (_name, error, kind) => {
     expect(classifyFailure(error)).toBe(kind)

@@ -1,13 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { attributeEvent, isAttributionReject, serverRows } from '../../pipelines/events/attribute-event.ts'
-import {
-  copyRow,
-  decodeBlock,
-  encodeBlock,
-  rowLength,
-  type RowParts,
-} from '../../pipelines/events/event-block.ts'
-import { classifyBatch, type WriterItem } from '../../pipelines/events/classify-stored.ts'
+import { copyRow, decodeBlock, encodeBlock, rowLength } from '../../pipelines/events/event-block.ts'
+import { classifyBatch } from '../../pipelines/events/classify-stored.ts'
 import {
   eventKey,
   eventRowFromRowBinary,
@@ -21,6 +15,7 @@ import {
 } from '../../services/edge/uploads/transaction-id.ts'
 import { applyRowToCustomer, applyRowToDevice, emptyDevice } from '../../pipelines/sdk/device-state.ts'
 import type { SdkRow } from '../../pipelines/sdk/validate-sdk-row.ts'
+import type { RowParts, WriterItem } from '../../pipelines/events/writer-item.ts'
 
 const item = (app: string, uuid: string, tx: string, line: number): WriterItem => ({
   app,

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import type { WriterItem } from '../../pipelines/events/classify-stored.ts'
-import type { RowParts } from '../../pipelines/events/event-block.ts'
 import { rowPieces } from '../../pipelines/events/store-events.ts'
+import type { RowParts, WriterItem } from '../../pipelines/events/writer-item.ts'
 
 const upload = { tx: 'tx', recv: 0, org: 1, source: 'server' as const }
 

@@ -1,9 +1,10 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { classifyBatch, type WriterItem } from '../../pipelines/events/classify-stored.ts'
+import { classifyBatch } from '../../pipelines/events/classify-stored.ts'
 import { eventKey } from '../../pipelines/events/event-row.ts'
 import { KeyFilter, keyHashes } from '../../pipelines/events/key-filter.ts'
 import { decideScreened, Screened, screenBatch } from '../../pipelines/events/screen-batch.ts'
+import type { WriterItem } from '../../pipelines/events/writer-item.ts'
 
 const item = (app: string, uuid: string, tx: string, line: number): WriterItem => ({
   app,

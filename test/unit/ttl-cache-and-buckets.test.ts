@@ -134,6 +134,36 @@ describe('TtlCache', () => {
     expect(await retry).toBe('back')
     expect(loads.calls()).toBe(2)
   })
+
+  it('serves the last answer past its TTL while loads fail, for staleIfErrorMs at most, and never after a delete', async () => {
+    const clock = manualClock()
+    const cache = new TtlCache<string>(100, { clock, staleIfErrorMs: 1000 })
+    let down = false
+    let loads = 0
+    const load = async () => {
+      loads++
+      if (down) throw new Error('store down')
+      return `v${loads}`
+    }
+    expect(await cache.get('k', load)).toBe('v1')
+    down = true
+    clock.advance(150)
+    // Expired and the store is down: the last answer, after a load was tried.
+    expect(await cache.get('k', load)).toBe('v1')
+    expect(loads).toBe(2)
+    expect(cache.peek('k')).toBeUndefined()
+    // A key never loaded has nothing to fall back on.
+    await expect(cache.get('other', load)).rejects.toThrow('store down')
+    // Past TTL + staleIfErrorMs the outage reaches the caller.
+    clock.advance(1000)
+    await expect(cache.get('k', load)).rejects.toThrow('store down')
+    // Back: loaded afresh; a delete (a revocation) then leaves nothing to serve in an outage.
+    down = false
+    expect(await cache.get('k', load)).toBe('v5')
+    cache.delete('k')
+    down = true
+    await expect(cache.get('k', load)).rejects.toThrow('store down')
+  })
 })
 
 describe('TokenBuckets', () => {

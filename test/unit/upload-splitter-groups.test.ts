@@ -3,7 +3,6 @@ import { describe, expect, it } from 'vitest'
 import type { Bus, BusRecord } from '../../pipelines/connectors/bus/bus.ts'
 import type { Store } from '../../pipelines/connectors/store/store.ts'
 import runTask, { type CpuResult, type CpuRunner, type CpuTask } from '../../pipelines/cpu/tasks.ts'
-import type { WriterItem } from '../../pipelines/events/classify-stored.ts'
 import type { EventStore } from '../../pipelines/events/store-events.ts'
 import {
   EVENTS_PER_WRITE,
@@ -13,6 +12,7 @@ import {
   serverUploadSplitter,
 } from '../../pipelines/events/upload-splitter.ts'
 import { lines, SCHEMA_URL, uuid } from '../helpers/ingestion-scenario.ts'
+import type { WriterItem } from '../../pipelines/events/writer-item.ts'
 
 const APP = 'groups-app'
 const DEVICE = {
@@ -215,6 +215,17 @@ describe('upload splitter: groups and parsing ahead', () => {
     expect(receipts.map((r) => [r.transaction_id, r.forwarded, r.direct])).toEqual(
       records.map((r) => [r.headers.tx, 0, perUpload]),
     )
+    // Each receipt says when its stages were done with it, in the pipeline's order; the uploads
+    // of one group share its attribution and write, those of the batch its receipts' moment.
+    const stamped = receipts as unknown as Record<string, number>[]
+    for (const r of stamped) {
+      const moments = [r.consumed_at, r.parsed_at, r.processed_at, r.written_at, r.recorded_at]
+      expect(moments.every((m) => typeof m === 'number')).toBe(true)
+      expect(moments).toEqual([...moments].sort((a, b) => a! - b!))
+    }
+    expect(new Set(stamped.map((r) => r.recorded_at)).size).toBe(1)
+    expect(new Set(stamped.map((r) => r.written_at)).size).toBeLessThanOrEqual(writes.length)
+    expect(stamped.at(-1)!.written_at).toBeGreaterThanOrEqual(stamped[0]!.written_at!)
   })
 
   it('counts the writer duplicates of events it stored itself in the receipt of each upload, nothing forwarded', async () => {

@@ -43,6 +43,13 @@ export class ChdbStore implements Store, RawExecutor {
   private readonly insertSession: Session
   private readonly spool: string
   private spooled = 0
+  /**
+   * A fault to inject, for tests only (test/integration/store-outage-embedded.test.ts; nothing in
+   * Sluice sets it): while set, every insert fails with the error it returns before reaching the
+   * engine, as inserts fail when the engine's disk is full, while queries still answer. There is no
+   * other way to make the embedded engine refuse writes for a while and then take them again.
+   */
+  insertFault: (() => Error) | undefined
 
   private constructor(session: Session, insertSession: Session, database: string, path: string) {
     this.session = session
@@ -122,6 +129,7 @@ export class ChdbStore implements Store, RawExecutor {
     rows: readonly object[] | Buffer | RowPieces,
     options: InsertOptions = {},
   ): Promise<void> {
+    if (this.insertFault) throw this.insertFault()
     if (isRowPieces(rows)) return this.insertRowBinary(table, rows, piecesColumns(options), options)
     if (Buffer.isBuffer(rows) && options.rowBinary)
       return this.insertRowBinary(table, rows, options.rowBinary, options)

@@ -9,6 +9,20 @@ export interface RejectedLineView {
   detail: string
 }
 
+/**
+ * When each stage of the server-side pipeline was done with the upload (ISO 8601): its body went to
+ * the CPU pool, its events came back from it, its group was attributed, its group's events were
+ * written (embedded: inserted; Kafka + ClickHouse: on the events topic), its receipt was recorded.
+ * Receipts of SDK uploads, and of uploads split before these were kept, have none.
+ */
+export interface UploadStagesView {
+  consumed_at: string
+  parsed_at: string
+  processed_at: string
+  written_at: string
+  recorded_at: string
+}
+
 export interface UploadReceipt {
   transaction_id: string
   state: 'queued' | 'processing' | 'done'
@@ -17,7 +31,10 @@ export interface UploadReceipt {
   accepted: number
   rejected: number
   rejected_lines: RejectedLineView[]
+  stages?: UploadStagesView
 }
+
+type StageMillis = Record<keyof UploadStagesView, number | string | null>
 
 /**
  * The receipt of an upload, assembled from what the stages wrote: the splitter's receipt row
@@ -31,14 +48,20 @@ export async function readReceipt(
   scope: { orgId: number; appId?: string },
 ): Promise<UploadReceipt> {
   const receivedAt = new Date(info.receivedAt).toISOString()
-  const receipts = await store.query<{
-    lines: number
-    forwarded: number
-    direct: number
-    rejected: number
-    app_id: string
-  }>(
-    `SELECT lines, forwarded, direct, rejected, app_id FROM upload_receipts FINAL
+  const receipts = await store.query<
+    {
+      lines: number
+      forwarded: number
+      direct: number
+      rejected: number
+      app_id: string
+    } & StageMillis
+  >(
+    `SELECT lines, forwarded, direct, rejected, app_id,
+            toUnixTimestamp64Milli(consumed_at) AS consumed_at, toUnixTimestamp64Milli(parsed_at) AS parsed_at,
+            toUnixTimestamp64Milli(processed_at) AS processed_at, toUnixTimestamp64Milli(written_at) AS written_at,
+            toUnixTimestamp64Milli(recorded_at) AS recorded_at
+     FROM upload_receipts FINAL
      WHERE transaction_id = {tx:String} AND org_id = {org:UInt64}`,
     { tx: transactionId, org: scope.orgId },
   )
@@ -76,6 +99,7 @@ export async function readReceipt(
       : []
   const done = stored + duplicated >= forwarded
   const accepted = stored + Number(receipt.direct)
+  const stages = stagesView(receipt)
   return {
     transaction_id: transactionId,
     state: done ? 'done' : 'processing',
@@ -89,7 +113,21 @@ export async function readReceipt(
       reason: r.reason,
       detail: r.detail,
     })),
+    ...(stages ? { stages } : {}),
   }
+}
+
+/** The stage times of a receipt row, if it has them all. */
+function stagesView(row: StageMillis): UploadStagesView | undefined {
+  const iso = (ms: number | string | null) => (ms === null ? undefined : new Date(Number(ms)).toISOString())
+  const view = {
+    consumed_at: iso(row.consumed_at),
+    parsed_at: iso(row.parsed_at),
+    processed_at: iso(row.processed_at),
+    written_at: iso(row.written_at),
+    recorded_at: iso(row.recorded_at),
+  }
+  return Object.values(view).every((v) => v !== undefined) ? (view as UploadStagesView) : undefined
 }
 
 /** The events stored under the transaction (it is stamped with the upload's receipt time). */

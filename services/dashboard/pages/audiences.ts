@@ -1,0 +1,3 @@
+import type { DashboardApp, DashboardDeps } from '../context.ts'
+
+export function registerAudiences(_app: DashboardApp, _deps: DashboardDeps) {}
