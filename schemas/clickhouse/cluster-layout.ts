@@ -28,7 +28,6 @@ export const CLUSTER_LAYOUT: Readonly<Record<string, TablePlacement>> = {
   profile_dbs: { placement: 'everywhere', why: CONTROL },
   control_results: { placement: 'everywhere', why: CONTROL },
   push_transports: { placement: 'everywhere', why: CONTROL },
-  app_settings: { placement: 'everywhere', why: CONTROL },
   audiences: { placement: 'everywhere', why: CONTROL },
   audience_counts: { placement: 'everywhere', why: 'one row per count of an audience: small' },
   export_jobs: { placement: 'everywhere', why: CONTROL },
