@@ -11,6 +11,7 @@ export default tseslint.config(
       'coverage/',
       '**/*.js',
       '**/*.mjs',
+      '**/*.cjs',
       '!eslint.config.js',
     ],
   },

@@ -1,8 +1,8 @@
 import { BenchRun } from './bench-run.ts'
-import { distributedIsolation, distributedReachable } from './distributed.ts'
+import { distributedIsolation, distributedReachable, startLocalServices } from './distributed.ts'
 import { finishRun } from './finish.ts'
 import { generateLoad } from './load.ts'
-import { parseOptions, USAGE } from './options.ts'
+import { parseOptions, USAGE, type BenchOptions } from './options.ts'
 import { compareReport, loadResults } from './report.ts'
 import { runBaselines } from './run-baselines.ts'
 import { runScenarios } from './run-scenarios.ts'
@@ -34,14 +34,24 @@ async function main(argv: string[]): Promise<number> {
   }
   const { options } = command
   let distributedEnv: Record<string, string> = {}
-  if (options.distributed) {
-    const reach = await distributedReachable()
-    if (!reach.ok) {
-      process.stderr.write(`bench --distributed: ${reach.reason}\n`)
-      return 2
+  const local = options.distributed ? await startLocalServices() : undefined
+  if (local) process.stderr.write(`bench --distributed: started ${local.source}\n`)
+  try {
+    if (options.distributed) {
+      const reach = await distributedReachable()
+      if (!reach.ok) {
+        process.stderr.write(`bench --distributed: ${reach.reason}\n`)
+        return 2
+      }
+      distributedEnv = distributedIsolation()
     }
-    distributedEnv = distributedIsolation()
+    return await runBench(options, distributedEnv)
+  } finally {
+    await local?.stop()
   }
+}
+
+async function runBench(options: BenchOptions, distributedEnv: Record<string, string>): Promise<number> {
   const run = new BenchRun(options, distributedEnv)
   const load = await generateLoad(run)
   if (load) {

@@ -51,3 +51,38 @@ export function distributedIsolation(): { CLICKHOUSE_DATABASE: string; SLUICE_TO
   const tag = randomBytes(4).toString('hex')
   return { CLICKHOUSE_DATABASE: `sluice_bench_${tag}`, SLUICE_TOPIC_PREFIX: `sluice.bench.${tag}.` }
 }
+
+/**
+ * When neither KAFKA_BROKERS nor CLICKHOUSE_URL is set, the bench brings its own, as the tests do
+ * (DESIGN.md, "Testing"): librdkafka's mock cluster of 3 brokers (kcat) and the chdb-backed
+ * ClickHouse stand-in, both stopped by the returned function. Sets the variables for this process
+ * and the Sluice children it starts. A stand-in is not a server: its figures say what Sluice's
+ * distributed code path costs, not what a ClickHouse server does.
+ */
+export async function startLocalServices(): Promise<
+  { source: string; stop: () => Promise<void> } | undefined
+> {
+  if (process.env.KAFKA_BROKERS || process.env.CLICKHOUSE_URL) return undefined
+  const [{ kafkaForTests }, { clickhouseForTests }] = await Promise.all([
+    import('../test/helpers/kafka-mock.ts'),
+    import('../test/helpers/clickhouse-standin.ts'),
+  ])
+  const kafka = await kafkaForTests()
+  const clickhouse = await clickhouseForTests().catch(async (err: unknown) => {
+    await kafka.stop()
+    throw err
+  })
+  Object.assign(process.env, {
+    KAFKA_BROKERS: kafka.brokers.join(','),
+    CLICKHOUSE_URL: clickhouse.url,
+    CLICKHOUSE_USER: clickhouse.username,
+    CLICKHOUSE_PASSWORD: clickhouse.password,
+  })
+  return {
+    source: `Kafka: ${kafka.source} (${kafka.brokers.join(',')}); ClickHouse: ${clickhouse.source} (${clickhouse.url})`,
+    stop: async () => {
+      await clickhouse.stop()
+      await kafka.stop()
+    },
+  }
+}

@@ -24,7 +24,7 @@ export const USAGE = `usage: npm run bench [-- options]
 
   (no option)            the full suite against an embedded Sluice started by the bench
   --quick                a short run (under 3 minutes on a 2-core machine)
-  --distributed          against Kafka + ClickHouse (KAFKA_BROKERS, CLICKHOUSE_URL must answer)
+  --distributed          against Kafka + ClickHouse (KAFKA_BROKERS, CLICKHOUSE_URL; neither set: a mock cluster and the chdb stand-in)
   --seed N               seed of the generated load (default 1)
   --out DIR              results directory (default bench/results/<timestamp>)
   --skip LIST            skip steps: ${STEPS.join(',')}

@@ -5,7 +5,7 @@ import type { BenchLoad } from './load.ts'
 import { baselineLoad, floorLogDir } from './run-baselines.ts'
 import { settle, type BenchContext } from './scenarios/context.ts'
 import { stagesLine } from './freshness-stages.ts'
-import { freshness } from './scenarios/freshness.ts'
+import { freshness, FRESHNESS_WARM_UP_MS } from './scenarios/freshness.ts'
 import { overload } from './scenarios/overload.ts'
 import { profiles } from './scenarios/profiles.ts'
 import { sdkSessions } from './scenarios/sdk.ts'
@@ -231,7 +231,7 @@ async function sustainedRateScenarios(
   const { profile } = run.options
   const { apps, spaces, plain } = load
   const { results } = run
-  if (run.fits('freshness', profile.freshnessMs + 5000))
+  if (run.fits('freshness', FRESHNESS_WARM_UP_MS + profile.freshnessMs + 5000))
     results.scenarios.freshness = await run.step('freshness', async () => {
       assertAlive(ctx.sut)
       const idle = await settle(ctx, 20_000)

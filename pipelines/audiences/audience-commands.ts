@@ -1,4 +1,4 @@
-import type { ControlCommand, ControlResult } from '../control/commands.ts'
+import type { CommandEnvelope, CommandOf, ControlResult } from '../control/control-area.ts'
 import { audiencePayloads } from './audience-payloads.ts'
 
 /**
@@ -36,20 +36,23 @@ export interface MutableAudienceState {
   rows: Map<number, AudienceRow>
 }
 
-export type AudienceCommand = Extract<ControlCommand, { kind: keyof typeof audiencePayloads }>
+export type AudienceCommand = CommandOf<typeof audiencePayloads>
 
-export const isAudienceCommand = (command: ControlCommand): command is AudienceCommand =>
+export const isAudienceCommand = (command: CommandEnvelope): command is AudienceCommand =>
   Object.hasOwn(audiencePayloads, command.kind)
 
 /** The audience ids these commands name (to read their rows before applying them). */
-export function audienceIdsNamed(commands: readonly ControlCommand[]): number[] {
+export function audienceIdsNamed(commands: readonly CommandEnvelope[]): number[] {
   const ids = new Set<number>()
   for (const c of commands)
-    if (c.kind === 'update-audience' || c.kind === 'delete-audience') ids.add(c.payload.audience_id)
+    if (isAudienceCommand(c) && (c.kind === 'update-audience' || c.kind === 'delete-audience'))
+      ids.add(c.payload.audience_id)
   return [...ids]
 }
 
-export const copyAudienceState = (state: AudienceState): MutableAudienceState => ({
+export const copyAudienceState = (
+  state: AudienceState = { maxId: 0, rows: new Map() },
+): MutableAudienceState => ({
   maxId: state.maxId,
   rows: new Map(state.rows),
 })

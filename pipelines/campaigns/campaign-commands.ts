@@ -6,7 +6,7 @@ import type {
   StoredAsset,
   StoredInappCreative,
 } from '../../schemas/campaigns.ts'
-import type { ControlResult } from '../control/commands.ts'
+import type { ControlResult } from '../control/control-area.ts'
 import { renderCampaign } from './render-campaign.ts'
 
 /**

@@ -1,10 +1,10 @@
 import type {
+  Channel,
   InappCampaignBody,
   PushCampaignBody,
   StoredAudiences,
   StoredPushSchedule,
 } from '../../schemas/campaigns.ts'
-import type { CampaignRow } from './campaign-commands.ts'
 import { intervalStart } from './schedule-time.ts'
 
 /**
@@ -12,7 +12,7 @@ import { intervalStart } from './schedule-time.ts'
  * first, creatives with their `id` and `letter`, recurring intervals with `interval_start`;
  * nothing Sluice keeps for itself (stored assets, the shape flag).
  */
-export function renderCampaign(row: Pick<CampaignRow, 'id' | 'channel' | 'body'>): Record<string, unknown> {
+export function renderCampaign(row: { id: number; channel: Channel; body: string }): Record<string, unknown> {
   const body = JSON.parse(row.body) as PushCampaignBody | InappCampaignBody
   const { creatives_as_object, ...rest } = body
   const { assets: _assets, ...visible } = rest as typeof rest & { assets?: unknown }

@@ -1,45 +1,12 @@
 import type { Scope } from '../../schemas/admin.ts'
-import type { ControlCommand, ControlResult } from './commands.ts'
-import {
-  applyAudienceCommand,
-  audienceIdsNamed,
-  copyAudienceState,
-  type AudienceRow,
-  type AudienceState,
-  type MutableAudienceState,
-} from '../audiences/audience-commands.ts'
-import {
-  applyCampaignCommand,
-  campaignNeeds,
-  copyCampaignState,
-  emptyCampaignState,
-  type CampaignNeeds,
-  type CampaignRow,
-  type CampaignState,
-} from '../campaigns/campaign-commands.ts'
-import {
-  applyPushTransportCommand,
-  pushTransportApps,
-  type PushTransportAppState,
-  type PushTransportRow,
-} from './push-transports.ts'
-import {
-  appSettingsApps,
-  applyAppSettingsCommand,
-  type AppSettingsRow,
-  type AppSettingsState,
-} from './app-settings.ts'
-import {
-  applyExportCommand,
-  copyExportState,
-  emptyExportState,
-  exportStateNeeds,
-  type ExportControlState,
-  type ExportJobRow,
-  type ExportPlanRow,
-  type ExportStateNeeds,
-  type MutableExportState,
-} from '../exports/export-commands.ts'
+import { corePayloads, type ControlCommand, type ControlResult, type CoreCommand } from './commands.ts'
+import type {
+  AnyControlArea,
+  CommandEnvelope,
+  CommandOf,
+  ControlArea,
+  PayloadSchemas,
+} from './control-area.ts'
 
 /**
  * The control applier's pure core: the state it read + commands in topic order → the rows to write
@@ -85,48 +52,19 @@ export interface ProfileDbRow {
   created_at: number
 }
 
-/** Rows to write, per table. */
-export interface ControlWrites {
+/** The control plane's own tables. */
+export const CORE_TABLES = ['profile_dbs', 'orgs', 'apps', 'api_keys'] as const
+
+/** Rows of the control plane's own tables. */
+export type CoreWrites = {
   profile_dbs: ProfileDbRow[]
   orgs: OrgRow[]
   apps: AppRow[]
   api_keys: KeyRow[]
-  audiences: AudienceRow[]
-  campaigns: CampaignRow[]
-  push_transports: PushTransportRow[]
-  app_settings: AppSettingsRow[]
-  export_jobs: ExportJobRow[]
-  export_plans: ExportPlanRow[]
 }
 
-export const CONTROL_TABLES = [
-  'profile_dbs',
-  'orgs',
-  'apps',
-  'api_keys',
-  'audiences',
-  'campaigns',
-  'push_transports',
-  'app_settings',
-  'export_jobs',
-  'export_plans',
-] as const satisfies readonly (keyof ControlWrites)[]
-
-export const noWrites = (): ControlWrites => ({
-  profile_dbs: [],
-  orgs: [],
-  apps: [],
-  api_keys: [],
-  audiences: [],
-  campaigns: [],
-  push_transports: [],
-  app_settings: [],
-  export_jobs: [],
-  export_plans: [],
-})
-
-/** What the applier knows before a batch: only what its commands name, plus the sequences. */
-export interface ControlState {
+/** What the applier knows of orgs, apps and keys before a batch: only what its commands name, plus the sequences. */
+export type CoreState = {
   /** Highest id in use per sequence (0 when none). */
   maxIds: { orgs: number; profile_dbs: number }
   /** Of the orgs the commands name, those that exist. */
@@ -135,102 +73,144 @@ export interface ControlState {
   apps: ReadonlyMap<string, Pick<AppRow, 'deleted' | 'version'>>
   /** Of the API keys the commands name, their current rows. */
   keys: ReadonlyMap<string, KeyRow>
-  audiences: AudienceState
-  /** Campaign sequences and the campaigns the commands name (campaign-commands.ts); absent: none. */
-  campaigns?: CampaignState
-  /** Of the apps push-transport commands name, their org and transport rows; absent: none. */
-  pushTransports?: ReadonlyMap<string, PushTransportAppState>
-  /** Of the apps set-app-settings commands name, their org and settings row; absent: none. */
-  appSettings?: ReadonlyMap<string, AppSettingsState>
-  /** Export jobs and plans of the orgs the commands name (export-commands.ts); absent: none. */
-  exports?: ExportControlState
 }
 
-/** What to read before applying these commands. */
-export interface StateNeeds {
+/** What to read of orgs, apps and keys before applying a batch. */
+export type CoreNeeds = {
   orgIds: number[]
   appIds: string[]
   apiKeys: string[]
-  audienceIds: number[]
-  campaigns: CampaignNeeds
-  pushTransportApps: string[]
-  appSettingsApps: string[]
-  exports: ExportStateNeeds
 }
 
-export function stateNeeds(commands: readonly ControlCommand[]): StateNeeds {
-  const orgIds = new Set<number>()
-  const appIds = new Set<string>()
-  const apiKeys = new Set<string>()
-  for (const c of commands) {
-    if (c.kind === 'create-app') {
-      orgIds.add(c.payload.org_id)
-      appIds.add(c.payload.app_id)
-    } else if (c.kind === 'create-key' || c.kind === 'revoke-key') {
-      orgIds.add(c.payload.org_id)
-      apiKeys.add(c.payload.api_key)
-    }
-  }
-  return {
-    orgIds: [...orgIds],
-    appIds: [...appIds],
-    apiKeys: [...apiKeys],
-    audienceIds: audienceIdsNamed(commands),
-    campaigns: campaignNeeds(commands),
-    pushTransportApps: pushTransportApps(commands),
-    appSettingsApps: appSettingsApps(commands),
-    exports: exportStateNeeds(commands),
-  }
-}
+// The types of a list of areas, each keyed by the area's name (its rows by table).
+type Areas = readonly AnyControlArea[]
+/* eslint-disable @typescript-eslint/no-explicit-any -- inferring an area's type parameters */
+type PayloadsOf<X> = X extends ControlArea<any, infer P, any, any, any, any> ? P : never
+type StateOf<X> = X extends ControlArea<any, any, infer S, any, any, any> ? S : never
+type NeedsOf<X> = X extends ControlArea<any, any, any, infer N, any, any> ? N : never
+type RowsOf<X> = X extends ControlArea<any, any, any, any, infer R, any> ? R : never
+type WorkingOf<X> = X extends ControlArea<any, any, any, any, any, infer W> ? W : never
+/* eslint-enable @typescript-eslint/no-explicit-any */
+type UnionToIntersection<U> = (U extends unknown ? (u: U) => void : never) extends (i: infer I) => void
+  ? I
+  : never
+type AllRows<A extends Areas> = UnionToIntersection<RowsOf<A[number]>>
 
-export interface Applied {
-  command: ControlCommand
+/** A command of the control plane or of one of these areas. */
+export type CommandIn<A extends Areas> =
+  | CoreCommand
+  | (A[number] extends infer X ? (X extends AnyControlArea ? CommandOf<PayloadsOf<X>> : never) : never)
+/** Rows to write, per table: the control plane's and the areas'. */
+export type WritesIn<A extends Areas> = CoreWrites & { [T in keyof AllRows<A>]: AllRows<A>[T][] }
+/** The state read before a batch; an area's absent: none read (no rows). */
+export type StateIn<A extends Areas> = CoreState & { [X in A[number] as X['name']]?: StateOf<X> }
+/** The state as a batch leaves it. */
+export type WorkingStateIn<A extends Areas> = CoreState & { [X in A[number] as X['name']]: WorkingOf<X> }
+export type NeedsIn<A extends Areas> = CoreNeeds & { [X in A[number] as X['name']]: NeedsOf<X> }
+
+export interface Applied<C = ControlCommand, W = Record<string, unknown[]>> {
+  command: C
   result: ControlResult
-  writes: ControlWrites
+  writes: W
   /** A due job to run once its command is journaled (run-job commands of a known job). */
   job?: { name: string; periodStart: number }
 }
 
 /**
- * Apply commands in order. A command id seen earlier in the list is skipped (the first one's
- * answer stands): two schedulers, or a producer's retry, put the same command on the topic twice.
+ * The control plane over these areas: the kinds it decodes, what it reads before a batch, and
+ * its pure core. Each area's state, needs and rows go under the area's name.
  */
-export function applyCommands(
-  state: ControlState,
-  commands: readonly ControlCommand[],
-  jobs: ReadonlySet<string>,
-): { applied: Applied[]; state: ControlState } {
-  const s = {
-    maxIds: { ...state.maxIds },
-    orgs: new Set(state.orgs),
-    apps: new Map(state.apps),
-    keys: new Map(state.keys),
-    audiences: copyAudienceState(state.audiences),
-    campaigns: copyCampaignState(state.campaigns ?? emptyCampaignState()),
-    pushTransports: new Map(state.pushTransports ?? []),
-    appSettings: new Map(state.appSettings ?? []),
-    exports: copyExportState(state.exports ?? emptyExportState()),
+export function controlPlane<const A extends Areas>(areas: A) {
+  type Command = CommandIn<A>
+  type Writes = WritesIn<A>
+  const payloads: PayloadSchemas = Object.fromEntries([
+    ...Object.entries(corePayloads),
+    ...areas.flatMap((area) => Object.entries(area.payloads)),
+  ])
+  const areaOfKind = new Map<string, AnyControlArea>()
+  for (const area of areas)
+    for (const kind of Object.keys(area.payloads)) {
+      if (Object.hasOwn(corePayloads, kind) || areaOfKind.has(kind))
+        throw new Error(`control command kind ${kind} is registered twice`)
+      areaOfKind.set(kind, area)
+    }
+  const tables: readonly string[] = [...CORE_TABLES, ...areas.flatMap((a) => a.tables)]
+
+  const noWrites = (): Writes => Object.fromEntries(tables.map((t) => [t, []])) as unknown as Writes
+
+  function stateNeeds(commands: readonly CommandEnvelope[]): NeedsIn<A> {
+    const orgIds = new Set<number>()
+    const appIds = new Set<string>()
+    const apiKeys = new Set<string>()
+    for (const c of commands as readonly Command[]) {
+      if (c.kind === 'create-app') {
+        orgIds.add(c.payload.org_id)
+        appIds.add(c.payload.app_id)
+      } else if (c.kind === 'create-key' || c.kind === 'revoke-key') {
+        orgIds.add(c.payload.org_id)
+        apiKeys.add(c.payload.api_key)
+      }
+    }
+    const needs: Record<string, unknown> = { orgIds: [...orgIds], appIds: [...appIds], apiKeys: [...apiKeys] }
+    for (const area of areas) needs[area.name] = area.needs(commands)
+    return needs as NeedsIn<A>
   }
-  const seen = new Set<string>()
-  const applied: Applied[] = []
-  for (const command of commands) {
-    if (seen.has(command.id)) continue
-    seen.add(command.id)
-    applied.push(applyOne(s, command, jobs))
+
+  /**
+   * Apply commands in order. A command id seen earlier in the list is skipped (the first one's
+   * answer stands): two schedulers, or a producer's retry, put the same command on the topic twice.
+   */
+  function applyCommands(
+    state: StateIn<A>,
+    commands: readonly CommandEnvelope[],
+    jobs: ReadonlySet<string>,
+  ): { applied: Applied<Command, Writes>[]; state: WorkingStateIn<A> } {
+    const given = state as unknown as Record<string, unknown>
+    const working: Record<string, unknown> = {
+      maxIds: { ...state.maxIds },
+      orgs: new Set(state.orgs),
+      apps: new Map(state.apps),
+      keys: new Map(state.keys),
+    }
+    for (const area of areas) working[area.name] = area.copy(given[area.name])
+    const s = working as unknown as MutableCoreState & Record<string, unknown>
+    const seen = new Set<string>()
+    const applied: Applied<Command, Writes>[] = []
+    for (const command of commands as readonly Command[]) {
+      if (seen.has(command.id)) continue
+      seen.add(command.id)
+      const writes = noWrites()
+      const area = areaOfKind.get(command.kind)
+      if (area) {
+        const result = area.apply(s[area.name], command, writes)
+        applied.push({ command, result, writes })
+      } else applied.push(applyCore(s, command, jobs, writes) as Applied<Command, Writes>)
+    }
+    return { applied, state: working as unknown as WorkingStateIn<A> }
   }
-  return { applied, state: s }
+
+  return { areas, payloads, tables, noWrites, stateNeeds, applyCommands }
 }
 
-interface MutableState {
+/** What the applier and the state reads use of a control plane, whatever its areas. */
+export interface ControlPlane {
+  readonly areas: Areas
+  readonly payloads: PayloadSchemas
+  readonly tables: readonly string[]
+  noWrites(): Record<string, unknown[]>
+  stateNeeds(commands: readonly CommandEnvelope[]): CoreNeeds & Record<string, unknown>
+  applyCommands(
+    state: CoreState & Record<string, unknown>,
+    commands: readonly CommandEnvelope[],
+    jobs: ReadonlySet<string>,
+  ): { applied: Applied[] }
+}
+
+interface MutableCoreState {
   maxIds: { orgs: number; profile_dbs: number }
   orgs: Set<number>
   apps: Map<string, Pick<AppRow, 'deleted' | 'version'>>
   keys: Map<string, KeyRow>
-  audiences: MutableAudienceState
-  campaigns: CampaignState
-  pushTransports: Map<string, PushTransportAppState>
-  appSettings: Map<string, AppSettingsState>
-  exports: MutableExportState
 }
 
 const refused = (status: number, error: string): ControlResult => ({ status, body: { error } })
@@ -238,9 +218,13 @@ const refused = (status: number, error: string): ControlResult => ({ status, bod
 /** A version above the record's previous one even when the taking edge's clock lags the last writer's. */
 const nextVersion = (at: number, previous: number | undefined) => Math.max(at, (previous ?? 0) + 1)
 
-function applyOne(s: MutableState, command: ControlCommand, jobs: ReadonlySet<string>): Applied {
-  const writes = noWrites()
-  const done = (result: ControlResult, job?: Applied['job']): Applied =>
+function applyCore(
+  s: MutableCoreState,
+  command: CoreCommand,
+  jobs: ReadonlySet<string>,
+  writes: CoreWrites,
+): Applied<CoreCommand, CoreWrites> {
+  const done = (result: ControlResult, job?: Applied['job']): Applied<CoreCommand, CoreWrites> =>
     job ? { command, result, writes, job } : { command, result, writes }
   const { at } = command
   switch (command.kind) {
@@ -300,28 +284,10 @@ function applyOne(s: MutableState, command: ControlCommand, jobs: ReadonlySet<st
       s.keys.set(api_key, row)
       return done({ status: 204, body: null })
     }
-    case 'set-push-transport':
-    case 'remove-push-transport':
-      return done(applyPushTransportCommand(s.pushTransports, command, writes))
-    case 'set-app-settings':
-      return done(applyAppSettingsCommand(s.appSettings, command, writes))
     case 'run-job': {
       const { job, period_start } = command.payload
       if (!jobs.has(job)) return done(refused(404, `unknown job ${job}`))
       return done({ status: 200, body: { job, period_start } }, { name: job, periodStart: period_start })
     }
-    case 'create-audience':
-    case 'update-audience':
-    case 'delete-audience':
-      return done(applyAudienceCommand(s.audiences, command, writes.audiences))
-    case 'create-campaign':
-    case 'update-campaign':
-    case 'archive-campaign':
-    case 'delete-campaign':
-      return done(applyCampaignCommand(s.campaigns, command, writes.campaigns))
-    case 'enable-export':
-    case 'disable-export':
-    case 'set-export-plan':
-      return done(applyExportCommand(s.exports, command, writes))
   }
 }

@@ -3,11 +3,9 @@ import { z } from 'zod'
 import { wellFormedValue } from '../text/unicode.ts'
 import type { BusRecord, ProduceMessage } from '../connectors/bus/bus.ts'
 import { SCOPES } from '../../schemas/admin.ts'
-import { audiencePayloads } from '../audiences/audience-payloads.ts'
-import { campaignPayloads } from '../campaigns/campaign-commands.ts'
-import { pushTransportPayloads } from './push-transports.ts'
-import { appSettingsPayloads } from './app-settings.ts'
-import { exportPayloads } from '../exports/export-payloads.ts'
+import type { CommandEnvelope, CommandOf, PayloadSchemas } from './control-area.ts'
+
+export type { ControlResult } from './control-area.ts'
 
 /**
  * Control-plane writes as commands (DESIGN.md, "The control plane holds across edges"): any edge
@@ -24,8 +22,12 @@ const id = z.string().min(1).max(200)
 const orgId = z.number().int().positive()
 const name = z.string().min(1).max(200)
 
-/** What each kind carries. Everything random (app keys, API keys, secrets) is drawn by the edge, so a replay writes the same rows. */
-const payloads = {
+/**
+ * What each of the control plane's own kinds carries; the areas bring theirs (control-area.ts).
+ * Everything random (app keys, API keys, secrets) is drawn by the edge, so a replay writes the
+ * same rows.
+ */
+export const corePayloads = {
   'create-org': z.object({ name }),
   'create-app': z.object({ org_id: orgId, name, app_id: z.string().min(1).max(128) }),
   // The secret never travels: the edge keeps it for its answer and sends only its hash.
@@ -38,40 +40,20 @@ const payloads = {
   'revoke-key': z.object({ org_id: orgId, api_key: z.string().min(1).max(128) }),
   /** A due job of the scheduler: its command id is `${job}:${period_start}`, the same from every scheduler. */
   'run-job': z.object({ job: z.string().min(1).max(100), period_start: z.number().int().nonnegative() }),
-  ...audiencePayloads,
-  ...campaignPayloads,
-  ...pushTransportPayloads,
-  ...appSettingsPayloads,
-  ...exportPayloads,
 } as const
 
-export type CommandKind = keyof typeof payloads
-export type CommandPayload<K extends CommandKind> = z.infer<(typeof payloads)[K]>
+/** A command of the control plane's own kinds. */
+export type CoreCommand = CommandOf<typeof corePayloads>
 
-interface Envelope<K extends CommandKind> {
-  v: 1
-  /** A uuid drawn by the edge (or `${job}:${period_start}`): results and idempotency go by it. */
-  id: string
-  kind: K
-  /** When the edge took it (ms since epoch): the rows' created_at and the floor of their version. */
-  at: number
-  payload: CommandPayload<K>
-}
+/** Any command, of any area: what the applier, the journal and the topic carry. */
+export type ControlCommand = CommandEnvelope
 
-export type ControlCommand = { [K in CommandKind]: Envelope<K> }[CommandKind]
-
-/** A command's answer as the edge gives it: an HTTP status and a JSON body (`{"error"}` when refused). */
-export interface ControlResult {
-  status: number
-  body: unknown
-}
-
-export function newCommand<K extends CommandKind>(
+export function newCommand<K extends string, P>(
   kind: K,
-  payload: CommandPayload<K>,
+  payload: P,
   at: number,
   commandId: string = randomUUID(),
-): Envelope<K> {
+): CommandEnvelope<K, P> {
   return { v: 1, id: commandId, kind, at, payload }
 }
 
@@ -81,35 +63,40 @@ export function encodeCommand(command: ControlCommand): ProduceMessage {
   return { partition: CONTROL_PARTITION, value: Buffer.from(JSON.stringify(command)) }
 }
 
-const envelope = z.object({
-  v: z.literal(1),
-  id,
-  kind: z.enum(Object.keys(payloads) as [CommandKind, ...CommandKind[]]),
-  at: z.number().int().nonnegative(),
-  payload: z.unknown(),
-})
+export type DecodedCommand<C> = { ok: true; command: C } | { ok: false; reason: string }
 
 /**
- * Edges wrote these, so a record that does not decode is corruption or a newer version: the
- * applier dead-letters it (nothing was applied) and moves on. Strings come out well formed.
+ * The decoder of the commands of these kinds (the control plane's and the areas'). Edges wrote
+ * them, so a record that does not decode is corruption or a newer version: the applier
+ * dead-letters it (nothing was applied) and moves on. Strings come out well formed.
  */
-export function decodeCommand(
-  record: Pick<BusRecord, 'value'>,
-): { ok: true; command: ControlCommand } | { ok: false; reason: string } {
-  let value: unknown
-  try {
-    value = wellFormedValue(JSON.parse(record.value.toString('utf8')))
-  } catch {
-    return { ok: false, reason: 'control command is not JSON' }
-  }
-  const head = envelope.safeParse(value)
-  if (!head.success)
-    return { ok: false, reason: `malformed control command: ${head.error.issues[0]?.message}` }
-  const payload = payloads[head.data.kind].safeParse(head.data.payload)
-  if (!payload.success)
-    return {
-      ok: false,
-      reason: `malformed ${head.data.kind} payload: ${payload.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+export function commandDecoder<C extends ControlCommand>(
+  payloads: PayloadSchemas,
+): (record: Pick<BusRecord, 'value'>) => DecodedCommand<C> {
+  const kinds = Object.keys(payloads) as [string, ...string[]]
+  const envelope = z.object({
+    v: z.literal(1),
+    id,
+    kind: z.enum(kinds),
+    at: z.number().int().nonnegative(),
+    payload: z.unknown(),
+  })
+  return (record) => {
+    let value: unknown
+    try {
+      value = wellFormedValue(JSON.parse(record.value.toString('utf8')))
+    } catch {
+      return { ok: false, reason: 'control command is not JSON' }
     }
-  return { ok: true, command: { ...head.data, payload: payload.data } as ControlCommand }
+    const head = envelope.safeParse(value)
+    if (!head.success)
+      return { ok: false, reason: `malformed control command: ${head.error.issues[0]?.message}` }
+    const payload = payloads[head.data.kind]!.safeParse(head.data.payload)
+    if (!payload.success)
+      return {
+        ok: false,
+        reason: `malformed ${head.data.kind} payload: ${payload.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+      }
+    return { ok: true, command: { ...head.data, payload: payload.data } as C }
+  }
 }

@@ -3,14 +3,16 @@ import type { BusRecord } from '../connectors/bus/bus.ts'
 import type { Store } from '../connectors/store/store.ts'
 import { describeFailure } from '../failures/classify-error.ts'
 import { deadLetter, PermanentError, type Outcome, type StageHandler } from '../failures/outcome.ts'
-import { applyCommands, noWrites, stateNeeds } from './apply-command.ts'
-import { decodeCommand, type ControlCommand, type ControlResult } from './commands.ts'
+import type { ControlPlane } from './apply-command.ts'
+import { commandDecoder, type ControlCommand, type ControlResult } from './commands.ts'
 import { readResults, writeResults, type JournalEntry } from './control-results.ts'
 import { mergeWrites, readState, writeRows } from './control-state.ts'
 import type { ScheduledJob } from './jobs.ts'
 
 export interface ControlApplierDeps {
   store: Store
+  /** The control plane with the areas the composition root registered (services/control/control-plane.ts). */
+  plane: ControlPlane
   /** The jobs due-job commands may name. */
   jobs: readonly ScheduledJob[]
   clock?: Pick<Clock, 'now'>
@@ -43,6 +45,8 @@ export class ControlStoreError extends Error {
  */
 export function controlApplier(deps: ControlApplierDeps): StageHandler {
   const clock = deps.clock ?? Date
+  const { plane } = deps
+  const decodeCommand = commandDecoder(plane.payloads)
   const jobs = new Map(deps.jobs.map((j) => [j.name, j]))
   const jobNames = new Set(jobs.keys())
 
@@ -68,7 +72,7 @@ export function controlApplier(deps: ControlApplierDeps): StageHandler {
         store,
         commands.map((c) => c.id),
       ),
-      readState(store, stateNeeds(commands)),
+      readState(store, plane, plane.stateNeeds(commands)),
     ])
     const unfinished: JournalEntry[] = []
     const fresh: ControlCommand[] = []
@@ -78,13 +82,13 @@ export function controlApplier(deps: ControlApplierDeps): StageHandler {
       seen.add(command.id)
       const r = recorded.get(command.id)
       if (!r) fresh.push(command)
-      else if (!r.applied) unfinished.push({ command, result: r, writes: r.writes ?? noWrites() })
+      else if (!r.applied) unfinished.push({ command, result: r, writes: r.writes ?? plane.noWrites() })
     }
     if (unfinished.length > 0) await finish(store, unfinished)
     if (fresh.length === 0) return
     // The state read above missed the rows of unfinished commands (their ids): read it again.
-    const state = unfinished.length > 0 ? await readState(store, stateNeeds(fresh)) : stateBefore
-    const { applied } = applyCommands(state, fresh, jobNames)
+    const state = unfinished.length > 0 ? await readState(store, plane, plane.stateNeeds(fresh)) : stateBefore
+    const { applied } = plane.applyCommands(state, fresh, jobNames)
     const needsJournal = applied.some(
       (a) => isDueJob(a) || Object.values(a.writes).some((rows: unknown[]) => rows.length > 0),
     )
@@ -93,7 +97,14 @@ export function controlApplier(deps: ControlApplierDeps): StageHandler {
   }
 
   const finish = async (store: Store, entries: JournalEntry[]) => {
-    await writeRows(store, mergeWrites(entries.map((e) => e.writes)))
+    await writeRows(
+      store,
+      plane,
+      mergeWrites(
+        plane,
+        entries.map((e) => e.writes),
+      ),
+    )
     const done: JournalEntry[] = []
     for (const entry of entries)
       done.push(isDueJob(entry) ? { ...entry, result: await runJob(entry) } : entry)

@@ -1,6 +1,6 @@
 import type { Store } from '../connectors/store/store.ts'
 import { stringSet } from '../connectors/store/string-set.ts'
-import type { ControlWrites } from './apply-command.ts'
+import type { ControlWrites } from './control-state.ts'
 import type { ControlCommand, ControlResult } from './commands.ts'
 
 /**

@@ -1,60 +1,51 @@
 import type { Store } from '../connectors/store/store.ts'
 import { stringSet } from '../connectors/store/string-set.ts'
-import {
-  CONTROL_TABLES,
-  noWrites,
-  type ControlState,
-  type ControlWrites,
-  type KeyRow,
-  type StateNeeds,
-} from './apply-command.ts'
+import type { ControlPlane, CoreNeeds, CoreState, KeyRow } from './apply-command.ts'
 import type { Scope } from '../../schemas/admin.ts'
-import { readAudienceState } from '../audiences/audience-state.ts'
-import { readCampaignState } from '../campaigns/campaign-state.ts'
-import { readPushTransportState } from './push-transports.ts'
-import { readAppSettingsState } from './app-settings.ts'
-import { readExportState } from '../exports/export-control-state.ts'
+
+/** Rows to write, per table (the control plane's and its areas'). */
+export type ControlWrites = Record<string, unknown[]>
 
 /**
- * The control applier's reads and writes of the control tables (orgs, apps, api_keys, profile_dbs).
- * Only the single owner of the control topic calls these, so max(id) read here is not raced by
- * another writer: the next id is max + 1 for as long as this owner holds the partition.
+ * The control applier's reads and writes of the control tables (orgs, apps, api_keys, profile_dbs,
+ * and each area's through the area). Only the single owner of the control topic calls these, so
+ * max(id) read here is not raced by another writer: the next id is max + 1 for as long as this
+ * owner holds the partition.
  */
-export async function readState(store: Store, needs: StateNeeds): Promise<ControlState> {
-  const [maxIds, orgs, apps, keys, audiences, campaigns, pushTransports, exports, appSettings] =
-    await Promise.all([
-      store.query<{ orgs: number | string; dbs: number | string }>(
-        'SELECT (SELECT max(id) FROM orgs) AS orgs, (SELECT max(id) FROM profile_dbs) AS dbs',
-      ),
-      needs.orgIds.length === 0
-        ? []
-        : store.query<{ id: number | string }>(
-            'SELECT DISTINCT id FROM orgs WHERE id IN {ids:Array(UInt64)}',
-            {
-              ids: needs.orgIds,
-            },
-          ),
-      needs.appIds.length === 0 ? [] : readApps(store, needs.appIds),
-      needs.apiKeys.length === 0 ? [] : readKeys(store, needs.apiKeys),
-      readAudienceState(store, needs.audienceIds),
-      readCampaignState(store, needs.campaigns),
-      readPushTransportState(store, needs.pushTransportApps),
-      readExportState(store, needs.exports),
-      readAppSettingsState(store, needs.appSettingsApps),
-    ])
-  return {
+export async function readState(
+  store: Store,
+  plane: ControlPlane,
+  needs: CoreNeeds & Record<string, unknown>,
+): Promise<CoreState & Record<string, unknown>> {
+  const [[maxIds, orgs, apps, keys], areaStates] = await Promise.all([
+    readCore(store, needs),
+    Promise.all(plane.areas.map((area) => area.read(store, needs[area.name]))),
+  ])
+  const state: CoreState & Record<string, unknown> = {
     maxIds: { orgs: Number(maxIds[0]?.orgs ?? 0), profile_dbs: Number(maxIds[0]?.dbs ?? 0) },
     orgs: new Set(orgs.map((r) => Number(r.id))),
     apps: new Map(
       apps.map((a) => [a.app_id, { deleted: Number(a.deleted) === 1 ? 1 : 0, version: Number(a.version) }]),
     ),
     keys: new Map(keys.map((k) => [k.api_key, k])),
-    audiences,
-    campaigns,
-    pushTransports,
-    appSettings,
-    exports,
   }
+  plane.areas.forEach((area, i) => (state[area.name] = areaStates[i] as unknown))
+  return state
+}
+
+function readCore(store: Store, needs: CoreNeeds) {
+  return Promise.all([
+    store.query<{ orgs: number | string; dbs: number | string }>(
+      'SELECT (SELECT max(id) FROM orgs) AS orgs, (SELECT max(id) FROM profile_dbs) AS dbs',
+    ),
+    needs.orgIds.length === 0
+      ? []
+      : store.query<{ id: number | string }>('SELECT DISTINCT id FROM orgs WHERE id IN {ids:Array(UInt64)}', {
+          ids: needs.orgIds,
+        }),
+    needs.appIds.length === 0 ? [] : readApps(store, needs.appIds),
+    needs.apiKeys.length === 0 ? [] : readKeys(store, needs.apiKeys),
+  ])
 }
 
 async function readApps(store: Store, appIds: string[]) {
@@ -100,30 +91,19 @@ async function readKeys(store: Store, apiKeys: string[]): Promise<KeyRow[]> {
  * finished again after a crash) changes nothing: each table replaces rows by their key, and the
  * rows are the same, version included.
  */
-export async function writeRows(store: Store, writes: ControlWrites): Promise<void> {
+export async function writeRows(store: Store, plane: ControlPlane, writes: ControlWrites): Promise<void> {
   await Promise.all(
-    CONTROL_TABLES.filter((table) => writes[table].length > 0).map((table) =>
-      store.insert(table, writes[table]),
-    ),
+    plane.tables
+      .filter((table) => (writes[table]?.length ?? 0) > 0)
+      .map((table) => store.insert(table, writes[table] as readonly object[])),
   )
 }
 
-export function mergeWrites(all: readonly ControlWrites[]): ControlWrites {
-  const merged = noWrites()
-  for (const w of all) {
-    merged.profile_dbs.push(...w.profile_dbs)
-    merged.orgs.push(...w.orgs)
-    merged.apps.push(...w.apps)
-    merged.api_keys.push(...w.api_keys)
-    merged.audiences.push(...w.audiences)
-    merged.campaigns.push(...(w.campaigns ?? []))
-    // Journals written before push transports existed have no such list.
-    merged.push_transports.push(...(w.push_transports ?? []))
-    // Journals written before app settings existed have none.
-    merged.app_settings.push(...(w.app_settings ?? []))
-    // Journals written before exports existed have no such lists.
-    merged.export_jobs.push(...(w.export_jobs ?? []))
-    merged.export_plans.push(...(w.export_plans ?? []))
-  }
+export function mergeWrites(plane: ControlPlane, all: readonly ControlWrites[]): ControlWrites {
+  const merged: ControlWrites = plane.noWrites()
+  for (const w of all)
+    for (const table of plane.tables)
+      // A journal written before a table existed has no list for it.
+      merged[table]!.push(...(w[table] ?? []))
   return merged
 }

@@ -1,5 +1,5 @@
 import type { Store } from '../connectors/store/store.ts'
-import { jobCommandId, newCommand, type ControlCommand } from './commands.ts'
+import { jobCommandId, newCommand, type CoreCommand } from './commands.ts'
 
 /**
  * A periodic job. The scheduler does not run it: once per period it emits a due-job command with
@@ -32,7 +32,7 @@ export const periodStart = (now: number, intervalMs: number) => now - (now % int
 export function dueJobCommand(
   job: Pick<ScheduledJob, 'name' | 'intervalMs' | 'periodOf'>,
   now: number,
-): Extract<ControlCommand, { kind: 'run-job' }> {
+): Extract<CoreCommand, { kind: 'run-job' }> {
   const start = job.periodOf ? job.periodOf(now) : periodStart(now, job.intervalMs)
   return newCommand('run-job', { job: job.name, period_start: start }, now, jobCommandId(job.name, start))
 }

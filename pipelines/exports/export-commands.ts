@@ -1,4 +1,4 @@
-import type { ControlCommand, ControlResult } from '../control/commands.ts'
+import type { CommandEnvelope, CommandOf, ControlResult } from '../control/control-area.ts'
 import { isJobTypeOf, type ExportPlan, type SourceType } from './export-kinds.ts'
 import { exportPayloads } from './export-payloads.ts'
 
@@ -66,12 +66,12 @@ export interface ExportStateNeeds {
   audienceIds: number[]
 }
 
-export type ExportCommand = Extract<ControlCommand, { kind: keyof typeof exportPayloads }>
+export type ExportCommand = CommandOf<typeof exportPayloads>
 
-export const isExportCommand = (command: ControlCommand): command is ExportCommand =>
+export const isExportCommand = (command: CommandEnvelope): command is ExportCommand =>
   Object.hasOwn(exportPayloads, command.kind)
 
-export function exportStateNeeds(commands: readonly ControlCommand[]): ExportStateNeeds {
+export function exportStateNeeds(commands: readonly CommandEnvelope[]): ExportStateNeeds {
   const orgIds = new Set<number>()
   const profileDbIds = new Set<number>()
   const appIds = new Set<string>()

@@ -40,6 +40,18 @@ export const receiptSchema = z
         detail: z.string(),
       }),
     ),
+    stages: z
+      .object({
+        consumed_at: z.string(),
+        parsed_at: z.string(),
+        processed_at: z.string(),
+        written_at: z.string(),
+        recorded_at: z.string(),
+      })
+      .optional()
+      .describe(
+        'when each stage of the pipeline was done with a server-side upload (docs/events.md, "Receipts"); absent from SDK receipts and until the receipt row exists',
+      ),
   })
   .meta({ id: 'UploadReceipt' })
 const receipt = {
@@ -52,6 +64,13 @@ const receipt = {
   rejected_lines: [
     { line: 2, uuid: null, reason: 'invalid_event_name', detail: 'event_name must be 1..128 characters' },
   ],
+  stages: {
+    consumed_at: '2026-11-23T13:00:00.048Z',
+    parsed_at: '2026-11-23T13:00:00.051Z',
+    processed_at: '2026-11-23T13:00:00.057Z',
+    written_at: '2026-11-23T13:00:00.189Z',
+    recorded_at: '2026-11-23T13:00:00.196Z',
+  },
 }
 const eventExample = {
   schema_url: 'https://sluice.example/schemas/events/v0.json',

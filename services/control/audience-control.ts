@@ -1,7 +1,8 @@
 import type { AudienceRecord } from '../../pipelines/audiences/audience-commands.ts'
-import { newCommand, type ControlResult } from '../../pipelines/control/commands.ts'
+import { type ControlResult } from '../../pipelines/control/commands.ts'
 import type { CommandSender } from './command-client.ts'
 import { ControlCommandError } from './control-store.ts'
+import { newCommand } from './control-plane.ts'
 
 /** Rules of an audience as a command carries them: canonical and as given. */
 export interface RulesPair {

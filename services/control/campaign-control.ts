@@ -1,8 +1,9 @@
-import { newCommand, type ControlResult } from '../../pipelines/control/commands.ts'
+import { type ControlResult } from '../../pipelines/control/commands.ts'
 import type { Channel, InappCampaignBody, PushCampaignBody } from '../../schemas/campaigns.ts'
 import { notFound, SluiceError } from '../shared/errors.ts'
 import type { CommandSender } from './command-client.ts'
 import { asControlAnswer } from './control-errors.ts'
+import { newCommand } from './control-plane.ts'
 
 export interface CampaignScope {
   orgId: number

@@ -1,13 +1,9 @@
 import { systemClock, type Clock } from '../../pipelines/clock.ts'
 import type { Bus } from '../../pipelines/connectors/bus/bus.ts'
 import type { Store } from '../../pipelines/connectors/store/store.ts'
-import {
-  CONTROL_PARTITION,
-  encodeCommand,
-  type ControlCommand,
-  type ControlResult,
-} from '../../pipelines/control/commands.ts'
+import { CONTROL_PARTITION, encodeCommand, type ControlResult } from '../../pipelines/control/commands.ts'
 import { readApplied } from '../../pipelines/control/control-results.ts'
+import type { ControlCommand } from './control-plane.ts'
 
 /** How an edge has a control command applied: produce it, wait for its answer. */
 export interface CommandSender {

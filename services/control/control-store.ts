@@ -1,10 +1,11 @@
 import type { Store } from '../../pipelines/connectors/store/store.ts'
-import { newCommand, type ControlCommand, type ControlResult } from '../../pipelines/control/commands.ts'
+import { type ControlResult } from '../../pipelines/control/commands.ts'
 import { latestJobRuns, type JobRun } from '../../pipelines/control/control-results.ts'
 import { effectiveScopes, SCOPES, type Scope } from '../../schemas/admin.ts'
 import type { CommandSender } from './command-client.ts'
 import { generateApiKey, generateAppKey, generateSecret, hashSecret } from './credentials.ts'
 import { TtlCache, type TtlCacheOptions } from './ttl-cache.ts'
+import { newCommand, type ControlCommand } from './control-plane.ts'
 
 export interface Org {
   id: number

@@ -1,16 +1,16 @@
 import type { Store } from '../../pipelines/connectors/store/store.ts'
-import { newCommand } from '../../pipelines/control/commands.ts'
 import {
   readPushTransports,
   viewOf,
   type PushTransportView,
-} from '../../pipelines/control/push-transports.ts'
+} from '../../pipelines/push/transport-commands.ts'
 import {
   PUSH_PLATFORMS,
   type PlatformChoice,
   type TransportConfig,
 } from '../../pipelines/push/transport-settings.ts'
 import { ControlCommandError, type App, type ControlStore } from '../control/control-store.ts'
+import { newCommand } from '../control/control-plane.ts'
 
 /** The file transport an app delivers through while it has set none. */
 export interface DefaultTransportView {
@@ -28,7 +28,7 @@ export interface AppTransports {
 
 /**
  * The edge's side of push transport configuration: writes are control commands (applied by the
- * control plane, pipelines/control/push-transports.ts), reads go to the store. Nothing returned
+ * control plane, pipelines/push/transport-commands.ts), reads go to the store. Nothing returned
  * holds a secret: settings come back masked.
  */
 export class PushTransportConfigs {

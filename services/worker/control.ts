@@ -1,5 +1,6 @@
 import { controlApplier } from '../../pipelines/control/control-applier.ts'
 import type { ScheduledJob } from '../../pipelines/control/jobs.ts'
+import { CONTROL } from '../control/control-plane.ts'
 import { consumeStage } from './guarded-consumer.ts'
 import type { WorkerPipeline } from './worker.ts'
 
@@ -16,6 +17,7 @@ export function controlPipeline(jobs: readonly ScheduledJob[]): WorkerPipeline {
         ...topology.stages.controlApplier,
         run: controlApplier({
           store,
+          plane: CONTROL,
           jobs,
           onJobFailed: (job, periodStart, err) =>
             logger.error({ err, job, period_start: periodStart }, 'scheduled job failed'),

@@ -1,15 +1,17 @@
 import type { Bus, BusRecord } from '../../pipelines/connectors/bus/bus.ts'
 import type { Store } from '../../pipelines/connectors/store/store.ts'
 import { CommandClient, type CommandSender } from '../../services/control/command-client.ts'
-import { encodeCommand, type ControlCommand } from '../../pipelines/control/commands.ts'
+import { encodeCommand } from '../../pipelines/control/commands.ts'
 import { controlApplier } from '../../pipelines/control/control-applier.ts'
 import { readResults } from '../../pipelines/control/control-results.ts'
 import { ControlStore } from '../../services/control/control-store.ts'
+import { CONTROL } from '../../services/control/control-plane.ts'
 import type { ScheduledJob } from '../../pipelines/control/jobs.ts'
 import type { TtlCacheOptions } from '../../services/control/ttl-cache.ts'
 import { DeadLetterStore } from '../../pipelines/failures/dead-letters.ts'
 import { guardStage } from '../../pipelines/failures/guarded-stage.ts'
 import { topology } from '../../services/topology.ts'
+import type { ControlCommand } from '../../services/control/control-plane.ts'
 
 /**
  * The control plane as a worker runs it, over a given store and bus: the applier consuming the
@@ -22,7 +24,7 @@ export async function controlPlaneOver(
 ) {
   const prefix = options.prefix ?? 'sluice.'
   const { topic, group } = topology(prefix, 1).stages.controlApplier
-  const guarded = guardStage(controlApplier({ store, jobs: options.jobs ?? [] }), {
+  const guarded = guardStage(controlApplier({ store, plane: CONTROL, jobs: options.jobs ?? [] }), {
     stage: 'control-applier',
     deadLetters: new DeadLetterStore(store),
   })
@@ -43,7 +45,7 @@ export async function controlPlaneOver(
  * that only need tenants in a store and own it alone (so this process is the single owner).
  */
 export function directCommands(store: Store, jobs: ScheduledJob[] = []): CommandSender {
-  const apply = controlApplier({ store, jobs })
+  const apply = controlApplier({ store, plane: CONTROL, jobs })
   let tail: Promise<unknown> = Promise.resolve()
   let offset = 0
   const submitNow = async (command: ControlCommand) => {

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { applyCommands, stateNeeds } from '../../pipelines/control/apply-command.ts'
 import { CommandClient } from '../../services/control/command-client.ts'
-import { encodeCommand, newCommand } from '../../pipelines/control/commands.ts'
+import { encodeCommand } from '../../pipelines/control/commands.ts'
 import { readResults, writeResults } from '../../pipelines/control/control-results.ts'
 import { readState } from '../../pipelines/control/control-state.ts'
 import { ControlStore } from '../../services/control/control-store.ts'
@@ -18,6 +17,9 @@ import { ADMIN_TOKEN, adminHeaders } from '../helpers/edge.ts'
 import { manualClock } from '../helpers/manual-clock.ts'
 import { startInProcess, type InProcessSluice } from '../helpers/sluice-inprocess.ts'
 import { waitFor } from '../helpers/wait-for.ts'
+import { CONTROL, newCommand } from '../../services/control/control-plane.ts'
+
+const { applyCommands, stateNeeds } = CONTROL
 
 /**
  * The control plane in embedded mode: admin writes are commands on the local log, applied by the
@@ -99,7 +101,7 @@ describe('control plane, embedded mode', () => {
     const { store, bus, topology } = runtime
     // What a dying owner left: the journal row (applied = 0, with its rows), none of the rows.
     const command = newCommand('create-org', { name: 'journaled' }, Date.now())
-    const state = await readState(store, stateNeeds([command]))
+    const state = await readState(store, CONTROL, stateNeeds([command]))
     const { applied } = applyCommands(state, [command], new Set())
     const planned = applied[0]!
     await writeResults(store, [planned], false, Date.now())

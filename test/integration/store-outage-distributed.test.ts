@@ -46,9 +46,10 @@ describe('the ClickHouse server goes away under load and comes back (distributed
         SLUICE_PARTITIONS: '4',
         KAFKA_SESSION_TIMEOUT_MS: '6000',
       }
-      const edge = await startSluice(env, ['edge'])
+      // Starts get a minute: the machine these run on may be busy.
+      const edge = await startSluice(env, ['edge'], 60_000)
       children.push(edge)
-      const worker = await startSluice(env, ['worker'])
+      const worker = await startSluice(env, ['worker'], 60_000)
       children.push(worker)
       const { auth } = await createTenant(edge.url, TOKEN, APP)
       const customers = ['c0', 'c1', 'c2']

@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest'
-import { applyCommands, stateNeeds, type ControlState } from '../../pipelines/control/apply-command.ts'
-import type { AppSettingsState } from '../../pipelines/control/app-settings.ts'
-import { newCommand, type CommandPayload } from '../../pipelines/control/commands.ts'
+import type { AppSettingsState } from '../../pipelines/query/app-settings-commands.ts'
+import {
+  CONTROL,
+  newCommand,
+  type CommandPayload,
+  type ControlState,
+} from '../../services/control/control-plane.ts'
+
+const { applyCommands, stateNeeds } = CONTROL
 
 const AT = 1_700_000_000_000
 let n = 0
@@ -88,7 +94,7 @@ describe('app settings commands (pure)', () => {
 
   it('says which apps to read', () => {
     expect(
-      stateNeeds([set({ org_id: 1, app_id: 'x' }), set({ org_id: 1, app_id: 'x' })]).appSettingsApps,
+      stateNeeds([set({ org_id: 1, app_id: 'x' }), set({ org_id: 1, app_id: 'x' })]).appSettings,
     ).toEqual(['x'])
   })
 })

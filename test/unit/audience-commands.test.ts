@@ -1,14 +1,17 @@
 import { describe, expect, it } from 'vitest'
-import { applyCommands, stateNeeds, type ControlState } from '../../pipelines/control/apply-command.ts'
+import { encodeCommand } from '../../pipelines/control/commands.ts'
+import type { AudienceRow } from '../../pipelines/audiences/audience-commands.ts'
+import { emptyExportState } from '../../pipelines/exports/export-commands.ts'
 import {
+  CONTROL,
+  type ControlState,
   decodeCommand,
-  encodeCommand,
   newCommand,
   type CommandKind,
   type CommandPayload,
-} from '../../pipelines/control/commands.ts'
-import type { AudienceRow } from '../../pipelines/audiences/audience-commands.ts'
-import { emptyExportState } from '../../pipelines/exports/export-commands.ts'
+} from '../../services/control/control-plane.ts'
+
+const { applyCommands, stateNeeds } = CONTROL
 
 const AT = 1_700_000_000_000
 let n = 0
@@ -206,7 +209,7 @@ describe('audience commands (the control applier’s rules)', () => {
         cmd('update-audience', { org_id: 1, app_id: 'a', audience_id: 3, name: 'y' }),
         cmd('delete-audience', { org_id: 1, app_id: 'a', audience_id: 8 }),
         cmd('delete-audience', { org_id: 1, app_id: 'a', audience_id: 3 }),
-      ]).audienceIds,
+      ]).audiences,
     ).toEqual([3, 8])
   })
 

@@ -1,19 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { Store } from '../../pipelines/connectors/store/store.ts'
-import {
-  applyCommands,
-  stateNeeds,
-  type ControlState,
-  type KeyRow,
-} from '../../pipelines/control/apply-command.ts'
 import { ControlUnavailableError, ResultWaiter } from '../../services/control/command-client.ts'
-import {
-  decodeCommand,
-  encodeCommand,
-  newCommand,
-  type CommandKind,
-  type CommandPayload,
-} from '../../pipelines/control/commands.ts'
+import { commandDecoder, encodeCommand } from '../../pipelines/control/commands.ts'
 import { ControlStoreError } from '../../pipelines/control/control-applier.ts'
 import { dueJobCommand, periodStart } from '../../pipelines/control/jobs.ts'
 import { classifyFailure } from '../../pipelines/failures/classify-error.ts'
@@ -21,6 +9,18 @@ import { PermanentError } from '../../pipelines/failures/outcome.ts'
 import { emptyCampaignState } from '../../pipelines/campaigns/campaign-commands.ts'
 import { manualClock } from '../helpers/manual-clock.ts'
 import { emptyExportState } from '../../pipelines/exports/export-commands.ts'
+import { controlPlane, type KeyRow } from '../../pipelines/control/apply-command.ts'
+import { audienceArea } from '../../pipelines/audiences/audience-control-area.ts'
+import {
+  CONTROL,
+  type ControlState,
+  decodeCommand,
+  newCommand,
+  type CommandKind,
+  type CommandPayload,
+} from '../../services/control/control-plane.ts'
+
+const { applyCommands, stateNeeds } = CONTROL
 
 const AT = 1_700_000_000_000
 const HASH = 'a'.repeat(64)
@@ -202,12 +202,38 @@ describe('applyCommands (the control applier’s pure core)', () => {
       orgIds: [4, 5],
       appIds: ['a'],
       apiKeys: ['k', 'k2'],
-      audienceIds: [],
+      audiences: [],
       campaigns: { any: false, ids: [] },
-      pushTransportApps: [],
-      appSettingsApps: [],
+      pushTransports: [],
+      appSettings: [],
       exports: { orgIds: [], profileDbIds: [], appIds: [], audienceIds: [] },
     })
+  })
+})
+
+describe('areas registered with the control plane', () => {
+  it("routes an area's kinds to it, decodes only registered kinds, and refuses a kind registered twice", () => {
+    const audience = newCommand(
+      'create-audience',
+      { org_id: 1, app_id: 'a', name: 'x', target_rules: {}, target_rules_given: {} },
+      AT,
+    )
+    const bare = controlPlane([])
+    // Without the audience area, its kinds are not control commands at all.
+    expect(commandDecoder(bare.payloads)(encodeCommand(audience))).toMatchObject({ ok: false })
+    expect(bare.tables).toEqual(['profile_dbs', 'orgs', 'apps', 'api_keys'])
+    const withAudiences = controlPlane([audienceArea])
+    expect(commandDecoder(withAudiences.payloads)(encodeCommand(audience))).toEqual({
+      ok: true,
+      command: audience,
+    })
+    const { applied, state } = withAudiences.applyCommands(empty(), [audience], new Set())
+    expect(applied[0]!.result.status).toBe(201)
+    expect(applied[0]!.writes.audiences).toMatchObject([{ id: 1, org_id: 1, app_id: 'a', name: 'x' }])
+    expect(state.audiences.maxId).toBe(1)
+    expect(() => controlPlane([audienceArea, { ...audienceArea, name: 'again' }])).toThrow(
+      /create-audience is registered twice/,
+    )
   })
 })
 

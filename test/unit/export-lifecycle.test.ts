@@ -1,6 +1,4 @@
 import { describe, expect, it } from 'vitest'
-import { applyCommands, type ControlState } from '../../pipelines/control/apply-command.ts'
-import { newCommand, type CommandPayload } from '../../pipelines/control/commands.ts'
 import { dueJobCommand } from '../../pipelines/control/jobs.ts'
 import { emptyExportState, type ExportJobRow } from '../../pipelines/exports/export-commands.ts'
 import { DAY_MS, HOUR_MS } from '../../pipelines/exports/export-kinds.ts'
@@ -18,6 +16,14 @@ import {
   parseRefreshTime,
   refreshDate,
 } from '../../pipelines/exports/refresh-schedule.ts'
+import {
+  CONTROL,
+  type ControlState,
+  newCommand,
+  type CommandPayload,
+} from '../../services/control/control-plane.ts'
+
+const { applyCommands } = CONTROL
 
 const T0 = Date.UTC(2026, 5, 1, 12)
 

@@ -1,13 +1,16 @@
 import { describe, expect, it } from 'vitest'
-import { applyCommands, stateNeeds, type ControlState } from '../../pipelines/control/apply-command.ts'
+import { encodeCommand } from '../../pipelines/control/commands.ts'
+import type { PushTransportAppState } from '../../pipelines/push/transport-commands.ts'
 import {
+  CONTROL,
+  type ControlState,
   decodeCommand,
-  encodeCommand,
   newCommand,
   type CommandKind,
   type CommandPayload,
-} from '../../pipelines/control/commands.ts'
-import type { PushTransportAppState } from '../../pipelines/control/push-transports.ts'
+} from '../../services/control/control-plane.ts'
+
+const { applyCommands, stateNeeds } = CONTROL
 
 const AT = 1_700_000_000_000
 let n = 0
@@ -124,7 +127,7 @@ describe('push transport commands (pure)', () => {
       status: 404,
       body: { error: 'no push transport set for ios on app app1' },
     })
-    expect(after.pushTransports!.get('app1')!.rows).toEqual({ ios: { deleted: 1, version: AT + 502 } })
+    expect(after.pushTransports.get('app1')!.rows).toEqual({ ios: { deleted: 1, version: AT + 502 } })
   })
 
   it('reads the apps push-transport commands name; the payload round-trips through the topic', () => {
@@ -136,7 +139,7 @@ describe('push transport commands (pure)', () => {
       settings: {},
     })
     const remove = cmd('remove-push-transport', { org_id: 1, app_id: 'b', platform: 'android' })
-    expect(stateNeeds([set, remove, cmd('create-org', { name: 'x' })]).pushTransportApps).toEqual(['a', 'b'])
+    expect(stateNeeds([set, remove, cmd('create-org', { name: 'x' })]).pushTransports).toEqual(['a', 'b'])
     expect(decodeCommand(encodeCommand(set))).toEqual({ ok: true, command: set })
     const bad = { ...remove, payload: { org_id: 1, app_id: 'b', platform: 'windows' } }
     expect(decodeCommand({ value: Buffer.from(JSON.stringify(bad)) })).toMatchObject({ ok: false })

@@ -1,7 +1,6 @@
 import { Hono } from 'hono'
 import type { Bus } from '../../../pipelines/connectors/bus/bus.ts'
 import type { Store } from '../../../pipelines/connectors/store/store.ts'
-import { newCommand, type ControlCommand } from '../../../pipelines/control/commands.ts'
 import type { ExportJobRow } from '../../../pipelines/exports/export-commands.ts'
 import { JOB_TYPES_OF, type ExportCaps } from '../../../pipelines/exports/export-kinds.ts'
 import {
@@ -22,6 +21,7 @@ import type { EdgeEnv } from '../env.ts'
 import { adminAuth } from '../middleware/admin-auth.ts'
 import { jsonBody, parseParam } from '../validate.ts'
 import { asControlAnswer } from '../../control/control-errors.ts'
+import { newCommand, type ControlCommand } from '../../control/control-plane.ts'
 
 export interface AdminExportDeps {
   store: Store

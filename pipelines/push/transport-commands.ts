@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import type { Store } from '../connectors/store/store.ts'
 import { stringSet } from '../connectors/store/string-set.ts'
+import type { CommandEnvelope, CommandOf, ControlArea, ControlResult } from '../control/control-area.ts'
 import {
   maskSettings,
   parseTransportConfig,
@@ -10,10 +11,8 @@ import {
   PUSH_PLATFORMS,
   TRANSPORT_KINDS,
   type TransportConfig,
-} from '../push/transport-settings.ts'
-import type { PushPlatform } from '../push/transport.ts'
-import type { ControlWrites } from './apply-command.ts'
-import type { ControlCommand, ControlResult } from './commands.ts'
+} from './transport-settings.ts'
+import type { PushPlatform } from './transport.ts'
 
 /**
  * Push transport configuration as control-plane records (docs/control-plane.md "Adding a kind of
@@ -63,12 +62,12 @@ export interface PushTransportView {
   updated_at: string
 }
 
-type PushTransportCommand = Extract<ControlCommand, { kind: keyof typeof pushTransportPayloads }>
+type PushTransportCommand = CommandOf<typeof pushTransportPayloads>
 
 const nextVersion = (at: number, previous: number | undefined) => Math.max(at, (previous ?? 0) + 1)
 const refused = (status: number, error: string): ControlResult => ({ status, body: { error } })
 
-export const isPushTransportCommand = (c: ControlCommand): c is PushTransportCommand =>
+export const isPushTransportCommand = (c: CommandEnvelope): c is PushTransportCommand =>
   c.kind === 'set-push-transport' || c.kind === 'remove-push-transport'
 
 /**
@@ -80,7 +79,7 @@ export const isPushTransportCommand = (c: ControlCommand): c is PushTransportCom
 export function applyPushTransportCommand(
   state: Map<string, PushTransportAppState>,
   command: PushTransportCommand,
-  writes: Pick<ControlWrites, 'push_transports'>,
+  writes: { push_transports: PushTransportRow[] },
 ): ControlResult {
   const { org_id, app_id, platform } = command.payload
   const app = state.get(app_id)
@@ -147,7 +146,7 @@ export function viewOf(
 }
 
 /** The app ids these commands configure. */
-export const pushTransportApps = (commands: readonly ControlCommand[]): string[] => [
+export const pushTransportApps = (commands: readonly CommandEnvelope[]): string[] => [
   ...new Set(commands.filter(isPushTransportCommand).map((c) => c.payload.app_id)),
 ]
 
@@ -210,4 +209,22 @@ export async function readPushTransports(
   }
   // iOS first, then Android: the order every list of platforms has.
   return out.sort((a, b) => PUSH_PLATFORMS.indexOf(a.platform) - PUSH_PLATFORMS.indexOf(b.platform))
+}
+
+/** Push transports in the control plane (registered by services/control/control-plane.ts). */
+export const pushTransportArea: ControlArea<
+  'pushTransports',
+  typeof pushTransportPayloads,
+  ReadonlyMap<string, PushTransportAppState>,
+  string[],
+  { push_transports: PushTransportRow },
+  Map<string, PushTransportAppState>
+> = {
+  name: 'pushTransports',
+  payloads: pushTransportPayloads,
+  tables: ['push_transports'],
+  needs: pushTransportApps,
+  read: readPushTransportState,
+  copy: (state) => new Map(state ?? []),
+  apply: applyPushTransportCommand,
 }

@@ -2,8 +2,7 @@ import { IANAZone } from 'luxon'
 import { z } from 'zod'
 import type { Store } from '../connectors/store/store.ts'
 import { stringSet } from '../connectors/store/string-set.ts'
-import type { ControlWrites } from './apply-command.ts'
-import type { ControlCommand, ControlResult } from './commands.ts'
+import type { CommandEnvelope, CommandOf, ControlArea, ControlResult } from '../control/control-area.ts'
 
 /**
  * An app's settings for the Apps and Query APIs (time zone, icon, custom dimension labels) as
@@ -52,12 +51,12 @@ export interface AppSettingsState {
   row: AppSettingsRow | undefined
 }
 
-type AppSettingsCommand = Extract<ControlCommand, { kind: 'set-app-settings' }>
+type AppSettingsCommand = CommandOf<typeof appSettingsPayloads>
 
-export const isAppSettingsCommand = (c: ControlCommand): c is AppSettingsCommand =>
+export const isAppSettingsCommand = (c: CommandEnvelope): c is AppSettingsCommand =>
   c.kind === 'set-app-settings'
 
-export const appSettingsApps = (commands: readonly ControlCommand[]) => [
+export const appSettingsApps = (commands: readonly CommandEnvelope[]) => [
   ...new Set(commands.filter(isAppSettingsCommand).map((c) => c.payload.app_id)),
 ]
 
@@ -80,7 +79,7 @@ export function settingsView(
 export function applyAppSettingsCommand(
   state: Map<string, AppSettingsState>,
   command: AppSettingsCommand,
-  writes: Pick<ControlWrites, 'app_settings'>,
+  writes: { app_settings: AppSettingsRow[] },
 ): ControlResult {
   const { org_id, app_id, time_zone, icon_url, custom_dimensions } = command.payload
   const app = state.get(app_id)
@@ -145,4 +144,22 @@ export async function readAppSettingsState(
       }
   }
   return state
+}
+
+/** App settings in the control plane (registered by services/control/control-plane.ts). */
+export const appSettingsArea: ControlArea<
+  'appSettings',
+  typeof appSettingsPayloads,
+  ReadonlyMap<string, AppSettingsState>,
+  string[],
+  { app_settings: AppSettingsRow },
+  Map<string, AppSettingsState>
+> = {
+  name: 'appSettings',
+  payloads: appSettingsPayloads,
+  tables: ['app_settings'],
+  needs: appSettingsApps,
+  read: readAppSettingsState,
+  copy: (state) => new Map(state ?? []),
+  apply: applyAppSettingsCommand,
 }
