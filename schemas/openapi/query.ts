@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { appSettingsFields } from '../../pipelines/control/app-settings.ts'
+import { appSettingsFields } from '../../pipelines/query/app-settings-commands.ts'
 import type { Operation, Param } from './operation.ts'
 
 /** The Query and Apps APIs (docs/query-api.md) and the admin route of an app's settings. */
