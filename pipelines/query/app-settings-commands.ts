@@ -3,6 +3,7 @@ import { z } from 'zod'
 import type { Store } from '../connectors/store/store.ts'
 import { stringSet } from '../connectors/store/string-set.ts'
 import type { CommandEnvelope, CommandOf, ControlArea, ControlResult } from '../control/control-area.ts'
+import { appSettingsFields } from '../../schemas/app-settings.ts'
 
 /**
  * An app's settings for the Apps and Query APIs (time zone, icon, custom dimension labels) as
@@ -10,22 +11,6 @@ import type { CommandEnvelope, CommandOf, ControlArea, ControlResult } from '../
  * `set-app-settings`, the state applying it needs, the pure rule and its read. Rows go to
  * `app_settings` (migration 022). A command changes the fields it names and keeps the others.
  */
-
-export const CUSTOM_DIMENSION_LABEL = /^custom_(\d|1\d)_dimension$/
-
-export const appSettingsFields = z
-  .object({
-    time_zone: z.string().min(1).max(64).optional(),
-    icon_url: z.string().max(2048).optional(),
-    /** custom_0_dimension … custom_19_dimension → label; a null label removes it. */
-    custom_dimensions: z
-      .record(
-        z.string().regex(CUSTOM_DIMENSION_LABEL, 'keys are custom_0_dimension … custom_19_dimension'),
-        z.string().max(200).nullable(),
-      )
-      .optional(),
-  })
-  .strict()
 
 export const appSettingsPayloads = {
   'set-app-settings': appSettingsFields.extend({

@@ -2,19 +2,24 @@ import { z } from 'zod'
 import { adminOperations } from './admin.ts'
 import { ERROR_DESCRIPTIONS, errorShape, type Operation } from './operation.ts'
 import { publicOperations } from './public.ts'
-import { queryOperations } from './query.ts'
+import { queryAreaOperations } from './query.ts'
 
 /**
  * Every documented route, one list per area. A new area adds its list here; the edge's route table
  * is checked against this list by test/unit/openapi-coverage.test.ts.
  */
-export const OPERATIONS: readonly Operation[] = [...publicOperations, ...queryOperations, ...adminOperations]
+export const OPERATIONS: readonly Operation[] = [
+  ...publicOperations,
+  ...queryAreaOperations,
+  ...adminOperations,
+]
 
 /**
- * Paths the edge serves that are not API operations: the dashboard's pages and assets and the
- * reference UI (HTML, scripts and styles for a browser).
+ * Paths the edge serves that are not API operations: the dashboard's pages and assets, the
+ * reference UI (HTML, scripts and styles for a browser), and the trailing-slash aliases clients
+ * of the original's Apps API call (`/v1/`, `/v1/apps/`), the same operations as without the slash.
  */
-export const NOT_API = [/^\/dashboard(\/|$)/, /^\/docs(\/|$)/]
+export const NOT_API = [/^\/dashboard(\/|$)/, /^\/docs(\/|$)/, /^\/v1(\/apps)?\/$/]
 
 type JsonSchema = Record<string, unknown>
 export interface OpenApiDocument {
@@ -38,8 +43,8 @@ const TAGS: Record<string, string> = {
   audiences: 'Audiences and their counts (docs/audiences.md)',
   campaigns: 'Push and in-app campaigns (docs/campaigns.md)',
   exports: 'Audience, profile and event-log exports (docs/exports.md)',
+  query: 'The Query and Apps APIs: metrics by dimensions over stored events and sessions (docs/query-api.md)',
   admin: 'The admin API: orgs, apps, keys, scheduled jobs, dead letters (README, "Admin API")',
-  query: 'The Query and Apps APIs: analytics over the stored events (docs/query-api.md)',
   auth: 'Credentials',
   operations: 'Health, readiness, metrics and this document',
 }

@@ -375,6 +375,17 @@ export async function runQueryScenario(sluice: InProcessSluice, suffix: string) 
     ],
     _links: { app: { href: `/v1/apps/${appId}` }, root: { href: '/v1' } },
   })
+  const root = await fetch(`${sluice.url}/v1`, { headers: { Authorization: tenant.auth } })
+  expect(await root.json()).toEqual({
+    _links: {
+      self: { href: '/v1' },
+      apps: { href: '/v1/apps' },
+      query: {
+        templated: true,
+        href: '/v1/query{?app_id,metrics,dimensions,conditions,limit,order,days,comment,translate}',
+      },
+    },
+  })
   for (const path of [`/v1/apps/qx-${suffix}`, `/v1/apps/qx-${suffix}/attributes`]) {
     const r = await documentedFetch(`${sluice.url}${path}`, { headers: { Authorization: tenant.auth } })
     expect(r.status, path).toBe(403)

@@ -1,5 +1,6 @@
 import { Hono } from 'hono'
-import { appSettingsFields, settingsView } from '../../../pipelines/query/app-settings-commands.ts'
+import { appSettingsFields } from '../../../schemas/app-settings.ts'
+import { settingsView } from '../../../pipelines/query/app-settings-commands.ts'
 import { newCommand } from '../../../pipelines/control/commands.ts'
 import type { Store } from '../../../pipelines/connectors/store/store.ts'
 import { readAppSettings } from '../../../pipelines/query/app-settings.ts'

@@ -16,6 +16,7 @@ import { analystRequest, ownApps } from '../query/analyst-request.ts'
 import type { QueryKeyLimits } from '../query/key-limits.ts'
 
 export const APP_TYPE = 'application/vnd.localytics.v1+hal+json;type=App'
+export const ROOT_TYPE = 'application/vnd.localytics.v1+hal+json;type=Root'
 export const ATTRIBUTES_TYPE = 'application/vnd.localytics.v1+hal+json;type=Attributes'
 
 /** The parameters the templated query link of an app lists (as the original's). */
@@ -73,6 +74,20 @@ export function appRoutes(deps: AppRouteDeps) {
   }
   app.get('/v1/apps', list)
   app.get('/v1/apps/', list)
+
+  // The HAL root the resources' `root` links point to: where the analysts' APIs start.
+  const root = async (c: Context<EdgeEnv>) => {
+    await analystRequest(c, deps.control)
+    return hal(c, ROOT_TYPE, {
+      _links: {
+        self: { href: '/v1' },
+        apps: { href: '/v1/apps' },
+        query: { templated: true, href: `/v1/query${QUERY_TEMPLATE}` },
+      },
+    })
+  }
+  app.get('/v1', root)
+  app.get('/v1/', root)
 
   app.get('/v1/apps/:app_id', async (c) => {
     const appId = c.req.param('app_id')
