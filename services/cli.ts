@@ -287,8 +287,8 @@ async function runImportCommand(config: Config, args: string[]): Promise<number>
     return 2
   }
   const { positionals, values } = parsed
-  const key = values.key ?? process.env.SLUICE_API_KEY
-  const secret = values.secret ?? process.env.SLUICE_API_SECRET
+  const key = values.key ?? config.SLUICE_API_KEY
+  const secret = values.secret ?? config.SLUICE_API_SECRET
   let request
   try {
     if (!key || !secret)
@@ -299,7 +299,7 @@ async function runImportCommand(config: Config, args: string[]): Promise<number>
     process.stderr.write(`sluice import: ${err.message}\n\n${USAGE}`)
     return 2
   }
-  const base = values.url ?? process.env.SLUICE_URL ?? `http://127.0.0.1:${config.PORT}`
+  const base = values.url ?? config.SLUICE_URL ?? `http://127.0.0.1:${config.PORT}`
   const auth = `Basic ${Buffer.from(`${key}:${secret}`).toString('base64')}`
   const outcome = await runImport(base, auth, request, values.quiet ?? !process.stderr.isTTY)
   process.stdout.write(JSON.stringify(outcome.output, null, 2) + '\n')

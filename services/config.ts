@@ -50,8 +50,12 @@ const processes = {
       'Worker pipelines not to run (`ingestion`, `profiles`, `control`, ...). The bench runs its edge-only Sluice with `ingestion`, so the edge is measured without the pipeline behind it.',
     ),
   SLUICE_URL: optionalText('uri').describe(
-    'Address of the edge the `sluice admin` CLI calls (`--url` wins); unset: `http://127.0.0.1:$PORT`.',
+    'Address of the edge the `sluice admin` and `sluice import` CLIs call (`--url` wins); unset: `http://127.0.0.1:$PORT`.',
   ),
+  SLUICE_API_KEY: optionalText().describe(
+    'API key the `sluice import` CLI sends (`--key` wins; docs/imports.md).',
+  ),
+  SLUICE_API_SECRET: optionalText().describe('API secret the `sluice import` CLI sends (`--secret` wins).'),
 }
 
 const security = {
