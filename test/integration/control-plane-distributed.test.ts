@@ -35,8 +35,9 @@ describe('control plane in distributed mode: two edges, two workers', () => {
       SLUICE_PARTITIONS: '2',
       KAFKA_SESSION_TIMEOUT_MS: '6000',
       SLUICE_KEY_CACHE_SECONDS: '1',
-      // The first writes wait out the consumer group's first join and rebalance.
-      SLUICE_CONTROL_WAIT_MS: '30000',
+      // The first writes wait out the consumer group's first join and rebalance, and the 200 creates
+      // queue behind each other on one partition: on a loaded 2-core machine that took over 30 s.
+      SLUICE_CONTROL_WAIT_MS: '90000',
     }
     // The database as the previous version left it: migrations 001-009 and its rows.
     const before = join(dir.path, 'migrations-before')
