@@ -1,8 +1,8 @@
 // The import graph's rules, checked by `npm run lint:imports` (part of `npm test`): no module
-// imports itself through others, and schemas/ (wire formats) imports nothing of pipelines/ or
-// services/. A violation is printed with the whole path of the circle or the import at fault.
-// (pipelines/ below services/ is not a rule yet: pipelines/connectors/store/cluster-ddl.ts reads
-// services/sql-port/sql-tokenizer.ts, which belongs below both.)
+// imports itself through others, schemas/ (wire formats) imports nothing of pipelines/ or
+// services/, and pipelines/ (the flows and their adapters) imports nothing of services/ (the
+// processes that wire them). A violation is printed with the whole path of the circle or the
+// import at fault.
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
   forbidden: [
@@ -20,6 +20,13 @@ module.exports = {
       comment: 'schemas/ describes wire formats: it imports nothing of pipelines/ or services/.',
       from: { path: '^schemas/' },
       to: { path: '^(pipelines|services)/' },
+    },
+    {
+      name: 'pipelines-below-services',
+      severity: 'error',
+      comment: 'pipelines/ holds the flows and adapters; only services/ (the composition roots) wires them.',
+      from: { path: '^pipelines/' },
+      to: { path: '^services/' },
     },
   ],
   options: {

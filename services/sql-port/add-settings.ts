@@ -3,8 +3,8 @@
  * the statement's own. Pure: no I/O.
  */
 import { isValidSettingName, type SettingEntry } from './settings-clause.ts'
-import { quoteString } from './sql-escapes.ts'
-import { isWhitespace } from './sql-tokenizer.ts'
+import { quoteString } from '../../pipelines/text/sql-escapes.ts'
+import { isWhitespace } from '../../pipelines/text/sql-tokenizer.ts'
 import { analyzeStatement, type StatementAnalysis } from './statement-analysis.ts'
 
 export type SettingValue = string | number | boolean

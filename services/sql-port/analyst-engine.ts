@@ -18,7 +18,7 @@ import type { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
 import { isIdentifier } from './clickhouse-protocol.ts'
 import { astRefusal, parseExplainAst } from './read-only-ast.ts'
 import { isValidSettingName } from './settings-clause.ts'
-import { quoteString } from './sql-escapes.ts'
+import { quoteString } from '../../pipelines/text/sql-escapes.ts'
 
 export interface AnalystLimits {
   /** max_execution_time of every statement, in seconds. */

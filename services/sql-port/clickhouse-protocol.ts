@@ -2,7 +2,7 @@
  * ClickHouse's HTTP conventions: error codes and bodies, the status a code maps to, which URL
  * parameters are settings, content types, how a query parameter's value is written. Pure: no I/O.
  */
-import { decodeEscapes } from './sql-escapes.ts'
+import { decodeEscapes } from '../../pipelines/text/sql-escapes.ts'
 
 /** The ClickHouse error codes the port raises itself (names as in system.errors). */
 export const ErrorCode = {

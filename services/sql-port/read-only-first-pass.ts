@@ -4,7 +4,7 @@
  * may not name. Pure: no I/O.
  */
 import { looksLikeSettingsClause } from './settings-clause.ts'
-import { identifierName, type Token } from './sql-tokenizer.ts'
+import { identifierName, type Token } from '../../pipelines/text/sql-tokenizer.ts'
 import type { StatementAnalysis } from './statement-analysis.ts'
 
 /** Statement kinds the read-only port runs (the first keyword, or '(' for a parenthesised query). */

@@ -2,7 +2,14 @@
  * Query-level `SETTINGS name = value [, …]` clauses over the tokenizer's tokens, and the names such a
  * clause takes. Pure: no I/O.
  */
-import { identifierName, isName, isPunct, isWord, matchingClose, type Token } from './sql-tokenizer.ts'
+import {
+  identifierName,
+  isName,
+  isPunct,
+  isWord,
+  matchingClose,
+  type Token,
+} from '../../pipelines/text/sql-tokenizer.ts'
 
 export interface SettingEntry {
   /** The setting name, unquoted. */

@@ -5,7 +5,15 @@
  * Pure: no I/O.
  */
 import { parseSettingsClause, type SettingsClause } from './settings-clause.ts'
-import { identifierName, isName, isPunct, isWord, Lexer, matchingClose, type Token } from './sql-tokenizer.ts'
+import {
+  identifierName,
+  isName,
+  isPunct,
+  isWord,
+  Lexer,
+  matchingClose,
+  type Token,
+} from '../../pipelines/text/sql-tokenizer.ts'
 
 export interface FormatClause {
   /** Format name, unquoted. */

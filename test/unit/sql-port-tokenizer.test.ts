@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { Lexer, type Token } from '../../services/sql-port/sql-tokenizer.ts'
+import { Lexer, type Token } from '../../pipelines/text/sql-tokenizer.ts'
 
 /** All tokens of a text, across statements. */
 function tokenize(sql: string): Token[] {

@@ -30,7 +30,7 @@ import {
   Lexer,
   matchingClose,
   type Token,
-} from '../../../services/sql-port/sql-tokenizer.ts'
+} from '../../text/sql-tokenizer.ts'
 import { CLUSTER_LAYOUT, type TablePlacement } from '../../../schemas/clickhouse/cluster-layout.ts'
 
 export interface ClusterTarget {
