@@ -65,6 +65,12 @@ export function createMetrics() {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers: [registry],
     }),
+    stageInFlight: new Gauge({
+      name: 'sluice_stage_batches_in_flight',
+      help: 'Bus batches a stage is handling at this moment (taken from the bus, not yet finished), by stage',
+      labelNames: ['stage'] as const,
+      registers: [registry],
+    }),
     stageRecords: new Counter({
       name: 'sluice_stage_records_total',
       help: 'Bus records a stage finished with and committed (dead-lettered ones included), by stage',

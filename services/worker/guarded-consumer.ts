@@ -60,7 +60,12 @@ export async function consumeStage(runtime: Runtime, spec: StageConsumer): Promi
     maxBatchBytes: spec.maxBatchBytes,
     handler: async (batch) => {
       const done = metrics.stageDuration.startTimer({ stage: spec.stage })
-      await handler(batch)
+      metrics.stageInFlight.inc({ stage: spec.stage })
+      try {
+        await handler(batch)
+      } finally {
+        metrics.stageInFlight.dec({ stage: spec.stage })
+      }
       done()
       metrics.stageRecords.inc({ stage: spec.stage }, batch.records.length)
       metrics.busConsumed.inc({ topic: batch.topic }, batch.records.length)
