@@ -130,7 +130,9 @@ export async function startKafkaMockWithTopics(
       clearTimeout(timer)
       child.stdin?.end()
       child.kill('SIGKILL')
-      reject(new Error(`kafka mock (python3 ${MOCK_CLUSTER_SCRIPT}): ${why}; output: ${output.slice(0, 2000)}`))
+      reject(
+        new Error(`kafka mock (python3 ${MOCK_CLUSTER_SCRIPT}): ${why}; output: ${output.slice(0, 2000)}`),
+      )
     }
     child.once('error', (err) => fail(`cannot run python3 (${err.message})`))
     child.once('exit', (code) => fail(`exited early (code ${code})`))
