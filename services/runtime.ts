@@ -119,7 +119,6 @@ async function openBus(config: Config, dataDir: string, logger: Logger): Promise
       sessionTimeoutMs: config.KAFKA_SESSION_TIMEOUT_MS,
       heartbeatIntervalMs: Math.max(500, Math.floor(config.KAFKA_SESSION_TIMEOUT_MS / 10)),
       logger,
-      ...(process.env.H47_KAFKA_LOG ? { logLevel: process.env.H47_KAFKA_LOG as 'info' } : {}),
     })
   }
   return LocalLog.open({
