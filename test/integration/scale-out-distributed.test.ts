@@ -18,7 +18,7 @@ const PARTITIONS = 8
 /** Kafka's smallest session timeout: a dead worker's partitions move after 6 s. */
 const SESSION_TIMEOUT_MS = 6_000
 /** A start (module loading, migrations, joining every group) takes ~5 s idle and a minute on a machine under heavy load. */
-const START_MS = 120_000
+const START_MS = 240_000
 /**
  * The load, modest (a correctness test): each edge gets a body of 23 events every PACE_MS, and in
  * all a profile increment every PACE_MS / 2 and a push (8 devices) every PACE_MS * 2. The
@@ -80,7 +80,7 @@ describe('workers scale 1 → 3 → 1 under load, one killed mid-batch (distribu
 
   it(
     'stores every accepted event and applies every profile write once, sends every push, and no group stalls past the session timeout',
-    { timeout: 480_000 },
+    { timeout: 1_500_000 },
     async () => {
       const began = Date.now()
       const brokers = kafkaMock?.brokers ?? process.env.KAFKA_BROKERS!.split(',')
@@ -169,7 +169,7 @@ describe('workers scale 1 → 3 → 1 under load, one killed mid-batch (distribu
       await waitFor(
         () => count(`SELECT count() AS n FROM customer_devices FINAL WHERE app_id = '${APP}'`),
         (n) => n === DEVICES.length,
-        { what: 'the devices', timeoutMs: 60_000, intervalMs: 250 },
+        { what: 'the devices', timeoutMs: 180_000, intervalMs: 250 },
       )
 
       // The steady load, through both edges, from here to the end of the scaling.
@@ -245,7 +245,7 @@ describe('workers scale 1 → 3 → 1 under load, one killed mid-batch (distribu
       const mark = (name: string) => (phases[name] = Date.now() - began)
 
       // One worker, then three: each new worker takes partitions and does work of its own.
-      await waitFor(storedEvents, (n) => n > 50, {
+      await waitFor(storedEvents, (n) => n >= 20, {
         what: 'events stored by one worker',
         timeoutMs: 120_000,
         intervalMs: 1000,
@@ -273,7 +273,7 @@ describe('workers scale 1 → 3 → 1 under load, one killed mid-batch (distribu
           )
         },
         (stage) => stage !== undefined,
-        { what: 'the third worker mid-batch', timeoutMs: 60_000, intervalMs: 10 },
+        { what: 'the third worker mid-batch', timeoutMs: 180_000, intervalMs: 10 },
       )
       live.splice(live.indexOf(w3), 1)
       await w3.kill9()
@@ -287,7 +287,7 @@ describe('workers scale 1 → 3 → 1 under load, one killed mid-batch (distribu
           (now) =>
             now !== undefined &&
             now.committed.every((c, p) => c > (since?.committed[p] ?? -1) || c >= now.ends[p]!),
-          { what, timeoutMs: 60_000, intervalMs: 250 },
+          { what, timeoutMs: 180_000, intervalMs: 250 },
         )
       }
       await caughtUp(
@@ -317,7 +317,7 @@ describe('workers scale 1 → 3 → 1 under load, one killed mid-batch (distribu
             ).map((r) => [r.uuid, Number(r.n)]),
           ),
         (m) => [...accepted].every((id) => m.has(id)),
-        { what: 'every accepted event stored', timeoutMs: 90_000, intervalMs: 500 },
+        { what: 'every accepted event stored', timeoutMs: 180_000, intervalMs: 500 },
       )
       mark('drained')
       await progress.stop()
@@ -339,7 +339,7 @@ describe('workers scale 1 → 3 → 1 under load, one killed mid-batch (distribu
             }),
           ),
         (got) => got.every(([c, n]) => n >= expected[c]!),
-        { what: 'every profile write applied', timeoutMs: 60_000, intervalMs: 500 },
+        { what: 'every profile write applied', timeoutMs: 180_000, intervalMs: 500 },
       )
       expect(Object.fromEntries(profiles)).toEqual(expected)
       const changes = await rows<{ customer_id: string; n: string }>(
@@ -357,7 +357,7 @@ describe('workers scale 1 → 3 → 1 under load, one killed mid-batch (distribu
              WHERE app_id = '${APP}' GROUP BY request_id, install_uuid`,
           ),
         (r) => r.length >= pushes.length * DEVICES.length,
-        { what: 'every push recorded', timeoutMs: 60_000, intervalMs: 500 },
+        { what: 'every push recorded', timeoutMs: 180_000, intervalMs: 500 },
       )
       expect(deliveries.filter((d) => Number(d.n) !== 1 || d.status !== 'sent')).toEqual([])
       expect(new Set(deliveries.map((d) => `${d.request_id} ${d.install_uuid}`)).size).toBe(
