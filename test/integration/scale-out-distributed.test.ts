@@ -1,4 +1,3 @@
-import { writeFile } from 'node:fs/promises'
 import { createClient, type ClickHouseClient } from '@clickhouse/client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { topology } from '../../services/topology.ts'
