@@ -29,9 +29,10 @@ export function longestStall(samples: readonly GroupSample[]): { ms: number; fro
   for (const s of samples) {
     const lag = s.ends.reduce((sum, end, p) => sum + Math.max(0, end - (s.committed[p] ?? 0)), 0)
     const moved = previous !== undefined && s.committed.some((c, p) => c > (previous!.committed[p] ?? 0))
-    if (moved && since !== undefined && s.at - since > worst.ms)
+    const progressed = moved || s.busy
+    if (progressed && since !== undefined && s.at - since > worst.ms)
       worst = { ms: s.at - since, from: since, to: s.at }
-    if (moved) since = lag > 0 ? s.at : undefined
+    if (progressed) since = lag > 0 && !s.busy ? s.at : undefined
     else if (lag === 0) since = undefined
     else since ??= s.at
     previous = s
