@@ -401,7 +401,11 @@ describe('workers scale 1 → 3 → 1 under load, one killed mid-batch (distribu
           ) +
           `; ${Date.now() - began} ms in all`,
       )
-      for (const [, s] of Object.entries(stalls)) expect(s.ms).toBeLessThan(SESSION_TIMEOUT_MS)
+      // The bound: the session timeout, plus, on librdkafka's mock, the hold it puts on every
+      // rebalance of a group with members (session timeout - 1 s; real Kafka completes a rebalance
+      // once the live members have rejoined). docs/scaling.md.
+      const mockHold = kafkaMock ? SESSION_TIMEOUT_MS - 1_000 : 0
+      for (const [, s] of Object.entries(stalls)) expect(s.ms).toBeLessThan(SESSION_TIMEOUT_MS + mockHold)
       expect(w1.child.exitCode).toBeNull()
     },
   )
