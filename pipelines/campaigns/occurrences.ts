@@ -45,7 +45,7 @@ export const PLAN_AHEAD_MS = 60_000
  * so the first pushes leave at the moment instead of a bus hop, a page read and another bus hop
  * after it. A campaign stopped in these last seconds still sends the slot already handed over.
  */
-export const DISPATCH_AHEAD_MS = 2_000
+export const DISPATCH_AHEAD_MS = 3_000
 
 /**
  * The occurrences of an active push campaign that start by `now + ahead`, and started no longer
