@@ -34,9 +34,9 @@ export interface ExecutorDeps {
   produce: (records: PushRequestRecord[]) => Promise<void>
   now?: () => number
   /**
-   * An occurrence planned ahead whose start comes within this many ms of a pass is waited for and
-   * its first slot dispatched at its start, not at the next tick (the tick interval: a start is
-   * then never a tick late). 0: at the next tick.
+   * An occurrence planned ahead whose handover (its start less dispatchAheadMs) comes within this
+   * many ms (plus dispatchAheadMs) of a pass is waited for and its first slot handed over then, not
+   * at the next tick (the tick interval: a handover is then not a tick late). 0: at the next tick.
    */
   startOnTimeWithinMs?: number
   /**
@@ -250,7 +250,9 @@ export function campaignExecutor(deps: ExecutorDeps): StageHandler {
       campaigns.map((c) => c.row.id),
     )
     const soon: { row: CampaignRow; body: PushCampaignBody; occ: OccurrenceRow }[] = []
-    const within = deps.startOnTimeWithinMs ?? 0
+    // A pass may start late (a long pass before it, a loaded machine): waiting for handovers
+    // up to `ahead` beyond the next tick keeps one late pass from making a handover late.
+    const within = (deps.startOnTimeWithinMs ?? 0) + (deps.startOnTimeWithinMs ? ahead : 0)
     for (const { row, body } of campaigns)
       for (const occ of fresh.get(row.id)?.values() ?? []) {
         if (occ.state !== 'planned') continue
