@@ -2,7 +2,7 @@ import { join } from 'node:path'
 import { expect } from 'vitest'
 import { variantOf } from '../../pipelines/campaigns/assign-variant.ts'
 import { PLAN_AHEAD_MS } from '../../pipelines/campaigns/occurrences.ts'
-import { postSdkTo, sessionRow } from './ingestion-scenario.ts'
+import { lines, sessionRow } from './ingestion-scenario.ts'
 import { pushFileLines } from './push-file-lines.ts'
 import { waitFor } from './wait-for.ts'
 
@@ -56,7 +56,7 @@ export async function runCampaignCrashScenario(t: CampaignCrashTarget): Promise<
   const installs = Array.from({ length: INSTALLS }, (_, i) => `ci-${String(i).padStart(4, '0')}`)
   const at = Date.now() - 60_000
   for (let i = 0; i < installs.length; i += 300)
-    await postSdkTo(
+    await uploadSessions(
       t.url,
       app,
       installs.slice(i, i + 300).map((install, j) => ({
@@ -70,29 +70,31 @@ export async function runCampaignCrashScenario(t: CampaignCrashTarget): Promise<
     { what: 'the devices', timeoutMs: 90_000 },
   )
 
-  // All scheduled for one moment far enough ahead that creating them all takes less time than
-  // the wait until their plan-ahead window opens: the executor then plans all of them in one pass.
-  const begin = Date.now() + PLAN_AHEAD_MS + 25_000
-  const ids: number[] = []
-  for (let c = 0; c < CAMPAIGNS; c++) {
-    const res = await fetch(`${t.url}/api/v6/orgs/${t.orgId}/apps/${app}/push/campaigns`, {
-      method: 'POST',
-      headers: { Authorization: t.auth, 'Content-Type': 'application/json' },
-      body: JSON.stringify({
-        name: `Crash ${c}`,
-        status: 'active',
-        goal: 'notify',
-        audiences: { campaign_type: 'everyone', control_group_percent: CONTROL },
-        schedule: { on_schedule: { begin_date: new Date(begin).toISOString() } },
-        creatives: CREATIVES.map((v) => ({
-          percent: v.percent,
-          build_attributes: { push_message: `Campaign ${c} ${v.letter}` },
-        })),
-      }),
-    })
-    expect(res.status).toBe(201)
-    ids.push(((await res.json()) as { id: number }).id)
-  }
+  // All scheduled for one moment far enough ahead that creating them all (at once: the control
+  // applier takes them together) takes less time than the wait until their plan-ahead window
+  // opens: the executor then plans all of them in one pass.
+  const begin = Date.now() + PLAN_AHEAD_MS + 45_000
+  const ids = await Promise.all(
+    Array.from({ length: CAMPAIGNS }, async (_, c) => {
+      const res = await fetch(`${t.url}/api/v6/orgs/${t.orgId}/apps/${app}/push/campaigns`, {
+        method: 'POST',
+        headers: { Authorization: t.auth, 'Content-Type': 'application/json' },
+        body: JSON.stringify({
+          name: `Crash ${c}`,
+          status: 'active',
+          goal: 'notify',
+          audiences: { campaign_type: 'everyone', control_group_percent: CONTROL },
+          schedule: { on_schedule: { begin_date: new Date(begin).toISOString() } },
+          creatives: CREATIVES.map((v) => ({
+            percent: v.percent,
+            build_attributes: { push_message: `Campaign ${c} ${v.letter}` },
+          })),
+        }),
+      })
+      expect(res.status).toBe(201)
+      return ((await res.json()) as { id: number }).id
+    }),
+  )
   expect(Date.now()).toBeLessThan(begin - PLAN_AHEAD_MS)
 
   // Kill 1: as soon as the pass has begun planning, before it planned them all.
@@ -174,4 +176,32 @@ export async function runCampaignCrashScenario(t: CampaignCrashTarget): Promise<
   const twice = [...written.values()].filter((n) => n > 1)
   expect(twice.every((n) => n === 2)).toBe(true)
   expect(twice.length).toBeLessThanOrEqual(BATCH)
+}
+
+/**
+ * An SDK upload, sent again while the edge sheds load (503 and Retry-After: its workers just
+ * started and their consumer groups are still forming) or drops the connection, for a minute.
+ * A repeat is harmless here: the devices table keeps one row per install.
+ */
+async function uploadSessions(url: string, app: string, rows: unknown[]): Promise<void> {
+  const deadline = Date.now() + 60_000
+  for (;;) {
+    let status: number | string
+    try {
+      const res = await fetch(`${url}/v1/sdk/apps/${app}/uploads`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: lines(rows),
+      })
+      status = res.status
+      const body = await res.text()
+      if (status === 202) return
+      if (status !== 503) throw new Error(`upload answered ${status}: ${body}`)
+    } catch (err) {
+      if (err instanceof Error && err.message.startsWith('upload answered')) throw err
+      status = err instanceof Error ? err.message : String(err)
+    }
+    if (Date.now() > deadline) throw new Error(`upload not accepted within a minute (last: ${status})`)
+    await new Promise((resolve) => setTimeout(resolve, 1000))
+  }
 }
