@@ -26,7 +26,8 @@ describe('kill -9 of the embedded process while campaigns are planned and sent',
     const env = { ...CAMPAIGN_CRASH_ENV, SLUICE_DATA_DIR: dir.path, SLUICE_ADMIN_TOKEN: TOKEN }
     // The SQL port answers the queries; it moves to a new port with each start.
     const start = async () => {
-      sluice = await startSluice(env)
+      // A start recovers the local log and the engine's parts: slow on a loaded machine.
+      sluice = await startSluice(env, ['start'], 60_000)
       client = createClient({ url: sluice.sqlUrl!, username: 'admin', password: TOKEN })
     }
     await start()
