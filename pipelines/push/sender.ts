@@ -136,7 +136,8 @@ export function pushSender(deps: SenderDeps) {
   /** A campaign slot handed over ahead of its start is sent at its start, not before. */
   async function holdUntilDue(run: readonly Part[]): Promise<void> {
     let due = 0
-    for (const { batch } of run) if (batch.notBefore !== undefined && batch.notBefore > due) due = batch.notBefore
+    for (const { batch } of run)
+      if (batch.notBefore !== undefined && batch.notBefore > due) due = batch.notBefore
     const wait = Math.min(MAX_HOLD_MS, due - clock.now())
     if (wait > 0) await clock.sleep(wait)
   }

@@ -129,7 +129,8 @@ export async function runCampaignCrashScenario(t: CampaignCrashTarget): Promise<
     (n, m) => n + [...m.values()].filter((v) => v !== 'control').length,
     0,
   )
-  const recorded = () => sql<{ n: string }>(`SELECT count() AS n FROM push_deliveries WHERE app_id = '${app}'`)
+  const recorded = () =>
+    sql<{ n: string }>(`SELECT count() AS n FROM push_deliveries WHERE app_id = '${app}'`)
   const before = await waitFor(recorded, (rows) => Number(rows[0]?.n) >= 3 * BATCH, {
     what: 'the campaigns being sent',
     timeoutMs: 180_000,
@@ -140,7 +141,13 @@ export async function runCampaignCrashScenario(t: CampaignCrashTarget): Promise<
   await t.restart()
   const rows = await waitFor(
     () =>
-      sql<{ campaign_id: number | string; install_uuid: string; n: number | string; creative: string; status: string }>(
+      sql<{
+        campaign_id: number | string
+        install_uuid: string
+        n: number | string
+        creative: string
+        status: string
+      }>(
         `SELECT campaign_id, install_uuid, count() AS n, any(creative) AS creative, any(status) AS status
            FROM push_deliveries WHERE app_id = '${app}' GROUP BY campaign_id, install_uuid`,
       ),

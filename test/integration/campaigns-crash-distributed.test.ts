@@ -50,7 +50,8 @@ describe('kill -9 of the worker in distributed mode while campaigns are planned 
       auth,
       orgId,
       app: APP,
-      sql: async <T>(query: string) => await (await client!.query({ query, format: 'JSONEachRow' })).json<T>(),
+      sql: async <T>(query: string) =>
+        await (await client!.query({ query, format: 'JSONEachRow' })).json<T>(),
       crash: () => worker.kill9(),
       restart: async () => {
         worker = await startSluice(env, ['worker'], 60_000)

@@ -37,7 +37,8 @@ describe('kill -9 of the embedded process while campaigns are planned and sent',
       auth,
       orgId,
       app: APP,
-      sql: async <T>(query: string) => await (await client!.query({ query, format: 'JSONEachRow' })).json<T>(),
+      sql: async <T>(query: string) =>
+        await (await client!.query({ query, format: 'JSONEachRow' })).json<T>(),
       crash: async () => {
         await client!.close()
         client = undefined

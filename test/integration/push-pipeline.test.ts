@@ -2,7 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { BusRecord, ProduceMessage, RecordBatch } from '../../pipelines/connectors/bus/bus.ts'
 import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
 import { migrate } from '../../pipelines/connectors/store/migrations.ts'
-import { decodeBatch, encodeBatch, MAX_HOLD_MS, type DeliveryBatch } from '../../pipelines/push/delivery-batch.ts'
+import {
+  decodeBatch,
+  encodeBatch,
+  MAX_HOLD_MS,
+  type DeliveryBatch,
+} from '../../pipelines/push/delivery-batch.ts'
 import { DELIVERY_ROW_BINARY, DeliveryRows } from '../../pipelines/push/delivery-rows.ts'
 import { buildBatch } from '../../pipelines/push/plan.ts'
 import { pushPlanner } from '../../pipelines/push/planner.ts'
@@ -640,12 +645,20 @@ describe('push planner and sender on the embedded engine', () => {
           request({ requestId, appId: 'hold', ...(notBefore !== undefined && { notBefore }) }),
           0,
           0,
-          [{ device: { install_uuid: install, customer_id: '', platform: 'iOS', push_token: 't' }, message: 0 }],
+          [
+            {
+              device: { install_uuid: install, customer_id: '', platform: 'iOS', push_token: 't' },
+              message: 0,
+            },
+          ],
           T,
         ),
       ).value
     // Through the bus encoding: the request's notBefore rides on the batch.
-    expect(decodeBatch(batch('early', 'h1', T + 1500))).toMatchObject({ ok: true, batch: { notBefore: T + 1500 } })
+    expect(decodeBatch(batch('early', 'h1', T + 1500))).toMatchObject({
+      ok: true,
+      batch: { notBefore: T + 1500 },
+    })
     // A run of the held batch and one without: the run waits for the later notBefore; a bogus
     // far-future notBefore holds no longer than MAX_HOLD_MS.
     await sender(busBatch('push-deliveries', [batch('early', 'h1', T + 1500), batch('now', 'h2')]))
