@@ -47,6 +47,8 @@ export interface SplitterDeps {
   futureWindowMs: number
   maxInflatedBytes: number
   onRejected?: (reason: string, count: number) => void
+  /** Events written at once, at most (default EVENTS_PER_WRITE; tests write groups of a few). */
+  eventsPerWrite?: number
 }
 
 interface ParsedUpload {
@@ -106,6 +108,7 @@ export const NEXT_BATCH_PARSE_BYTES = 8 * 1024 * 1024
  */
 export function serverUploadSplitter(deps: SplitterDeps) {
   const direct = 'events' in deps.forward ? deps.forward.events : undefined
+  const eventsPerWrite = deps.eventsPerWrite ?? EVENTS_PER_WRITE
   const partitions = 'topic' in deps.forward ? eventPartitions(deps.bus, deps.forward.topic) : undefined
   // Uploads of a partition's next batch given to the pool while this one is written
   // (RecordBatch.ahead), by offset: a record of the log never changes, so its parse is good
@@ -206,7 +209,7 @@ export function serverUploadSplitter(deps: SplitterDeps) {
       while (next < records.length) {
         const group: ParsedUpload[] = []
         let events = 0
-        while (next < records.length && (events < EVENTS_PER_WRITE || group.length === 0)) {
+        while (next < records.length && (events < eventsPerWrite || group.length === 0)) {
           parseAhead()
           const upload = await parsing[next]!
           parsing[next] = undefined
@@ -265,7 +268,7 @@ export function serverUploadSplitter(deps: SplitterDeps) {
         let events = 0
         let expected = Number(last.offset) + 1
         for (const [offset, e] of queued) {
-          if (Number(offset) !== expected || events >= EVENTS_PER_WRITE) break
+          if (Number(offset) !== expected || events >= eventsPerWrite) break
           const upload = await e.parsed
           group.push(upload)
           events += upload.events.uuid.length
