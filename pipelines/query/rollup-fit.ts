@@ -3,8 +3,8 @@ import type { ColumnDimension, Dimension, SimpleMetric } from './query-fields.ts
 import type { ParsedQuery } from './parse-query.ts'
 
 /**
- * Whether the rollup (`query_rollup`, migration 027) answers a query, and which of its metrics are
- * then estimates. Pure. docs/query-api.md ("Rollups") states the rule:
+ * Whether a rollup (`query_rollup`, or `query_rollup_names` when only time and event name are read:
+ * migration 027) answers a query, and which of its metrics are then estimates. Pure. docs/query-api.md ("Rollups") states the rule:
  * - every metric is one of ROLLUP_METRICS (sums and uniq states kept per row of the rollup);
  * - every dimension, asked or in a condition, is a time unit or one of the rollup's columns
  *   (birth_day, new_device and new_users need each user's first appearance, attributes and the
@@ -55,6 +55,8 @@ export function wholeHourZone(timeZone: string, now: number): boolean {
 }
 
 export interface RollupPlan {
+  /** The narrow rollup when only time and event name are read, else the wide one. */
+  table: 'query_rollup_names' | 'query_rollup'
   /** Metric names (as requested) whose numbers are estimates. */
   estimated: string[]
 }
@@ -74,7 +76,10 @@ export function rollupPlan(q: ParsedQuery, timeZone: string, now: number): Rollu
   ]
   if (!dimensions.every(rollupDimension)) return undefined
   if (!wholeHourZone(timeZone, now)) return undefined
-  return { estimated }
+  const narrow = dimensions.every(
+    (d) => d.kind === 'time' || (d.kind === 'column' && d.column === 'event_name'),
+  )
+  return { table: narrow ? 'query_rollup_names' : 'query_rollup', estimated }
 }
 
 /**

@@ -11,6 +11,7 @@
 --   users        uniq state of the user (install, else 'customer:' + customer id): an estimate
 --   sessions     uniq state of the session uuid: an estimate (session starts replayed into
 --                `sessions` before FINAL collapses them count once, as distinct values do)
+-- query_rollup_names below keeps the same without the device dimensions.
 -- Rows are small sums and sketches: a view's GROUP BY over an insert block of 50,000 events
 -- keeps a few hundred to a few thousand rows, and the table merges them further.
 CREATE TABLE IF NOT EXISTS query_rollup
@@ -50,6 +51,31 @@ SELECT app_id, toStartOfHour(started_at) AS hour, 's' AS kind, '' AS event_name,
        uniqStateIf(session_uuid, session_uuid != '') AS sessions
 FROM sessions
 GROUP BY app_id, hour, country, app_version, platform;
+
+-- The same per app, hour, kind and event name only, for queries by time and event name (the most
+-- usual): an hour of an app is a few dozen rows here, where the wide rollup has one per device
+-- combination seen. Filled from the wide rollup's inserts (its blocks are already aggregated), so
+-- the backfill below fills it too.
+CREATE TABLE IF NOT EXISTS query_rollup_names
+(
+    app_id LowCardinality(String),
+    hour DateTime('UTC'),
+    kind LowCardinality(String),
+    event_name LowCardinality(String),
+    occurrences SimpleAggregateFunction(sum, UInt64),
+    ltv SimpleAggregateFunction(sum, Int64),
+    users AggregateFunction(uniq, String),
+    sessions AggregateFunction(uniq, String)
+)
+ENGINE = AggregatingMergeTree
+PARTITION BY toYYYYMM(hour)
+ORDER BY (app_id, hour, kind, event_name);
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS query_rollup_names_mv TO query_rollup_names AS
+SELECT app_id, hour, kind, event_name, sum(occurrences) AS occurrences, sum(ltv) AS ltv,
+       uniqMergeState(users) AS users, uniqMergeState(sessions) AS sessions
+FROM query_rollup
+GROUP BY app_id, hour, kind, event_name;
 
 -- Backfill: the events and sessions stored before this migration, so that a rollup answer covers
 -- all stored data. Sluice migrates before its writers start, so no row is counted twice (a row

@@ -116,7 +116,7 @@ const queryExample = {
     dimensions: ['day'],
     time_zone: 'UTC',
     estimated: ['users'],
-    source: 'rollup',
+    source: 'query_rollup_names',
   },
   app_ids: ['acme-ios'],
   comment: null,

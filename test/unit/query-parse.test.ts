@@ -154,12 +154,19 @@ describe('query compiler', () => {
   it('answers from the rollup only what fits it, naming the estimated metrics', () => {
     const rollup = (qs: string, timeZone = 'UTC') => compileQuery(fromQs(qs), { ...ctx, timeZone })
     const fit = rollup('app_id=A&metrics=users,occurrences,ltv&dimensions=day,event_name&days=30')
-    expect(fit.source).toBe('rollup')
-    expect(fit.sql).toContain('FROM query_rollup')
+    expect(fit.source).toBe('query_rollup_names')
+    expect(fit.sql).toContain('FROM query_rollup_names')
     expect(fit.sql).not.toMatch(/FROM events|FROM sessions/)
     expect(fit.estimated).toEqual(['users'])
     // Whole-hour zones, daylight saving or not, fit; half-hour ones do not.
-    expect(rollup('app_id=A&metrics=sessions&dimensions=week', 'America/New_York').source).toBe('rollup')
+    expect(rollup('app_id=A&metrics=sessions&dimensions=week', 'America/New_York').source).toBe(
+      'query_rollup_names',
+    )
+    // A device dimension: the wide rollup.
+    const wide = rollup(
+      `app_id=A&metrics=sessions&dimensions=country&conditions=${encodeURIComponent('{"platform":"iOS"}')}`,
+    )
+    expect([wide.source, wide.estimated]).toEqual(['query_rollup', ['sessions']])
     expect(rollup('app_id=A&metrics=sessions&dimensions=week', 'Asia/Kolkata').source).toBe('raw')
     expect(rollup('app_id=A&metrics=sessions&dimensions=week', 'Australia/Lord_Howe').source).toBe('raw')
     // What the rollup does not keep: lengths, first appearances, attributes, other device columns.
@@ -219,11 +226,11 @@ describe('result set', () => {
       fromQs('app_id=A&metrics=users&dimensions=day&order=-users&days=7'),
       'Europe/Paris',
       undefined,
-      { estimated: ['users'], source: 'rollup' },
+      { estimated: ['users'], source: 'query_rollup_names' },
     )
     expect(echo).toMatchObject({
       estimated: ['users'],
-      source: 'rollup',
+      source: 'query_rollup_names',
       app_ids: ['A'],
       metrics: ['users'],
       dimensions: ['day'],

@@ -42,6 +42,30 @@ SELECT app_id, toStartOfHour(started_at) AS hour, 's' AS kind, '' AS event_name,
 FROM sessions_local
 GROUP BY app_id, hour, country, app_version, platform;
 
+CREATE TABLE IF NOT EXISTS query_rollup_names_local ON CLUSTER sluice_cluster
+(
+    app_id LowCardinality(String),
+    hour DateTime('UTC'),
+    kind LowCardinality(String),
+    event_name LowCardinality(String),
+    occurrences SimpleAggregateFunction(sum, UInt64),
+    ltv SimpleAggregateFunction(sum, Int64),
+    users AggregateFunction(uniq, String),
+    sessions AggregateFunction(uniq, String)
+)
+ENGINE = ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/{database}/query_rollup_names_local', '{replica}')
+PARTITION BY toYYYYMM(hour)
+ORDER BY (app_id, hour, kind, event_name);
+
+CREATE TABLE IF NOT EXISTS query_rollup_names ON CLUSTER sluice_cluster AS query_rollup_names_local
+ENGINE = Distributed('sluice_cluster', 'sluice', 'query_rollup_names_local', cityHash64(app_id, hour, kind, event_name));
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS query_rollup_names_mv ON CLUSTER sluice_cluster TO query_rollup_names AS
+SELECT app_id, hour, kind, event_name, sum(occurrences) AS occurrences, sum(ltv) AS ltv,
+       uniqMergeState(users) AS users, uniqMergeState(sessions) AS sessions
+FROM query_rollup_local
+GROUP BY app_id, hour, kind, event_name;
+
 INSERT INTO query_rollup
 SELECT app_id, toStartOfHour(event_time) AS hour, 'e' AS kind, event_name, country, language, app_version,
        platform, source, count() AS occurrences, sum(ltv_change) AS ltv,
