@@ -269,7 +269,7 @@ describe('query compiler vs in-memory evaluator (embedded engine)', () => {
     // Both ways of answering were exercised.
     expect(sources.raw).toBeGreaterThan(0)
     expect(sources.query_rollup + sources.query_rollup_names).toBeGreaterThan(0)
-  }, 300_000)
+  }, 600_000)
 
   it('answers queries that fit the rollups from them, as the evaluator does from the events', async () => {
     const sources = { raw: 0, query_rollup: 0, query_rollup_names: 0 }
@@ -288,5 +288,5 @@ describe('query compiler vs in-memory evaluator (embedded engine)', () => {
     expect(sources.raw).toBe(0)
     expect(sources.query_rollup).toBeGreaterThan(0)
     expect(sources.query_rollup_names).toBeGreaterThan(0)
-  }, 300_000)
+  }, 600_000)
 })
