@@ -180,8 +180,8 @@ async function shapes(args: string[]) {
     await side.close()
     const [sizes] = await store.query<Record<string, string>>(
       `SELECT (SELECT count() FROM events) AS events, (SELECT count() FROM sessions) AS sessions,
-              (SELECT count() FROM raw_log) AS raw_log, (SELECT count() FROM query_rollup) AS query_rollup,
-              (SELECT count() FROM query_rollup_names) AS query_rollup_names`,
+              (SELECT count() FROM raw_log) AS raw_log,
+              (SELECT count() FROM query_rollup) AS query_rollup`,
     )
     process.stdout.write(
       JSON.stringify({

@@ -35,7 +35,7 @@ const UPKEEP_EVENTS = { full: 1_000_000, quick: 200_000 } as const
 
 interface ShapeOutcome {
   name: string
-  /** Where Sluice answered from: `raw`, `query_rollup` or `query_rollup_names`. */
+  /** Where Sluice answered from: `raw` or `query_rollup`. */
   source: string
   estimated: string[]
   rows: number

@@ -40,7 +40,7 @@ export interface CompiledQuery {
   /** Whether the query reads `sessions` beside `events` (or the rollup's session rows). */
   readsSessions: boolean
   /** Where the rows come from: the raw tables, or a rollup (migration 027). */
-  source: 'raw' | 'query_rollup' | 'query_rollup_names'
+  source: 'raw' | 'query_rollup'
   /** The requested names of the metrics whose numbers are estimates (the `query` echo says so). */
   estimated: string[]
 }
@@ -271,16 +271,12 @@ export function compileQuery(q: ParsedQuery, ctx: QueryContext): CompiledQuery {
       fromMs !== undefined
         ? `toDateTime(${params.bind('Int64', Math.floor(fromMs / 1000))}, 'UTC')`
         : undefined
-    const columns =
-      plan.table === 'query_rollup'
-        ? 'event_name, country, language, app_version, platform, source'
-        : 'event_name'
-    const rows = `SELECT kind, hour AS t, ${columns}, occurrences, ltv, users, sessions
-    FROM ${plan.table} WHERE app_id IN ${apps}${readsSessions ? '' : ` AND kind = 'e'`}${hourFrom ? ` AND hour >= ${hourFrom}` : ''}`
+    const rows = `SELECT kind, hour AS t, event_name, occurrences, ltv, users, sessions
+    FROM query_rollup WHERE app_id IN ${apps}${readsSessions ? '' : ` AND kind = 'e'`}${hourFrom ? ` AND hour >= ${hourFrom}` : ''}`
     return {
       ...assemble(q, params, tz, rows, [], (m) => rollupMetricSql(m)),
       readsSessions,
-      source: plan.table,
+      source: 'query_rollup',
       estimated: plan.estimated,
     }
   }

@@ -1,14 +1,14 @@
 import { DateTime } from 'luxon'
-import type { ColumnDimension, Dimension, SimpleMetric } from './query-fields.ts'
+import type { Dimension, SimpleMetric } from './query-fields.ts'
 import type { ParsedQuery } from './parse-query.ts'
 
 /**
- * Whether a rollup (`query_rollup`, or `query_rollup_names` when only time and event name are read:
- * migration 027) answers a query, and which of its metrics are then estimates. Pure. docs/query-api.md ("Rollups") states the rule:
+ * Whether the rollup (`query_rollup`, migration 027) answers a query, and which of its metrics are
+ * then estimates. Pure. docs/query-api.md ("Rollups") states the rule:
  * - every metric is one of ROLLUP_METRICS (sums and uniq states kept per row of the rollup);
- * - every dimension, asked or in a condition, is a time unit or one of the rollup's columns
- *   (birth_day, new_device and new_users need each user's first appearance, attributes and the
- *   other device columns are not kept);
+ * - every dimension, asked or in a condition, is a time unit or the event name (birth_day,
+ *   new_device and new_users need each user's first appearance; attributes and device columns are
+ *   not kept);
  * - the app's time zone has had whole-hour UTC offsets (the rollup's rows are UTC hours, so a
  *   local day is a sum of whole rows only then).
  */
@@ -22,18 +22,8 @@ export const ROLLUP_METRICS: Readonly<Partial<Record<SimpleMetric, { estimated: 
   sessions_per_event: { estimated: true },
 }
 
-/** Dimension columns of the rollup (query-fields.ts names). */
-export const ROLLUP_COLUMNS: ReadonlySet<string> = new Set<ColumnDimension>([
-  'event_name',
-  'country',
-  'language',
-  'app_version',
-  'platform',
-  'source',
-])
-
 const rollupDimension = (d: Dimension) =>
-  d.kind === 'time' || (d.kind === 'column' && ROLLUP_COLUMNS.has(d.column))
+  d.kind === 'time' || (d.kind === 'column' && d.column === 'event_name')
 
 /** First year whose offsets are checked: events stamped earlier are not expected. */
 const FIRST_YEAR = 2000
@@ -55,8 +45,6 @@ export function wholeHourZone(timeZone: string, now: number): boolean {
 }
 
 export interface RollupPlan {
-  /** The narrow rollup when only time and event name are read, else the wide one. */
-  table: 'query_rollup_names' | 'query_rollup'
   /** Metric names (as requested) whose numbers are estimates. */
   estimated: string[]
 }
@@ -76,10 +64,7 @@ export function rollupPlan(q: ParsedQuery, timeZone: string, now: number): Rollu
   ]
   if (!dimensions.every(rollupDimension)) return undefined
   if (!wholeHourZone(timeZone, now)) return undefined
-  const narrow = dimensions.every(
-    (d) => d.kind === 'time' || (d.kind === 'column' && d.column === 'event_name'),
-  )
-  return { table: narrow ? 'query_rollup_names' : 'query_rollup', estimated }
+  return { estimated }
 }
 
 /**

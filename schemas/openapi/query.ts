@@ -116,7 +116,7 @@ const queryExample = {
     dimensions: ['day'],
     time_zone: 'UTC',
     estimated: ['users'],
-    source: 'query_rollup_names',
+    source: 'query_rollup',
   },
   app_ids: ['acme-ios'],
   comment: null,

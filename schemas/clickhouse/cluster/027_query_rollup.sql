@@ -7,11 +7,6 @@ CREATE TABLE IF NOT EXISTS query_rollup_local ON CLUSTER sluice_cluster
     hour DateTime('UTC'),
     kind LowCardinality(String),
     event_name LowCardinality(String),
-    country LowCardinality(String),
-    language LowCardinality(String),
-    app_version LowCardinality(String),
-    platform LowCardinality(String),
-    source LowCardinality(String),
     occurrences SimpleAggregateFunction(sum, UInt64),
     ltv SimpleAggregateFunction(sum, Int64),
     users AggregateFunction(uniq, String),
@@ -19,67 +14,43 @@ CREATE TABLE IF NOT EXISTS query_rollup_local ON CLUSTER sluice_cluster
 )
 ENGINE = ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/{database}/query_rollup_local', '{replica}')
 PARTITION BY toYYYYMM(hour)
-ORDER BY (app_id, hour, kind, event_name, country, language, app_version, platform, source);
+ORDER BY (app_id, hour, kind, event_name);
 
 CREATE TABLE IF NOT EXISTS query_rollup ON CLUSTER sluice_cluster AS query_rollup_local
-ENGINE = Distributed('sluice_cluster', 'sluice', 'query_rollup_local', cityHash64(app_id, hour, kind, event_name, country, language, app_version, platform, source));
+ENGINE = Distributed('sluice_cluster', 'sluice', 'query_rollup_local', cityHash64(app_id, hour, kind, event_name));
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS query_rollup_events_mv ON CLUSTER sluice_cluster TO query_rollup AS
-SELECT app_id, toStartOfHour(event_time) AS hour, 'e' AS kind, event_name, country, language, app_version,
-       platform, source, count() AS occurrences, sum(ltv_change) AS ltv,
+SELECT app_id, toStartOfHour(event_time) AS hour, 'e' AS kind, event_name, count() AS occurrences,
+       sum(ltv_change) AS ltv,
        uniqStateIf(if(install_uuid != '', install_uuid, concat('customer:', customer_id)),
                    install_uuid != '' OR customer_id != '') AS users,
        uniqStateIf(session_uuid, session_uuid != '') AS sessions
 FROM events_local
-GROUP BY app_id, hour, event_name, country, language, app_version, platform, source;
+GROUP BY app_id, hour, event_name;
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS query_rollup_sessions_mv ON CLUSTER sluice_cluster TO query_rollup AS
-SELECT app_id, toStartOfHour(started_at) AS hour, 's' AS kind, '' AS event_name, country, '' AS language,
-       app_ver AS app_version, platform, 'sdk' AS source, toUInt64(0) AS occurrences, toInt64(0) AS ltv,
+SELECT app_id, toStartOfHour(started_at) AS hour, 's' AS kind, '' AS event_name, toUInt64(0) AS occurrences,
+       toInt64(0) AS ltv,
        uniqStateIf(if(install_uuid != '', install_uuid, concat('customer:', customer_id)),
                    install_uuid != '' OR customer_id != '') AS users,
        uniqStateIf(session_uuid, session_uuid != '') AS sessions
 FROM sessions_local
-GROUP BY app_id, hour, country, app_version, platform;
-
-CREATE TABLE IF NOT EXISTS query_rollup_names_local ON CLUSTER sluice_cluster
-(
-    app_id LowCardinality(String),
-    hour DateTime('UTC'),
-    kind LowCardinality(String),
-    event_name LowCardinality(String),
-    occurrences SimpleAggregateFunction(sum, UInt64),
-    ltv SimpleAggregateFunction(sum, Int64),
-    users AggregateFunction(uniq, String),
-    sessions AggregateFunction(uniq, String)
-)
-ENGINE = ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/{database}/query_rollup_names_local', '{replica}')
-PARTITION BY toYYYYMM(hour)
-ORDER BY (app_id, hour, kind, event_name);
-
-CREATE TABLE IF NOT EXISTS query_rollup_names ON CLUSTER sluice_cluster AS query_rollup_names_local
-ENGINE = Distributed('sluice_cluster', 'sluice', 'query_rollup_names_local', cityHash64(app_id, hour, kind, event_name));
-
-CREATE MATERIALIZED VIEW IF NOT EXISTS query_rollup_names_mv ON CLUSTER sluice_cluster TO query_rollup_names AS
-SELECT app_id, hour, kind, event_name, sum(occurrences) AS occurrences, sum(ltv) AS ltv,
-       uniqMergeState(users) AS users, uniqMergeState(sessions) AS sessions
-FROM query_rollup_local
-GROUP BY app_id, hour, kind, event_name;
+GROUP BY app_id, hour;
 
 INSERT INTO query_rollup
-SELECT app_id, toStartOfHour(event_time) AS hour, 'e' AS kind, event_name, country, language, app_version,
-       platform, source, count() AS occurrences, sum(ltv_change) AS ltv,
+SELECT app_id, toStartOfHour(event_time) AS hour, 'e' AS kind, event_name, count() AS occurrences,
+       sum(ltv_change) AS ltv,
        uniqStateIf(if(install_uuid != '', install_uuid, concat('customer:', customer_id)),
                    install_uuid != '' OR customer_id != '') AS users,
        uniqStateIf(session_uuid, session_uuid != '') AS sessions
 FROM events
-GROUP BY app_id, hour, event_name, country, language, app_version, platform, source;
+GROUP BY app_id, hour, event_name;
 
 INSERT INTO query_rollup
-SELECT app_id, toStartOfHour(started_at) AS hour, 's' AS kind, '' AS event_name, country, '' AS language,
-       app_ver AS app_version, platform, 'sdk' AS source, toUInt64(0) AS occurrences, toInt64(0) AS ltv,
+SELECT app_id, toStartOfHour(started_at) AS hour, 's' AS kind, '' AS event_name, toUInt64(0) AS occurrences,
+       toInt64(0) AS ltv,
        uniqStateIf(if(install_uuid != '', install_uuid, concat('customer:', customer_id)),
                    install_uuid != '' OR customer_id != '') AS users,
        uniqStateIf(session_uuid, session_uuid != '') AS sessions
 FROM sessions FINAL
-GROUP BY app_id, hour, country, app_version, platform;
+GROUP BY app_id, hour;
