@@ -116,7 +116,7 @@ describe('query rollup on data stored before it', () => {
     expect(byName.compiled.source).toBe('query_rollup')
     expect(byName.compiled.estimated).toEqual(['users', 'sessions'])
     expect(byName.got).toEqual(byName.want)
-    expect(byName.got.reduce((n, r) => n + Number(JSON.parse(r).occurrences), 0)).toBe(65)
+    expect(byName.got.reduce((n, r) => n + Number((JSON.parse(r) as ResultRow).occurrences), 0)).toBe(65)
 
     const byCountry = await answer({
       metrics: 'users,sessions,occurrences',
