@@ -9,6 +9,7 @@ import { runScenarios } from './run-scenarios.ts'
 import { REPORTERS } from './reporters.ts'
 import { runPush } from './scenarios/push.ts'
 import { runSegmentation } from './scenarios/segmentation.ts'
+import { runQuery } from './scenarios/query.ts'
 import { runCampaigns } from './scenarios/campaigns.ts'
 import { runExportBench } from './scenarios/exports.ts'
 
@@ -56,6 +57,7 @@ async function runBench(options: BenchOptions, distributedEnv: Record<string, st
   const load = await generateLoad(run)
   if (load) {
     await runSegmentation(run)
+    await runQuery(run)
     await runPush(run)
     await runCampaigns(run)
     await runExportBench(run)

@@ -4,6 +4,7 @@ import { PROFILES, type BenchProfile } from './scenarios/context.ts'
 /** The steps `--skip` names, in the order a run takes them. */
 const STEPS = [
   'segmentation',
+  'query',
   'push',
   'campaigns',
   'exports',

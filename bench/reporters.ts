@@ -3,6 +3,7 @@ import { campaignReporter } from './scenarios/campaigns.ts'
 import { exportReporter } from './scenarios/exports.ts'
 import { freshnessReporter } from './scenarios/freshness-report.ts'
 import { pushReporter } from './scenarios/push.ts'
+import { queryReporter } from './scenarios/query.ts'
 import { segmentationReporter } from './scenarios/segmentation.ts'
 
 /**
@@ -12,6 +13,7 @@ import { segmentationReporter } from './scenarios/segmentation.ts'
 export const REPORTERS: Reporters = [
   freshnessReporter,
   segmentationReporter,
+  queryReporter,
   pushReporter,
   campaignReporter,
   exportReporter,

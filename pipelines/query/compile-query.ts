@@ -1,6 +1,7 @@
 import { DateTime } from 'luxon'
 import { eventOnlyDimension, type Dimension, type Metric, type TimeUnit } from './query-fields.ts'
 import { isNumeric, type Condition, type Operand, type ParsedQuery } from './parse-query.ts'
+import { rollupPlan } from './rollup-fit.ts'
 
 /**
  * The Query API compiler: a checked query (parse-query.ts) to one parameterised ClickHouse query.
@@ -16,6 +17,10 @@ import { isNumeric, type Condition, type Operand, type ParsedQuery } from './par
  *   WHERE the dimension conditions, GROUP BY the dimensions, HAVING the metric conditions,
  *   ORDER BY, LIMIT limit + 1 (one more row says the answer was truncated).
  * Profiles (the `profiles` metric) are a query of their own over `profiles FINAL`.
+ *
+ * A query whose metrics, dimensions and conditions all fit the rollup (rollup-fit.ts) reads
+ * `query_rollup` instead of the facts: the same SELECT, WHERE, GROUP BY, HAVING and ORDER BY over
+ * its hourly rows, sums and uniq states in place of counts over events and sessions.
  */
 
 export interface QueryContext {
@@ -32,8 +37,12 @@ export interface CompiledQuery {
   params: Record<string, unknown>
   /** The result columns, in order: alias, the requested name, and whether it is a metric. */
   columns: { alias: string; name: string; metric: boolean }[]
-  /** Whether the query reads `sessions` beside `events`. */
+  /** Whether the query reads `sessions` beside `events` (or the rollup's session rows). */
   readsSessions: boolean
+  /** Where the rows come from: the raw tables, or a rollup (migration 027). */
+  source: 'raw' | 'query_rollup'
+  /** The requested names of the metrics whose numbers are estimates (the `query` echo says so). */
+  estimated: string[]
 }
 
 class Params {
@@ -148,6 +157,25 @@ function metricSql(
   }
 }
 
+/** A metric of the rollup's rows (rollup-fit.ts lists which it keeps). */
+function rollupMetricSql(m: Metric): string {
+  if (m.kind !== 'simple') throw new Error('the rollup keeps no attribute aggregate')
+  switch (m.metric) {
+    case 'users':
+      return 'uniqMerge(f.users)'
+    case 'occurrences':
+      return 'sum(f.occurrences)'
+    case 'sessions':
+      return 'uniqMerge(f.sessions)'
+    case 'sessions_per_event':
+      return `if(sum(f.occurrences) = 0, NULL, uniqMergeIf(f.sessions, f.kind = 'e') / sum(f.occurrences))`
+    case 'ltv':
+      return 'sum(f.ltv)'
+    default:
+      throw new Error(`the rollup does not keep ${m.metric}`)
+  }
+}
+
 /** A condition on a value expression `v` (Nullable(String), or a number for a metric). */
 function conditionSql(params: Params, c: Condition, v: string, metric: boolean): string {
   const nonNull = c.operands.filter((o): o is string | number => o !== null)
@@ -232,10 +260,27 @@ export function compileQuery(q: ParsedQuery, ctx: QueryContext): CompiledQuery {
   const params = new Params()
   const tz = params.bind('String', ctx.timeZone)
   const apps = params.bind('Array(String)', q.appIds)
-  const from = q.days !== undefined ? msParam(params, windowStart(ctx.now, q.days, ctx.timeZone)) : undefined
+  const fromMs = q.days !== undefined ? windowStart(ctx.now, q.days, ctx.timeZone) : undefined
   const readsSessions = ![...q.dimensions.map((d) => d.dimension), ...conditionDimensions(q)].some(
     eventOnlyDimension,
   )
+  const plan = rollupPlan(q, ctx.timeZone, ctx.now)
+  if (plan) {
+    // Window starts are local midnights, whole UTC hours in the zones the rollup serves.
+    const hourFrom =
+      fromMs !== undefined
+        ? `toDateTime(${params.bind('Int64', Math.floor(fromMs / 1000))}, 'UTC')`
+        : undefined
+    const rows = `SELECT kind, hour AS t, event_name, occurrences, ltv, users, sessions
+    FROM query_rollup WHERE app_id IN ${apps}${readsSessions ? '' : ` AND kind = 'e'`}${hourFrom ? ` AND hour >= ${hourFrom}` : ''}`
+    return {
+      ...assemble(q, params, tz, rows, [], (m) => rollupMetricSql(m)),
+      readsSessions,
+      source: 'query_rollup',
+      estimated: plan.estimated,
+    }
+  }
+  const from = fromMs !== undefined ? msParam(params, fromMs) : undefined
   const birth = needsBirth(q)
   const lengths = q.metrics.some(
     (m) => m.metric.kind === 'simple' && m.metric.metric === 'average_session_length',
@@ -272,6 +317,23 @@ export function compileQuery(q: ParsedQuery, ctx: QueryContext): CompiledQuery {
     ) WHERE uid != '' GROUP BY app_id, uid
   ) AS b ON b.app_id = f.app_id AND b.uid = f.uid`)
 
+  return {
+    ...assemble(q, params, tz, facts, joins, (m) => metricSql(params, m, q, tz, from)),
+    readsSessions,
+    source: 'raw',
+    estimated: [],
+  }
+}
+
+/** The SELECT over the rows `f` (facts or rollup rows) and their joins: dimensions, metrics, conditions. */
+function assemble(
+  q: ParsedQuery,
+  params: Params,
+  tz: string,
+  rows: string,
+  joins: string[],
+  metricOf: (m: Metric) => string,
+): Pick<CompiledQuery, 'sql' | 'params' | 'columns'> {
   const columns: CompiledQuery['columns'] = []
   const aliasOf = new Map<string, string>()
   const select: string[] = []
@@ -288,10 +350,9 @@ export function compileQuery(q: ParsedQuery, ctx: QueryContext): CompiledQuery {
     aliasOf.set(d.name, alias)
     columns.push({ alias, name: d.name, metric: false })
   })
-  const windowFrom = from
   q.metrics.forEach((m, i) => {
     const alias = `m${i}`
-    const expr = metricSql(params, m.metric, q, tz, windowFrom)
+    const expr = metricOf(m.metric)
     select.push(`${expr} AS ${alias}`)
     aliasOf.set(m.name, alias)
     columns.push({ alias, name: m.name, metric: true })
@@ -308,7 +369,7 @@ export function compileQuery(q: ParsedQuery, ctx: QueryContext): CompiledQuery {
   }
   const sql = `SELECT ${select.join(',\n  ')}
 FROM (
-    ${facts}
+    ${rows}
   ) AS f
   ${joins.join('\n  ')}
 ${where.length > 0 ? `WHERE ${where.map((w) => `(${w})`).join(' AND ')}` : ''}
@@ -317,7 +378,7 @@ ${having.length > 0 ? `HAVING ${having.map((h) => `(${h})`).join(' AND ')}` : ''
 ${orderSql(q, aliasOf)}
 LIMIT ${params.bind('UInt32', q.limit + 1)}
 SETTINGS join_use_nulls = 0`
-  return { sql, params: params.values, columns, readsSessions }
+  return { sql, params: params.values, columns }
 }
 
 /**
@@ -368,7 +429,7 @@ ${groupBy.length > 0 ? `GROUP BY ${groupBy.join(', ')}` : ''}
 ${having.length > 0 ? `HAVING ${having.map((h) => `(${h})`).join(' AND ')}` : ''}
 ${orderSql(q, aliasOf)}
 LIMIT ${params.bind('UInt32', q.limit + 1)}`
-  return { sql, params: params.values, columns, readsSessions: false }
+  return { sql, params: params.values, columns, readsSessions: false, source: 'raw', estimated: [] }
 }
 
 /** Operands as strings, for echoing. */

@@ -38,7 +38,12 @@ function metricValue(value: unknown): number | null {
 }
 
 /** The query as understood: what the Go library reads back as `query`. */
-export function queryEcho(q: ParsedQuery, timeZone: string, profiledbId: number | undefined) {
+export function queryEcho(
+  q: ParsedQuery,
+  timeZone: string,
+  profiledbId: number | undefined,
+  compiled: Pick<CompiledQuery, 'estimated' | 'source'>,
+) {
   return {
     app_ids: q.appIds,
     metrics: q.metrics.map((m) => m.name),
@@ -56,8 +61,9 @@ export function queryEcho(q: ParsedQuery, timeZone: string, profiledbId: number 
     translate: q.translate,
     time_zone: timeZone,
     ...(profiledbId !== undefined && { profiledb_id: profiledbId }),
-    // Every number is exact: no metric is estimated (docs/query-api.md, "Exactness").
-    estimated: [] as string[],
+    // The metrics read from the rollup's uniq states (docs/query-api.md, "Rollups and estimates").
+    estimated: compiled.estimated,
+    source: compiled.source,
   }
 }
 

@@ -110,7 +110,14 @@ const settingsExample = {
 
 const queryExample = {
   results: [{ day: '2026-11-23', users: 12 }],
-  query: { app_ids: ['acme-ios'], metrics: ['users'], dimensions: ['day'], time_zone: 'UTC', estimated: [] },
+  query: {
+    app_ids: ['acme-ios'],
+    metrics: ['users'],
+    dimensions: ['day'],
+    time_zone: 'UTC',
+    estimated: ['users'],
+    source: 'query_rollup',
+  },
   app_ids: ['acme-ios'],
   comment: null,
   created_at: '2026-11-23T12:00:00.000Z',

@@ -2,13 +2,14 @@ import fc from 'fast-check'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
 import { migrate } from '../../pipelines/connectors/store/migrations.ts'
-import { compileQuery } from '../../pipelines/query/compile-query.ts'
+import { compileQuery, type CompiledQuery } from '../../pipelines/query/compile-query.ts'
 import {
   evaluateQuery,
   type QueryEventRow,
   type QuerySessionRow,
 } from '../../pipelines/query/evaluate-query.ts'
 import { parseQuery } from '../../pipelines/query/parse-query.ts'
+import { withinEstimate } from '../../pipelines/query/rollup-fit.ts'
 import { resultRows, type ResultRow } from '../../pipelines/query/result-set.ts'
 import { engineTime } from '../helpers/audience-data.ts'
 import { tempDir } from '../helpers/temp.ts'
@@ -16,6 +17,9 @@ import { tempDir } from '../helpers/temp.ts'
 // On random events and sessions, the compiled query run in the embedded engine answers the rows
 // the in-memory evaluator (written from docs/query-api.md) computes for the same query. Each run
 // uses its own app in one shared store. fast-check prints the seed and path of a failure.
+// Queries that fit the rollup are answered from it (the events and sessions inserted here fill it
+// through its views, as the writers' inserts do): exact metrics must be equal, estimated ones
+// within the documented bound.
 
 const NOW = Date.parse('2025-06-01T12:00:00Z')
 const HOUR = 3_600_000
@@ -122,27 +126,37 @@ const metricCondition = fc.oneof(
 // Day-like dimensions take date operands only; the others any operand.
 const DATE_DIMS = new Set(['day', 'week', 'birth_day', 'month', 'hour'])
 
-const queryInput = fc
-  .record({
-    metrics: fc.uniqueArray(pick(METRICS), { minLength: 1, maxLength: 3 }),
-    dimensions: fc.uniqueArray(pick(DIMENSIONS), { maxLength: 2 }),
-    days: fc.option(pick([1, 2, 7, 30])),
-    zone: pick(ZONES),
-    dimConditions: fc.dictionary(pick(DIMENSIONS.filter((d) => !DATE_DIMS.has(d))), dimCondition, {
-      maxKeys: 2,
-    }),
-    dayBetween: fc.option(fc.tuple(pick(['2025-05-20', '2025-05-31']), pick(['2025-05-31', '2025-06-01']))),
-    metricCondition: fc.option(metricCondition),
-  })
-  .map((r) => {
-    const conditions: Record<string, unknown> = { ...r.dimConditions }
-    if (r.dayBetween) conditions.day = ['between', ...r.dayBetween]
-    const integerMetric = r.metrics.find((m) =>
-      ['users', 'occurrences', 'sessions', 'ltv', 'new_users'].includes(m),
-    )
-    if (r.metricCondition && integerMetric) conditions[integerMetric] = r.metricCondition
-    return { ...r, conditions }
-  })
+const queryInputOf = (metrics: string[], dimensions: string[], zones: string[]) =>
+  fc
+    .record({
+      metrics: fc.uniqueArray(pick(metrics), { minLength: 1, maxLength: 3 }),
+      dimensions: fc.uniqueArray(pick(dimensions), { maxLength: 2 }),
+      days: fc.option(pick([1, 2, 7, 30])),
+      zone: pick(zones),
+      dimConditions: fc.dictionary(pick(dimensions.filter((d) => !DATE_DIMS.has(d))), dimCondition, {
+        maxKeys: 2,
+      }),
+      dayBetween: fc.option(fc.tuple(pick(['2025-05-20', '2025-05-31']), pick(['2025-05-31', '2025-06-01']))),
+      metricCondition: fc.option(metricCondition),
+    })
+    .map((r) => {
+      const conditions: Record<string, unknown> = { ...r.dimConditions }
+      if (r.dayBetween) conditions.day = ['between', ...r.dayBetween]
+      const integerMetric = r.metrics.find((m) =>
+        ['users', 'occurrences', 'sessions', 'ltv', 'new_users'].includes(m),
+      )
+      if (r.metricCondition && integerMetric) conditions[integerMetric] = r.metricCondition
+      return { ...r, conditions }
+    })
+
+const queryInput = queryInputOf(METRICS, DIMENSIONS, ZONES)
+/** Queries the rollup answers: its metrics and dimensions, zones with whole-hour offsets. */
+const rollupQueryInput = queryInputOf(
+  ['users', 'occurrences', 'sessions', 'sessions_per_event', 'ltv'],
+  ['day', 'week', 'month', 'hour', 'event_name'],
+  ['UTC', 'America/New_York', 'Europe/Paris'],
+)
+type QueryInput = typeof queryInput extends fc.Arbitrary<infer T> ? T : never
 
 /** Numbers compared to 9 significant digits: averages are summed in another order. */
 const canonical = (rows: ResultRow[]) =>
@@ -155,6 +169,33 @@ const canonical = (rows: ResultRow[]) =>
       ),
     )
     .sort()
+
+/**
+ * The engine's rows against the evaluator's: the same rows (by their dimension values), exact
+ * metrics equal, the compiled query's estimated metrics within the documented bound.
+ */
+function expectSameAnswer(got: ResultRow[], want: ResultRow[], compiled: CompiledQuery) {
+  const estimated = new Set(compiled.estimated)
+  if (estimated.size === 0) {
+    expect(canonical(got)).toEqual(canonical(want))
+    return
+  }
+  const dims = compiled.columns.filter((c) => !c.metric).map((c) => c.name)
+  const keyed = (rows: ResultRow[]) =>
+    new Map(rows.map((r) => [JSON.stringify(dims.map((d) => r[d])), r] as const))
+  const g = keyed(got)
+  const w = keyed(want)
+  expect([...g.keys()].sort()).toEqual([...w.keys()].sort())
+  for (const [key, wantRow] of w) {
+    const gotRow = g.get(key)!
+    for (const { name } of compiled.columns.filter((c) => c.metric)) {
+      const [a, b] = [gotRow[name], wantRow[name]]
+      if (estimated.has(name) && typeof a === 'number' && typeof b === 'number')
+        expect(withinEstimate(a, b), `${name} ${a} vs ${b} (${key})`).toBe(true)
+      else expect(canonical([{ [name]: a ?? null }])).toEqual(canonical([{ [name]: b ?? null }]))
+    }
+  }
+}
 
 let store: ChdbStore
 let cleanup: () => Promise<void>
@@ -172,7 +213,47 @@ describe('query compiler vs in-memory evaluator (embedded engine)', () => {
     await cleanup()
   })
 
+  /** Stores the rows under a new app, runs the compiled query and compares it with the evaluator. */
+  async function check(
+    eventsIn: Omit<QueryEventRow, 'app_id'>[],
+    sessionsIn: Omit<QuerySessionRow, 'app_id'>[],
+    input: QueryInput,
+  ): Promise<CompiledQuery['source']> {
+    const app = `app${runs++}`
+    const events: QueryEventRow[] = eventsIn.map((e) => ({ ...e, app_id: app }))
+    const sessions: QuerySessionRow[] = sessionsIn.map((s) => ({ ...s, app_id: app }))
+    if (events.length > 0)
+      await store.insert(
+        'events',
+        events.map((e, i) => ({
+          ...e,
+          uuid: `u${i}`,
+          event_time: engineTime(e.event_time),
+          received_at: engineTime(e.event_time),
+        })),
+      )
+    if (sessions.length > 0)
+      await store.insert(
+        'sessions',
+        sessions.map((s) => ({ ...s, started_at: engineTime(s.started_at) })),
+      )
+    const query = parseQuery({
+      app_id: app,
+      metrics: input.metrics,
+      dimensions: input.dimensions,
+      conditions: JSON.stringify(input.conditions),
+      ...(input.days !== null && { days: String(input.days) }),
+    })
+    const compiled = compileQuery(query, { now: NOW, timeZone: input.zone, profiledbId: 1 })
+    const rows = await store.query<Record<string, unknown>>(compiled.sql, compiled.params)
+    const got = resultRows(rows, compiled.columns, query.limit).results
+    const want = evaluateQuery(query, input.zone, NOW, { events, sessions })
+    expectSameAnswer(got, want, compiled)
+    return compiled.source
+  }
+
   it('answers the same rows as the evaluator on random events, sessions and queries', async () => {
+    const sources = { raw: 0, query_rollup: 0 }
     await fc.assert(
       fc.asyncProperty(
         fc.array(event, { minLength: 0, maxLength: 30 }),
@@ -180,39 +261,30 @@ describe('query compiler vs in-memory evaluator (embedded engine)', () => {
         fc.uniqueArray(session, { maxLength: 4, selector: (x) => x.session_uuid }),
         queryInput,
         async (eventsIn, sessionsIn, input) => {
-          const app = `app${runs++}`
-          const events: QueryEventRow[] = eventsIn.map((e) => ({ ...e, app_id: app }))
-          const sessions: QuerySessionRow[] = sessionsIn.map((s) => ({ ...s, app_id: app }))
-          if (events.length > 0)
-            await store.insert(
-              'events',
-              events.map((e, i) => ({
-                ...e,
-                uuid: `u${i}`,
-                event_time: engineTime(e.event_time),
-                received_at: engineTime(e.event_time),
-              })),
-            )
-          if (sessions.length > 0)
-            await store.insert(
-              'sessions',
-              sessions.map((s) => ({ ...s, started_at: engineTime(s.started_at) })),
-            )
-          const query = parseQuery({
-            app_id: app,
-            metrics: input.metrics,
-            dimensions: input.dimensions,
-            conditions: JSON.stringify(input.conditions),
-            ...(input.days !== null && { days: String(input.days) }),
-          })
-          const compiled = compileQuery(query, { now: NOW, timeZone: input.zone, profiledbId: 1 })
-          const rows = await store.query<Record<string, unknown>>(compiled.sql, compiled.params)
-          const got = resultRows(rows, compiled.columns, query.limit).results
-          const want = evaluateQuery(query, input.zone, NOW, { events, sessions })
-          expect(canonical(got)).toEqual(canonical(want))
+          sources[await check(eventsIn, sessionsIn, input)]++
         },
       ),
       { numRuns: 120 },
     )
-  })
+    // Both ways of answering were exercised.
+    expect(sources.raw).toBeGreaterThan(0)
+    expect(sources.query_rollup).toBeGreaterThan(0)
+  }, 600_000)
+
+  it('answers queries that fit the rollup from it, as the evaluator does from the events', async () => {
+    const sources = { raw: 0, query_rollup: 0 }
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(event, { minLength: 0, maxLength: 30 }),
+        fc.uniqueArray(session, { maxLength: 4, selector: (x) => x.session_uuid }),
+        rollupQueryInput,
+        async (eventsIn, sessionsIn, input) => {
+          sources[await check(eventsIn, sessionsIn, input)]++
+        },
+      ),
+      { numRuns: 60 },
+    )
+    // Every query of this shape is the rollup's.
+    expect(sources).toEqual({ raw: 0, query_rollup: 60 })
+  }, 600_000)
 })

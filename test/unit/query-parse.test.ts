@@ -151,6 +151,37 @@ describe('query compiler', () => {
     )
   })
 
+  it('answers from the rollup only what fits it, naming the estimated metrics', () => {
+    const rollup = (qs: string, timeZone = 'UTC') => compileQuery(fromQs(qs), { ...ctx, timeZone })
+    const fit = rollup('app_id=A&metrics=users,occurrences,ltv&dimensions=day,event_name&days=30')
+    expect(fit.source).toBe('query_rollup')
+    expect(fit.sql).toContain('FROM query_rollup')
+    expect(fit.sql).not.toMatch(/FROM events|FROM sessions/)
+    expect(fit.estimated).toEqual(['users'])
+    // Whole-hour zones, daylight saving or not, fit; half-hour ones do not.
+    expect(rollup('app_id=A&metrics=sessions&dimensions=week', 'America/New_York').source).toBe(
+      'query_rollup',
+    )
+    expect(rollup('app_id=A&metrics=sessions&dimensions=week', 'Asia/Kolkata').source).toBe('raw')
+    expect(rollup('app_id=A&metrics=sessions&dimensions=week', 'Australia/Lord_Howe').source).toBe('raw')
+    // What the rollup does not keep: lengths, first appearances, attributes, other device columns.
+    for (const qs of [
+      'app_id=A&metrics=average_session_length&dimensions=week',
+      'app_id=A&metrics=new_users&dimensions=day',
+      'app_id=A&metrics=users&dimensions=birth_day',
+      'app_id=A&metrics=users&dimensions=new_device',
+      'app_id=A&metrics=avg(a:x)',
+      'app_id=A&metrics=occurrences&dimensions=a:plan',
+      'app_id=A&metrics=occurrences&dimensions=device_model',
+      'app_id=A&metrics=sessions&dimensions=country',
+      `app_id=A&metrics=occurrences&conditions=${encodeURIComponent('{"platform":"iOS"}')}`,
+      `app_id=A&metrics=occurrences&conditions=${encodeURIComponent('{"a:plan":"x"}')}`,
+    ]) {
+      const c = rollup(qs)
+      expect([qs, c.source, c.estimated]).toEqual([qs, 'raw', []])
+    }
+  })
+
   it('asks the engine for one row more than the limit', () => {
     const c = compileQuery(fromQs('app_id=A&metrics=users&limit=10'), ctx)
     expect(Object.values(c.params)).toContain(11)
@@ -192,8 +223,11 @@ describe('result set', () => {
       fromQs('app_id=A&metrics=users&dimensions=day&order=-users&days=7'),
       'Europe/Paris',
       undefined,
+      { estimated: ['users'], source: 'query_rollup' },
     )
     expect(echo).toMatchObject({
+      estimated: ['users'],
+      source: 'query_rollup',
       app_ids: ['A'],
       metrics: ['users'],
       dimensions: ['day'],

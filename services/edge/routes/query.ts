@@ -62,7 +62,7 @@ export function queryRoutes(deps: QueryRouteDeps) {
       const self = pathAppId === undefined ? '/v1/query' : `/v1/apps/${encodeURIComponent(pathAppId)}/query`
       const body = {
         results,
-        query: queryEcho(query, timeZone, profiledbId),
+        query: queryEcho(query, timeZone, profiledbId, compiled),
         app_ids: query.appIds,
         comment: query.comment ?? null,
         created_at: new Date(clock.now()).toISOString(),

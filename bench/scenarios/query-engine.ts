@@ -1,0 +1,272 @@
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { loadavg } from 'node:os'
+import { join } from 'node:path'
+import { ChdbSideConnection } from '../../pipelines/connectors/store/chdb-side-connection.ts'
+import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
+import { loadMigrations, migrate } from '../../pipelines/connectors/store/migrations.ts'
+import { compileQuery, windowStart } from '../../pipelines/query/compile-query.ts'
+import { parseQuery } from '../../pipelines/query/parse-query.ts'
+import { resultRows } from '../../pipelines/query/result-set.ts'
+import { withinEstimate } from '../../pipelines/query/rollup-fit.ts'
+import {
+  QUERY_APP,
+  queryGenerationParams,
+  queryGenerationStatements,
+  queryShapes,
+  type QueryGeneration,
+} from './query-data.ts'
+
+/**
+ * The query scenario's engine, a child process (chdb binds one data directory per process).
+ *
+ *   query-engine shapes <data dir> <seed> <apps> <installs> <sessions> <events> <runs> <threshold>
+ *     Opens Sluice's schema in chdb at the data dir (migrations applied), generates the data unless
+ *     the directory holds it for these parameters (generated.json), then for each shape runs the
+ *     Query API's path (parameters parsed, compiled, run, rows keyed) and the hand-written SQL,
+ *     alternately, `runs` times each after a warm-up, on one connection with the Query API's engine
+ *     caps, and compares their answers.
+ *   query-engine upkeep <data dir> <seed> <events>
+ *     The rollups' cost on the insert path: a fresh schema, `events` rows generated, then inserted
+ *     again through `events_ingest` (the writer's way) in blocks of 50,000, stamped as live
+ *     traffic is (one after another, a millisecond apart), with the rollup views and without them,
+ *     alternately; engine CPU per event each way.
+ * Prints one JSON line.
+ */
+const [mode, dataDir, ...rest] = process.argv.slice(2)
+if ((mode !== 'shapes' && mode !== 'upkeep') || !dataDir) {
+  process.stderr.write('usage: query-engine shapes|upkeep <data dir> …\n')
+  process.exit(2)
+}
+/** Bumped when the generator changes: data of an older generator is made again. */
+const GENERATOR_VERSION = 1
+/** The Query API's engine caps (SLUICE_QUERY_MAX_* defaults), for both sides. */
+const CAPS = ['--readonly=1', '--max_execution_time=30', '--max_memory_usage=1073741824', '--max_threads=1']
+
+const cpuMs = (since: NodeJS.CpuUsage) => {
+  const used = process.cpuUsage(since)
+  return (used.user + used.system) / 1000
+}
+
+async function generate(store: ChdbStore, g: QueryGeneration): Promise<void> {
+  // The exactly-once index is the events writer's business: not filled here.
+  await store.command('DROP VIEW IF EXISTS event_uuid_index_mv')
+  for (const { table, sql } of queryGenerationStatements()) {
+    const t = performance.now()
+    await store.command(sql, queryGenerationParams(g))
+    process.stderr.write(`generated ${table} in ${((performance.now() - t) / 1000).toFixed(1)} s\n`)
+  }
+}
+
+/** A value as compared: numbers (the engine's 64-bit integers arrive as text) and strings. */
+const plain = (v: unknown): string | number | null => {
+  if (v === null || v === undefined) return null
+  if (typeof v === 'number') return v
+  const text = typeof v === 'string' ? v : JSON.stringify(v)
+  return /^-?\d+(\.\d+)?$/.test(text) ? Number(text) : text
+}
+
+/** Whether two answers are the same rows: exact numbers to 9 digits, estimated ones within the bound. */
+function compare(
+  api: unknown[][],
+  hand: unknown[][],
+  estimatedColumns: Set<number>,
+): { equal: boolean; maxEstimateError: number } {
+  let maxEstimateError = 0
+  if (api.length !== hand.length) return { equal: false, maxEstimateError }
+  const key = (row: unknown[]) => JSON.stringify(row.filter((_, i) => !estimatedColumns.has(i)).map(String))
+  const sorted = (rows: unknown[][]) => [...rows].sort((a, b) => (key(a) < key(b) ? -1 : 1))
+  const [a, b] = [sorted(api), sorted(hand)]
+  let equal = true
+  a.forEach((row, r) =>
+    row.forEach((v, i) => {
+      const w = b[r]![i]
+      if (estimatedColumns.has(i) && typeof v === 'number' && typeof w === 'number') {
+        maxEstimateError = Math.max(maxEstimateError, w === 0 ? Math.abs(v) : Math.abs(v - w) / w)
+        if (!withinEstimate(v, w)) equal = false
+      } else if (typeof v === 'number' && typeof w === 'number') {
+        if (Number(v.toPrecision(9)) !== Number(w.toPrecision(9))) equal = false
+      } else if (v !== w) equal = false
+    }),
+  )
+  return { equal, maxEstimateError }
+}
+
+async function shapes(args: string[]) {
+  const [seed, apps, installs, sessions, events, runsArg, thresholdArg] = args.map(Number)
+  const wanted = { seed: seed!, apps: apps!, installs: installs!, sessions: sessions!, events: events! }
+  const runs = runsArg!
+  const marker = join(dataDir!, 'generated.json')
+  type Generated = QueryGeneration & { generator: number; generationMs: number }
+  let generated: Generated | undefined
+  if (existsSync(marker)) {
+    const g = JSON.parse(readFileSync(marker, 'utf8')) as Generated
+    const same =
+      g.generator === GENERATOR_VERSION &&
+      (Object.keys(wanted) as (keyof typeof wanted)[]).every((k) => g[k] === wanted[k])
+    if (same) generated = g
+  }
+  if (!generated && existsSync(dataDir!)) rmSync(dataDir!, { recursive: true, force: true })
+  mkdirSync(dataDir!, { recursive: true })
+  const store = await ChdbStore.open(join(dataDir!, 'clickhouse'), 'sluice')
+  try {
+    const reused = generated !== undefined
+    await migrate(store)
+    if (!generated) {
+      const g: QueryGeneration = { ...wanted, anchor: Date.now() }
+      const started = performance.now()
+      await generate(store, g)
+      generated = { ...g, generator: GENERATOR_VERSION, generationMs: performance.now() - started }
+      writeFileSync(marker, JSON.stringify(generated))
+    }
+    const now = generated.anchor
+    const side = await ChdbSideConnection.open(store, CAPS)
+    const results = []
+    for (const shape of queryShapes(thresholdArg!)) {
+      const parsed = parseQuery(shape.params)
+      const api = async () => {
+        // What the route does after authentication: parse, compile, run under the caps, key the rows.
+        const q = parseQuery(shape.params)
+        const compiled = compileQuery(q, { now, timeZone: 'UTC', profiledbId: 0 })
+        const rows = await side.query<Record<string, unknown>>(compiled.sql, compiled.params)
+        return { compiled, results: resultRows(rows, compiled.columns, q.limit).results }
+      }
+      const handParams = {
+        app: QUERY_APP,
+        from: windowStart(now, parsed.days ?? 90, 'UTC'),
+        ...shape.extra,
+      }
+      const hand = () => side.query<Record<string, unknown>>(shape.sql, handParams)
+      const time = async <T>(f: () => Promise<T>) => {
+        const t = performance.now()
+        const cpu = process.cpuUsage()
+        const value = await f()
+        return { ms: performance.now() - t, cpuMs: cpuMs(cpu), value }
+      }
+      const warmApi = await time(api)
+      const warmHand = await time(hand)
+      const apiMs: number[] = []
+      const handMs: number[] = []
+      const apiCpuMs: number[] = []
+      const handCpuMs: number[] = []
+      for (let i = 0; i < runs; i++) {
+        const a = await time(api)
+        apiMs.push(a.ms)
+        apiCpuMs.push(a.cpuMs)
+        const h = await time(hand)
+        handMs.push(h.ms)
+        handCpuMs.push(h.cpuMs)
+      }
+      const { compiled } = warmApi.value
+      const apiRows = warmApi.value.results.map((r) => compiled.columns.map((c) => plain(r[c.name])))
+      const handRows = warmHand.value.map((r) => Object.values(r).map(plain))
+      const estimatedColumns = new Set(
+        compiled.columns.flatMap((c, i) => (compiled.estimated.includes(c.name) ? [i] : [])),
+      )
+      const { equal, maxEstimateError } = compare(apiRows, handRows, estimatedColumns)
+      results.push({
+        name: shape.name,
+        source: compiled.source,
+        estimated: compiled.estimated,
+        rows: apiRows.length,
+        equal,
+        maxEstimateError,
+        apiMs,
+        handMs,
+        apiCpuMs,
+        handCpuMs,
+        ...(!equal && { api: apiRows.slice(0, 5), hand: handRows.slice(0, 5) }),
+      })
+    }
+    await side.close()
+    const [sizes] = await store.query<Record<string, string>>(
+      `SELECT (SELECT count() FROM events) AS events, (SELECT count() FROM sessions) AS sessions,
+              (SELECT count() FROM raw_log) AS raw_log,
+              (SELECT count() FROM query_rollup) AS query_rollup`,
+    )
+    process.stdout.write(
+      JSON.stringify({
+        reused,
+        generationMs: generated.generationMs,
+        rows: Object.fromEntries(Object.entries(sizes ?? {}).map(([k, v]) => [k, Number(v)])),
+        shapes: results,
+        loadAverage: loadavg()[0],
+      }) + '\n',
+    )
+  } finally {
+    await store.close()
+  }
+}
+
+/** The rollup views of migration 027, as written there. */
+async function rollupViews(): Promise<{ name: string; sql: string }[]> {
+  const migration = (await loadMigrations()).find((m) => m.version === 27)
+  if (!migration) throw new Error('migration 027 (the query rollups) not found')
+  return migration.statements.flatMap((sql) => {
+    const name = /^CREATE MATERIALIZED VIEW IF NOT EXISTS (\w+)/.exec(sql)?.[1]
+    return name ? [{ name, sql }] : []
+  })
+}
+
+async function upkeep(args: string[]) {
+  const [seed, events] = args.map(Number)
+  const BLOCK = 50_000
+  const ROUNDS = 3
+  rmSync(dataDir!, { recursive: true, force: true })
+  mkdirSync(dataDir!, { recursive: true })
+  const store = await ChdbStore.open(join(dataDir!, 'clickhouse'), 'sluice')
+  try {
+    await migrate(store)
+    const sessions = Math.max(1, Math.round(events! / 7))
+    await generate(store, {
+      seed: seed!,
+      apps: 50,
+      installs: Math.max(1, Math.round(sessions / 3)),
+      sessions,
+      events: events!,
+      anchor: Date.now(),
+    })
+    const columns = `app_id, received_at, source, transaction_id, uuid, customer_id, event_name, event_time, attributes,
+      ltv_change, install_uuid, device_uuid, session_uuid, country, language, app_version, os_version, platform, model,
+      device_timezone`
+    await store.command(
+      `CREATE TABLE upkeep_source ENGINE = MergeTree ORDER BY n AS
+       SELECT rowNumberInAllBlocks() AS n, ${columns} FROM events`,
+    )
+    // As live traffic arrives: the events of an insert a millisecond apart, so a block of 50,000
+    // spans under a minute (the generated set spreads them over 90 days, which no live insert does).
+    const live = columns.replace(
+      /\bevent_time\b/,
+      `fromUnixTimestamp64Milli(toInt64({t0:Int64} + n), 'UTC') AS event_time`,
+    )
+    const views = await rollupViews()
+    const blocks = Math.ceil(events! / BLOCK)
+    const insertAll = async () => {
+      await store.command('TRUNCATE TABLE events')
+      const cpu = process.cpuUsage()
+      const t = performance.now()
+      for (let b = 0; b < blocks; b++)
+        await store.command(
+          `INSERT INTO events_ingest (${columns}) SELECT ${live} FROM upkeep_source
+           WHERE n >= {lo:UInt64} AND n < {hi:UInt64}`,
+          { lo: b * BLOCK, hi: (b + 1) * BLOCK, t0: Date.now() },
+        )
+      return { cpuMs: cpuMs(cpu), ms: performance.now() - t }
+    }
+    const withViews: { cpuMs: number; ms: number }[] = []
+    const withoutViews: { cpuMs: number; ms: number }[] = []
+    await insertAll() // warm-up
+    for (let round = 0; round < ROUNDS; round++) {
+      withViews.push(await insertAll())
+      for (const v of views) await store.command(`DROP VIEW IF EXISTS ${v.name}`)
+      withoutViews.push(await insertAll())
+      for (const v of views) await store.command(v.sql)
+    }
+    process.stdout.write(JSON.stringify({ events, blockSize: BLOCK, withViews, withoutViews }) + '\n')
+  } finally {
+    await store.close()
+    rmSync(dataDir!, { recursive: true, force: true })
+  }
+}
+
+if (mode === 'shapes') await shapes(rest)
+else await upkeep(rest)

@@ -1,0 +1,78 @@
+import { DateTime } from 'luxon'
+import type { Dimension, SimpleMetric } from './query-fields.ts'
+import type { ParsedQuery } from './parse-query.ts'
+
+/**
+ * Whether the rollup (`query_rollup`, migration 027) answers a query, and which of its metrics are
+ * then estimates. Pure. docs/query-api.md ("Rollups") states the rule:
+ * - every metric is one of ROLLUP_METRICS (sums and uniq states kept per row of the rollup);
+ * - every dimension, asked or in a condition, is a time unit or the event name (birth_day,
+ *   new_device and new_users need each user's first appearance; attributes and device columns are
+ *   not kept);
+ * - the app's time zone has had whole-hour UTC offsets (the rollup's rows are UTC hours, so a
+ *   local day is a sum of whole rows only then).
+ */
+
+/** The metrics the rollup keeps, and whether each is an estimate when read from it. */
+export const ROLLUP_METRICS: Readonly<Partial<Record<SimpleMetric, { estimated: boolean }>>> = {
+  occurrences: { estimated: false },
+  ltv: { estimated: false },
+  users: { estimated: true },
+  sessions: { estimated: true },
+  sessions_per_event: { estimated: true },
+}
+
+const rollupDimension = (d: Dimension) =>
+  d.kind === 'time' || (d.kind === 'column' && d.column === 'event_name')
+
+/** First year whose offsets are checked: events stamped earlier are not expected. */
+const FIRST_YEAR = 2000
+
+/**
+ * Whether the zone's UTC offset was a whole number of hours in every January and July (both sides
+ * of daylight saving) from FIRST_YEAR to the year after `now`. Zones such as Asia/Kolkata (+5:30)
+ * or Australia/Lord_Howe (a 30-minute shift) are answered from the raw tables.
+ */
+export function wholeHourZone(timeZone: string, now: number): boolean {
+  const last = DateTime.fromMillis(now, { zone: 'UTC' }).year + 1
+  for (let year = FIRST_YEAR; year <= last; year++) {
+    for (const month of [1, 7]) {
+      const offset = DateTime.fromObject({ year, month, day: 15 }, { zone: timeZone }).offset
+      if (offset % 60 !== 0) return false
+    }
+  }
+  return true
+}
+
+export interface RollupPlan {
+  /** Metric names (as requested) whose numbers are estimates. */
+  estimated: string[]
+}
+
+/** The plan of a query the rollup answers, or undefined when it needs the raw tables. */
+export function rollupPlan(q: ParsedQuery, timeZone: string, now: number): RollupPlan | undefined {
+  const estimated: string[] = []
+  for (const m of q.metrics) {
+    if (m.metric.kind !== 'simple') return undefined
+    const kept = ROLLUP_METRICS[m.metric.metric]
+    if (!kept) return undefined
+    if (kept.estimated) estimated.push(m.name)
+  }
+  const dimensions = [
+    ...q.dimensions.map((d) => d.dimension),
+    ...q.conditions.flatMap((c) => (c.target.kind === 'dimension' ? [c.target.dimension] : [])),
+  ]
+  if (!dimensions.every(rollupDimension)) return undefined
+  if (!wholeHourZone(timeZone, now)) return undefined
+  return { estimated }
+}
+
+/**
+ * How far an estimated metric may be from the exact number (docs/query-api.md, "Rollups and
+ * estimates"): `uniq` keeps every hash up to 65,536 distinct values (exact, save a 32-bit hash
+ * collision), then a sample; its error beyond is typically under 1 %, and the bound stated is 2 %.
+ */
+export const ESTIMATE_RELATIVE_BOUND = 0.02
+
+export const withinEstimate = (estimate: number, exact: number) =>
+  Math.abs(estimate - exact) <= ESTIMATE_RELATIVE_BOUND * Math.abs(exact)
