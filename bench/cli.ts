@@ -11,6 +11,7 @@ import { runPush } from './scenarios/push.ts'
 import { runSegmentation } from './scenarios/segmentation.ts'
 import { runCampaigns } from './scenarios/campaigns.ts'
 import { runExportBench } from './scenarios/exports.ts'
+import { runImportBench } from './scenarios/imports.ts'
 
 /**
  * `npm run bench`: the load is generated, the baselines measured, then the scenarios run against
@@ -59,6 +60,7 @@ async function runBench(options: BenchOptions, distributedEnv: Record<string, st
     await runPush(run)
     await runCampaigns(run)
     await runExportBench(run)
+    await runImportBench(run)
     run.startBudget('ingestion')
     if (!options.skip.has('baselines')) await runBaselines(run, load)
     await runScenarios(run, load)

@@ -7,6 +7,7 @@ const STEPS = [
   'push',
   'campaigns',
   'exports',
+  'imports',
   'baselines',
   'edge',
   'sdk',

@@ -96,7 +96,8 @@ export function profileWriter(deps: ProfileWriterDeps) {
       const decoded = decodeRecord(record)
       if (!decoded.ok) {
         deps.onUndecodable?.(record, decoded.reason)
-        report.outcomes.push({ record, outcome: deadLetter(new PermanentError(decoded.reason)) })
+        const message = decoded.command ? `undecodable profile command: ${decoded.reason}` : decoded.reason
+        report.outcomes.push({ record, outcome: deadLetter(new PermanentError(message)) })
         continue
       }
       if (decoded.kind === 'block' && decoded.block.staged !== undefined) {
@@ -126,15 +127,17 @@ interface StagedItem {
   block: ImportBlock
 }
 
-function decodeRecord(record: BusRecord): Decoded | { ok: false; reason: string } {
+function decodeRecord(record: BusRecord): Decoded | { ok: false; reason: string; command: boolean } {
   if (isImportBlock(record)) {
     const decoded = decodeImportBlock(record)
-    return decoded.ok ? { ok: true, kind: 'block', record, block: decoded.block } : decoded
+    return decoded.ok
+      ? { ok: true, kind: 'block', record, block: decoded.block }
+      : { ok: false, reason: decoded.reason, command: false }
   }
   const decoded = decodeCommand(record)
   return decoded.ok
     ? { ok: true, kind: 'command', record, command: decoded.command }
-    : { ok: false, reason: `undecodable profile command: ${decoded.reason}` }
+    : { ok: false, reason: decoded.reason, command: true }
 }
 
 /** Staged blocks of one import round (one partition): applied in the engine, then marked applied. */
