@@ -130,7 +130,7 @@ async function profileImport(run: BenchRun, sut: SluiceUnderTest, tenant: Tenant
   run.progress.start(
     'imports: profiles',
     () =>
-      `${String(receipt.state ?? 'sending')}, ${String(receipt.rows_applied ?? 0)}/${rows} applied, ${stored} stored`,
+      `${typeof receipt.state === 'string' ? receipt.state : 'sending'}, ${Number(receipt.rows_applied ?? 0)}/${rows} applied, ${stored} stored`,
   )
   const rss = rssGrowth(sut.pid)
   const started = performance.now()
@@ -257,7 +257,7 @@ async function audienceImport(
   let userCount = -1
   run.progress.start(
     'imports: audience',
-    () => `${String(receipt.state ?? 'sending')}, user_count ${userCount}`,
+    () => `${typeof receipt.state === 'string' ? receipt.state : 'sending'}, user_count ${userCount}`,
   )
   const rss = rssGrowth(sut.pid)
   const started = performance.now()

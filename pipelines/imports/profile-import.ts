@@ -42,7 +42,10 @@ export interface ProfileImportDeps {
  * by the PATCH rules (rejecting it whole, with the reason, when it breaks one), and hands the rows
  * to the profile writer in rounds of blocks on the profile-changes topic, each block holding
  * customers of one partition (the writer that owns them applies them in order with their live
- * PATCHes). A round is handed on only when the writer's backlog is down to about one block per
+ * PATCHes). Rows that only assign and delete are staged in `import_rows`, a round in one insert,
+ * and their blocks only name them: the writer applies them in the engine, a round at a time
+ * (apply-staged.ts). A customer's second row starts a new round, so a round's rows each meet
+ * the state the rounds before left. A round is handed on only when the writer's backlog is down to about one block per
  * partition, so a live PATCH waits behind at most about one round, never behind the whole import.
  *
  * Exactly once per row: after each round the processor notes where it is (rounds, the round's

@@ -55,7 +55,12 @@ export async function applyStagedBlocks(
     blocks: staged.blocks.map((b) => b.block),
     offsets: staged.blocks.map((b) => Number(b.offset)),
   }
-  const tallies = await store.query<{ block: number | string; rows: string; skipped: string; changes: string }>(
+  const tallies = await store.query<{
+    block: number | string
+    rows: string
+    skipped: string
+    changes: string
+  }>(
     `SELECT block, count() AS rows, countIf(done) AS skipped, countIf(NOT done AND changed) AS changes
      FROM (${COMPUTED}) GROUP BY block`,
     params,

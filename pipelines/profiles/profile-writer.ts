@@ -66,7 +66,9 @@ interface ChangeRow {
 /**
  * The profile writer: the single owner of a partition of (profile db, customer) keys. Per batch it
  * reads the current state of the batch's profiles in one query, applies each customer's requests
- * in offset order (pure), then writes the change-log rows and the new profile versions.
+ * in offset order (pure), then writes the change-log rows and the new profile versions. Staged
+ * import blocks (rows in import_rows) are applied in the engine instead (apply-staged.ts), in
+ * their place in the batch's order.
  *
  * Idempotent on replay: every profile row records the last bus offset applied to it and the
  * latest receipt time applied, and a record at or below that offset, received no later, was

@@ -24,7 +24,7 @@ describe('kill -9 of the worker applying a profile import, distributed mode', ()
 
   it('applies every row exactly once after the worker is replaced', { timeout: 300_000 }, async () => {
     const env = {
-      ...distributedEnv('import-crash'),
+      ...distributedEnv('importcrash'),
       SLUICE_DATA_DIR: dir.path,
       SLUICE_ADMIN_TOKEN: TOKEN,
       SLUICE_PARTITIONS: '4',
@@ -54,7 +54,10 @@ describe('kill -9 of the worker applying a profile import, distributed mode', ()
       lines.push(JSON.stringify({ customer_id: `k${i}`, attributes: { plan: `p${i % 5}`, seen: i } }))
     for (let i = 0; i < CUSTOMERS; i++)
       lines.push(
-        JSON.stringify({ customer_id: `k${i}`, changes: [{ op: 'increment', attr: 'n', value: 1 + (i % 3) }] }),
+        JSON.stringify({
+          customer_id: `k${i}`,
+          changes: [{ op: 'increment', attr: 'n', value: 1 + (i % 3) }],
+        }),
       )
     const sent = await fetch(`${edge.url}/v1/imports/profiles`, {
       method: 'POST',
@@ -64,10 +67,9 @@ describe('kill -9 of the worker applying a profile import, distributed mode', ()
     expect(sent.status).toBe(202)
     const { import_id: id } = (await sent.json()) as { import_id: string }
     const receipt = async () =>
-      (await (await fetch(`${edge.url}/v1/imports/${id}`, { headers: { Authorization: auth } })).json()) as Record<
-        string,
-        unknown
-      >
+      (await (
+        await fetch(`${edge.url}/v1/imports/${id}`, { headers: { Authorization: auth } })
+      ).json()) as Record<string, unknown>
 
     // Kill the worker once some blocks are applied and the import is still being read.
     const before = await waitFor(
