@@ -8,6 +8,8 @@ import { waitFor } from '../helpers/wait-for.ts'
 
 const TOKEN = 'import-crash-admin-token-1234'
 const CUSTOMERS = 3000
+/** A start on a busy 2-core machine (Kafka, the engine and the other tests share it) may take a while. */
+const START_MS = 120_000
 
 // Real processes on Kafka (or librdkafka's mock cluster) and ClickHouse (or the chdb stand-in):
 // the worker applying a profile import is killed with SIGKILL mid-import and a new one takes over.
@@ -22,7 +24,7 @@ describe('kill -9 of the worker applying a profile import, distributed mode', ()
     await dir.cleanup()
   })
 
-  it('applies every row exactly once after the worker is replaced', { timeout: 300_000 }, async () => {
+  it('applies every row exactly once after the worker is replaced', { timeout: 600_000 }, async () => {
     const env = {
       ...distributedEnv('importcrash'),
       SLUICE_DATA_DIR: dir.path,
@@ -32,9 +34,9 @@ describe('kill -9 of the worker applying a profile import, distributed mode', ()
       // Small rounds, so the kill lands between rounds as well as within one.
       SLUICE_IMPORT_ROUND_ROWS: '400',
     }
-    const edge = await startSluice(env, ['edge'])
+    const edge = await startSluice(env, ['edge'], START_MS)
     children.push(edge)
-    let worker = await startSluice(env, ['worker'])
+    let worker = await startSluice(env, ['worker'], START_MS)
     children.push(worker)
     const { auth } = await createTenant(edge.url, TOKEN, 'import-crash-app')
     const client = createClient({
@@ -79,7 +81,7 @@ describe('kill -9 of the worker applying a profile import, distributed mode', ()
     )
     expect(before.state).not.toBe('done')
     await worker.kill9()
-    worker = await startSluice(env, ['worker'])
+    worker = await startSluice(env, ['worker'], START_MS)
     children.push(worker)
 
     const done = await waitFor(
