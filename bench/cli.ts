@@ -12,6 +12,7 @@ import { runSegmentation } from './scenarios/segmentation.ts'
 import { runQuery } from './scenarios/query.ts'
 import { runCampaigns } from './scenarios/campaigns.ts'
 import { runExportBench } from './scenarios/exports.ts'
+import { runImportBench } from './scenarios/imports.ts'
 
 /**
  * `npm run bench`: the load is generated, the baselines measured, then the scenarios run against
@@ -61,6 +62,7 @@ async function runBench(options: BenchOptions, distributedEnv: Record<string, st
     await runPush(run)
     await runCampaigns(run)
     await runExportBench(run)
+    await runImportBench(run)
     run.startBudget('ingestion')
     if (!options.skip.has('baselines')) await runBaselines(run, load)
     await runScenarios(run, load)

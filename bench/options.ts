@@ -8,6 +8,7 @@ const STEPS = [
   'push',
   'campaigns',
   'exports',
+  'imports',
   'baselines',
   'edge',
   'sdk',

@@ -2,6 +2,7 @@ import type { Reporters } from './report.ts'
 import { campaignReporter } from './scenarios/campaigns.ts'
 import { exportReporter } from './scenarios/exports.ts'
 import { freshnessReporter } from './scenarios/freshness-report.ts'
+import { importReporter } from './scenarios/imports.ts'
 import { pushReporter } from './scenarios/push.ts'
 import { queryReporter } from './scenarios/query.ts'
 import { segmentationReporter } from './scenarios/segmentation.ts'
@@ -17,4 +18,5 @@ export const REPORTERS: Reporters = [
   pushReporter,
   campaignReporter,
   exportReporter,
+  importReporter,
 ]

@@ -1,4 +1,4 @@
-import { isChangeOp } from '../../schemas/profiles.ts'
+import { isChangeOp, type ProfileValueType, type WireValue } from '../../schemas/profiles.ts'
 import type { BusRecord, ProduceMessage } from '../connectors/bus/bus.ts'
 import type { NormalizedChange } from '../profiles/validate-changes.ts'
 
@@ -26,7 +26,62 @@ export interface ImportBlock {
   app: string
   /** When the edge accepted the import: the change log's time of every row. */
   receivedAt: number
+  /**
+   * Rows staged in `import_rows` under (import, round, block), that many: the block carries none
+   * of them and the writer applies them in the engine. Absent: the rows are in `rows`.
+   */
+  staged?: number
   rows: ImportBlockRow[]
+}
+
+/** The columns of a staged row, in the order stagedRow writes them (JSONCompactEachRow). */
+export const STAGED_ROW_COLUMNS = [
+  'import_id',
+  'round',
+  'block',
+  'line',
+  'customer_id',
+  'updates',
+  'update_types',
+  'deletes',
+  'email',
+] as const
+
+/**
+ * A row as `import_rows` holds it, one JSONCompactEachRow line; undefined for a row the engine
+ * cannot apply by itself: one that increments or changes a set (the result depends on the state
+ * it meets), or names an attribute twice (its changes apply in order). Those travel in a block.
+ */
+export function stagedRow(
+  at: { import: string; round: number; block: number },
+  row: ImportBlockRow,
+): string | undefined {
+  const updates: Record<string, WireValue> = {}
+  const types: Record<string, ProfileValueType> = {}
+  const deletes: string[] = []
+  const named = new Set<string>()
+  let email = ''
+  for (const change of row.changes) {
+    if (named.has(change.attr)) return undefined
+    named.add(change.attr)
+    if (change.op === 'delete') deletes.push(change.attr)
+    else if (change.op === 'assign') {
+      updates[change.attr] = change.value.value
+      types[change.attr] = change.value.type
+      if (change.attr === '$email' && change.value.type === 'string') email = change.value.value.toLowerCase()
+    } else return undefined
+  }
+  return JSON.stringify([
+    at.import,
+    at.round,
+    at.block,
+    row.line,
+    row.customer,
+    JSON.stringify(updates),
+    types,
+    deletes,
+    email,
+  ])
 }
 
 /** Builds a block's bytes from rows already serialised (the processor measures them as it goes). */
@@ -67,7 +122,8 @@ export function decodeImportBlock(
     !Number.isSafeInteger(b.db) ||
     typeof b.app !== 'string' ||
     typeof b.receivedAt !== 'number' ||
-    !Array.isArray(b.rows)
+    !Array.isArray(b.rows) ||
+    (b.staged !== undefined && !Number.isSafeInteger(b.staged))
   )
     return { ok: false, reason: 'record is not an import block' }
   for (const row of b.rows as unknown[]) {

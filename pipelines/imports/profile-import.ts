@@ -3,8 +3,8 @@ import { IMPORT_LIMITS, type RejectedRow } from '../../schemas/imports.ts'
 import { partitionForKey, type Bus, type ProduceMessage } from '../connectors/bus/bus.ts'
 import type { Store } from '../connectors/store/store.ts'
 import { commandKey } from '../profiles/commands.ts'
-import type { ProfileScope } from '../profiles/validate-changes.ts'
-import { encodeImportBlock, serialiseRow } from './import-blocks.ts'
+import type { NormalizedChange, ProfileScope } from '../profiles/validate-changes.ts'
+import { encodeImportBlock, serialiseRow, STAGED_ROW_COLUMNS, stagedRow } from './import-blocks.ts'
 import {
   keepRejected,
   readImport,
@@ -42,7 +42,10 @@ export interface ProfileImportDeps {
  * by the PATCH rules (rejecting it whole, with the reason, when it breaks one), and hands the rows
  * to the profile writer in rounds of blocks on the profile-changes topic, each block holding
  * customers of one partition (the writer that owns them applies them in order with their live
- * PATCHes). A round is handed on only when the writer's backlog is down to about one block per
+ * PATCHes). Rows that only assign and delete are staged in `import_rows`, a round in one insert,
+ * and their blocks only name them: the writer applies them in the engine, a round at a time
+ * (apply-staged.ts). A customer's second row starts a new round, so a round's rows each meet
+ * the state the rounds before left. A round is handed on only when the writer's backlog is down to about one block per
  * partition, so a live PATCH waits behind at most about one round, never behind the whole import.
  *
  * Exactly once per row: after each round the processor notes where it is (rounds, the round's
@@ -68,10 +71,17 @@ export async function runProfileImport(job: ImportJob, deps: ProfileImportDeps):
   let header: CsvHeader | undefined
   let rejected: RejectedRow[] = []
   let lastLine = resumeAfter
-  // The round being filled: per partition, the rows serialised, and the blocks closed so far.
-  const open = new Map<number, { rows: string[]; bytes: number }>()
+  // The round being filled: per partition, its open block (rows serialised, or staged in the
+  // engine), and the blocks closed so far. Blocks are numbered as they open, so a resumed round
+  // numbers them alike.
+  const open = new Map<number, OpenBlock>()
   let closed: ProduceMessage[] = []
+  let staged: string[] = []
+  let nextBlock = 0
   let roundCount = 0
+  // Customers of the round: a customer's second row starts a new round, so a round's staged rows
+  // are one per customer and the writer applies them together, each against the state it meets.
+  const customers = new Set<string>()
   const head = () => ({
     import: job.id,
     round,
@@ -82,13 +92,22 @@ export async function runProfileImport(job: ImportJob, deps: ProfileImportDeps):
   })
   const close = (partition: number) => {
     const pending = open.get(partition)
-    if (!pending || pending.rows.length === 0) return
-    closed.push(encodeImportBlock({ ...head(), block: closed.length }, pending.rows, partition))
+    if (!pending || pending.count === 0) return
+    closed.push(
+      pending.staged
+        ? encodeImportBlock({ ...head(), block: pending.block, staged: pending.count }, [], partition)
+        : encodeImportBlock({ ...head(), block: pending.block }, pending.rows, partition),
+    )
     open.delete(partition)
   }
 
   const flushRound = async () => {
     for (const partition of [...open.keys()].sort((a, b) => a - b)) close(partition)
+    // The staged rows first, in one insert, while the writer may still apply the round before.
+    if (staged.length > 0)
+      await deps.store.insert('import_rows', Buffer.from(`${staged.join('\n')}\n`), {
+        compactColumns: STAGED_ROW_COLUMNS,
+      })
     if (closed.length > 0) {
       await waitForWriter(deps, maxBacklog)
       await deps.bus.produce(deps.topic, closed)
@@ -110,8 +129,45 @@ export async function runProfileImport(job: ImportJob, deps: ProfileImportDeps):
     )
     deps.onRound?.(row)
     closed = []
+    staged = []
     rejected = []
+    nextBlock = 0
     roundCount = 0
+    customers.clear()
+  }
+
+  /** Adds a typed row to its partition's open block, closing that block when the row cannot join it. */
+  const add = (line: number, customer: string, changes: NormalizedChange[]) => {
+    const partition = partitionForKey(commandKey(job.db, customer), deps.partitions, 0)
+    const pending = open.get(partition)
+    const blockRow = { line, customer, changes }
+    const stageAs = pending?.staged ? pending.block : nextBlock
+    const stagedLine = stagedRow({ import: job.id, round, block: stageAs }, blockRow)
+    if (stagedLine !== undefined) {
+      if (pending && !pending.staged) close(partition)
+      const block = pending?.staged ? pending : openBlock(partition, true)
+      if (block.block !== stageAs) throw new Error('staged row numbered for another block')
+      staged.push(stagedLine)
+      block.count++
+    } else {
+      const serialised = serialiseRow(blockRow)
+      let block = pending
+      if (block && (block.staged || block.bytes + serialised.length > blockBytes)) {
+        close(partition)
+        block = undefined
+      }
+      block ??= openBlock(partition, false)
+      block.rows.push(serialised)
+      block.bytes += serialised.length + 1
+      block.count++
+    }
+    customers.add(customer)
+    roundCount++
+  }
+  const openBlock = (partition: number, isStaged: boolean): OpenBlock => {
+    const block: OpenBlock = { block: nextBlock++, staged: isStaged, rows: [], bytes: 0, count: 0 }
+    open.set(partition, block)
+    return block
   }
 
   const refuse = (line: number, customer: string | undefined, reason: string) => {
@@ -139,22 +195,8 @@ export async function runProfileImport(job: ImportJob, deps: ProfileImportDeps):
       if (!result.ok) {
         refuse(source.line, result.customer, result.reason)
       } else {
-        const partition = partitionForKey(commandKey(job.db, result.customer), deps.partitions, 0)
-        const serialised = serialiseRow({
-          line: source.line,
-          customer: result.customer,
-          changes: result.changes,
-        })
-        const pending = open.get(partition) ?? { rows: [], bytes: 0 }
-        if (pending.bytes + serialised.length > blockBytes && pending.rows.length > 0) {
-          close(partition)
-          open.set(partition, { rows: [serialised], bytes: serialised.length })
-        } else {
-          pending.rows.push(serialised)
-          pending.bytes += serialised.length + 1
-          open.set(partition, pending)
-        }
-        roundCount++
+        if (customers.has(result.customer)) await flushRound()
+        add(source.line, result.customer, result.changes)
       }
       if (roundCount + rejected.length >= roundRows) await flushRound()
     }
@@ -171,6 +213,15 @@ export async function runProfileImport(job: ImportJob, deps: ProfileImportDeps):
   }
   await flushRound()
   await writeImport(deps.store, { ...row, state: blocks === 0 ? 'done' : 'read' }, deps.now())
+}
+
+interface OpenBlock {
+  block: number
+  /** Its rows are staged in import_rows (the block carries none), or serialised in `rows`. */
+  staged: boolean
+  rows: string[]
+  bytes: number
+  count: number
 }
 
 function typed(source: SourceRow, header: CsvHeader | undefined, scope: ProfileScope): RowResult {

@@ -6,6 +6,7 @@ import { deadLetter, PermanentError, type StageReport } from '../failures/outcom
 import { applyChanges, diffAttributes, type Attributes } from './apply-changes.ts'
 import { decodeCommand, type ProfileCommand } from './commands.ts'
 import { decodeImportBlock, isImportBlock, type ImportBlock } from '../imports/import-blocks.ts'
+import { applyStagedBlocks } from './apply-staged.ts'
 import { attributesFromRow, toProfileRow, type ProfileRow } from './stored-profile.ts'
 
 export interface ProfileWriterDeps {
@@ -65,7 +66,9 @@ interface ChangeRow {
 /**
  * The profile writer: the single owner of a partition of (profile db, customer) keys. Per batch it
  * reads the current state of the batch's profiles in one query, applies each customer's requests
- * in offset order (pure), then writes the change-log rows and the new profile versions.
+ * in offset order (pure), then writes the change-log rows and the new profile versions. Staged
+ * import blocks (rows in import_rows) are applied in the engine instead (apply-staged.ts), in
+ * their place in the batch's order.
  *
  * Idempotent on replay: every profile row records the last bus offset applied to it and the
  * latest receipt time applied, and a record at or below that offset, received no later, was
@@ -80,170 +83,263 @@ export function profileWriter(deps: ProfileWriterDeps) {
   const now = deps.now ?? Date.now
   return async (batch: RecordBatch): Promise<StageReport> => {
     const report: StageReport = { outcomes: [] }
-    const groups = new Map<string, Item[]>()
-    const add = (item: Item) => {
-      const key = profileKey(item.command.db, item.command.customer)
-      const group = groups.get(key) ?? []
-      group.push(item)
-      groups.set(key, group)
+    // The batch in order, in runs: PATCHes and blocks carrying their rows are applied together
+    // (per customer, in order); each run of staged blocks of one import round is applied in the
+    // engine between them, so every request meets the state the ones before it left.
+    let run: Decoded[] = []
+    let stagedRun: StagedItem[] = []
+    const flush = async () => {
+      if (run.length > 0) await applyRecords(deps, now, run)
+      if (stagedRun.length > 0) await applyStaged(deps, now, stagedRun)
+      run = []
+      stagedRun = []
     }
-    const blocks: { record: BusRecord; block: ImportBlock }[] = []
     for (const record of batch.records) {
-      if (isImportBlock(record)) {
-        const decoded = decodeImportBlock(record)
-        if (decoded.ok) blocks.push({ record, block: decoded.block })
-        else {
-          deps.onUndecodable?.(record, decoded.reason)
-          report.outcomes.push({ record, outcome: deadLetter(new PermanentError(decoded.reason)) })
-        }
-        continue
-      }
-      const decoded = decodeCommand(record)
+      const decoded = decodeRecord(record)
       if (!decoded.ok) {
         deps.onUndecodable?.(record, decoded.reason)
-        const error = new PermanentError(`undecodable profile command: ${decoded.reason}`)
-        report.outcomes.push({ record, outcome: deadLetter(error) })
+        const message = decoded.command ? `undecodable profile command: ${decoded.reason}` : decoded.reason
+        report.outcomes.push({ record, outcome: deadLetter(new PermanentError(message)) })
         continue
       }
-      add({
-        record,
-        command: decoded.command,
-        changeId: `${record.topic}:${record.partition}:${record.offset}`,
-      })
-    }
-    const tallies: BlockTally[] = []
-    for (const { record, block } of await unappliedBlocks(deps.store, blocks)) {
-      const tally: BlockTally = { block, rows: block.rows.length, applied: 0, ignored: 0 }
-      tallies.push(tally)
-      for (const row of block.rows)
-        add({
-          record,
-          command: {
-            v: 1,
-            op: 'patch',
-            org: block.org,
-            db: block.db,
-            app: block.app,
-            customer: row.customer,
-            receivedAt: block.receivedAt,
-            changes: row.changes,
-          },
-          changeId: `import:${block.import}:${row.line}`,
-          block: tally,
-        })
-    }
-    if (groups.size === 0) return report
-
-    const commands = [...groups.values()].map((g) => g[0]!.command)
-    const current = await loadCurrent(deps.store, commands)
-    const appliedAt = now()
-    const changeRows: ChangeRow[] = []
-    const profileRows: ProfileRow[] = []
-    // Profiles absent before and after this batch (a DELETE of one that never existed): a
-    // deleted row is written only where it hides an auto-profile, i.e. the SDK has seen them.
-    const stillAbsent: { command: ProfileCommand; row: ProfileRow }[] = []
-    let applied = 0
-    for (const [key, group] of groups) {
-      const stored = current.get(key)
-      let attributes = stored?.attributes ?? null
-      let last: Item | undefined
-      let updatedAt = stored?.updatedAt ?? 0
-      for (const item of group) {
-        const { record, command } = item
-        // Already applied before a crash or a rebalance: applying it again would count it twice.
+      if (decoded.kind === 'block' && decoded.block.staged !== undefined) {
+        const first = stagedRun[0]?.block
         if (
-          stored &&
-          stored.partition === record.partition &&
-          BigInt(record.offset) <= stored.offset &&
-          command.receivedAt <= stored.updatedAt
-        ) {
-          if (item.block) item.block.applied++
-          continue
-        }
-        updatedAt = Math.max(updatedAt, command.receivedAt)
-        const before = attributes
-        let ignored: IgnoredChange[] = []
-        if (command.op === 'delete-profile') {
-          attributes = null
-        } else {
-          const result = applyChanges(before, command.changes)
-          attributes = result.attributes
-          ignored = result.ignored
-        }
-        const changeId = item.changeId
-        if (ignored.length > 0) deps.onIgnored?.(command, ignored, changeId)
-        const diff = diffAttributes(before, attributes)
-        const deletedProfile = command.op === 'delete-profile' && before !== null
-        const changed = Object.keys(diff.updates).length > 0 || diff.deletes.length > 0 || deletedProfile
-        if (item.block) {
-          if (changed) item.block.applied++
-          else item.block.ignored++
-        }
-        if (changed || ignored.length > 0) {
-          changeRows.push({
-            profiledb_id: command.db,
-            org_id: command.org,
-            app_id: command.app,
-            customer_id: command.customer,
-            change_id: changeId,
-            at: command.receivedAt,
-            applied_at: appliedAt,
-            seq: record.offset,
-            updates: JSON.stringify(diff.updates),
-            deletes: diff.deletes,
-            profile_deleted: deletedProfile ? 1 : 0,
-            ignored: JSON.stringify(ignored),
-          })
-        }
-        last = item
-        applied++
+          run.length > 0 ||
+          (first && (first.import !== decoded.block.import || first.round !== decoded.block.round))
+        )
+          await flush()
+        stagedRun.push({ record, block: decoded.block })
+      } else {
+        if (stagedRun.length > 0) await flush()
+        run.push(decoded)
       }
-      if (!last) continue
-      const row = toProfileRow(
-        {
-          profiledb_id: last.command.db,
-          org_id: last.command.org,
-          app_id: last.command.app,
-          customer_id: last.command.customer,
-          updated_at: updatedAt,
-          source_partition: last.record.partition,
-          source_offset: last.record.offset,
-          // Derived from the state read, so a replay of the same batch writes the same version.
-          version: (stored?.version ?? 0) + 1,
-        },
-        attributes,
-      )
-      if (attributes === null && (stored?.attributes ?? null) === null)
-        stillAbsent.push({ command: last.command, row })
-      else profileRows.push(row)
     }
-    if (stillAbsent.length > 0) {
-      const seen = await seenBySdk(
-        deps.store,
-        stillAbsent.map((a) => a.command),
-      )
-      for (const { command, row } of stillAbsent) if (seen(command)) profileRows.push(row)
-    }
-    if (changeRows.length > 0) await deps.store.insert('profile_changes', changeRows)
-    if (profileRows.length > 0) await deps.store.insert('profiles', profileRows)
-    // Last: a block is marked applied only once its rows are (a crash before this applies it again,
-    // and the offsets the profile rows record make that a no-op for the rows already written).
-    if (tallies.length > 0)
-      await deps.store.insert(
-        'import_blocks',
-        tallies.map((t) => ({
-          import_id: t.block.import,
-          round: t.block.round,
-          block: t.block.block,
-          rows: t.rows,
-          applied: t.applied,
-          ignored: t.ignored,
-          applied_at: appliedAt,
-        })),
-      )
-    deps.onApplied?.(applied)
+    await flush()
     return report
   }
+}
+
+type Decoded =
+  | { ok: true; kind: 'command'; record: BusRecord; command: ProfileCommand }
+  | { ok: true; kind: 'block'; record: BusRecord; block: ImportBlock }
+
+interface StagedItem {
+  record: BusRecord
+  block: ImportBlock
+}
+
+function decodeRecord(record: BusRecord): Decoded | { ok: false; reason: string; command: boolean } {
+  if (isImportBlock(record)) {
+    const decoded = decodeImportBlock(record)
+    return decoded.ok
+      ? { ok: true, kind: 'block', record, block: decoded.block }
+      : { ok: false, reason: decoded.reason, command: false }
+  }
+  const decoded = decodeCommand(record)
+  return decoded.ok
+    ? { ok: true, kind: 'command', record, command: decoded.command }
+    : { ok: false, reason: decoded.reason, command: true }
+}
+
+/** Staged blocks of one import round (one partition): applied in the engine, then marked applied. */
+async function applyStaged(deps: ProfileWriterDeps, now: () => number, items: StagedItem[]): Promise<void> {
+  const { store } = deps
+  const todo = await unappliedBlocks(store, items)
+  if (todo.length === 0) return
+  const b = todo[0]!.block
+  const tallies = await applyStagedBlocks(
+    store,
+    {
+      import: b.import,
+      round: b.round,
+      db: b.db,
+      org: b.org,
+      app: b.app,
+      receivedAt: b.receivedAt,
+      partition: todo[0]!.record.partition,
+      blocks: todo.map((t) => ({ block: t.block.block, offset: t.record.offset })),
+    },
+    now(),
+  )
+  const byBlock = new Map(tallies.map((t) => [t.block, t]))
+  for (const { block } of todo) {
+    // The processor stages a round's rows before handing its blocks on; rows not readable yet (a
+    // replica behind) are retried with the batch rather than marked applied without them.
+    const found = byBlock.get(block.block)?.rows ?? 0
+    if (found !== block.staged)
+      throw new Error(
+        `import ${block.import} round ${block.round} block ${block.block}: ${found} of ${block.staged} staged rows found`,
+      )
+  }
+  await store.insert(
+    'import_blocks',
+    todo.map(({ block }) => {
+      const t = byBlock.get(block.block)!
+      return {
+        import_id: block.import,
+        round: block.round,
+        block: block.block,
+        rows: t.rows,
+        applied: t.applied,
+        ignored: t.ignored,
+        applied_at: now(),
+      }
+    }),
+  )
+  deps.onApplied?.(tallies.reduce((n, t) => n + t.rows, 0))
+}
+
+/** PATCHes, DELETEs and blocks carrying their rows: state read in one query, applied per customer. */
+async function applyRecords(deps: ProfileWriterDeps, now: () => number, decoded: Decoded[]): Promise<void> {
+  const groups = new Map<string, Item[]>()
+  const add = (item: Item) => {
+    const key = profileKey(item.command.db, item.command.customer)
+    const group = groups.get(key) ?? []
+    group.push(item)
+    groups.set(key, group)
+  }
+  const blocks: { record: BusRecord; block: ImportBlock }[] = []
+  for (const d of decoded) {
+    if (d.kind === 'block') blocks.push({ record: d.record, block: d.block })
+    else
+      add({
+        record: d.record,
+        command: d.command,
+        changeId: `${d.record.topic}:${d.record.partition}:${d.record.offset}`,
+      })
+  }
+  const tallies: BlockTally[] = []
+  for (const { record, block } of await unappliedBlocks(deps.store, blocks)) {
+    const tally: BlockTally = { block, rows: block.rows.length, applied: 0, ignored: 0 }
+    tallies.push(tally)
+    for (const row of block.rows)
+      add({
+        record,
+        command: {
+          v: 1,
+          op: 'patch',
+          org: block.org,
+          db: block.db,
+          app: block.app,
+          customer: row.customer,
+          receivedAt: block.receivedAt,
+          changes: row.changes,
+        },
+        changeId: `import:${block.import}:${row.line}`,
+        block: tally,
+      })
+  }
+  if (groups.size === 0) return
+
+  const commands = [...groups.values()].map((g) => g[0]!.command)
+  const current = await loadCurrent(deps.store, commands)
+  const appliedAt = now()
+  const changeRows: ChangeRow[] = []
+  const profileRows: ProfileRow[] = []
+  // Profiles absent before and after this batch (a DELETE of one that never existed): a
+  // deleted row is written only where it hides an auto-profile, i.e. the SDK has seen them.
+  const stillAbsent: { command: ProfileCommand; row: ProfileRow }[] = []
+  let applied = 0
+  for (const [key, group] of groups) {
+    const stored = current.get(key)
+    let attributes = stored?.attributes ?? null
+    let last: Item | undefined
+    let updatedAt = stored?.updatedAt ?? 0
+    for (const item of group) {
+      const { record, command } = item
+      // Already applied before a crash or a rebalance: applying it again would count it twice.
+      if (
+        stored &&
+        stored.partition === record.partition &&
+        BigInt(record.offset) <= stored.offset &&
+        command.receivedAt <= stored.updatedAt
+      ) {
+        if (item.block) item.block.applied++
+        continue
+      }
+      updatedAt = Math.max(updatedAt, command.receivedAt)
+      const before = attributes
+      let ignored: IgnoredChange[] = []
+      if (command.op === 'delete-profile') {
+        attributes = null
+      } else {
+        const result = applyChanges(before, command.changes)
+        attributes = result.attributes
+        ignored = result.ignored
+      }
+      const changeId = item.changeId
+      if (ignored.length > 0) deps.onIgnored?.(command, ignored, changeId)
+      const diff = diffAttributes(before, attributes)
+      const deletedProfile = command.op === 'delete-profile' && before !== null
+      const changed = Object.keys(diff.updates).length > 0 || diff.deletes.length > 0 || deletedProfile
+      if (item.block) {
+        if (changed) item.block.applied++
+        else item.block.ignored++
+      }
+      if (changed || ignored.length > 0) {
+        changeRows.push({
+          profiledb_id: command.db,
+          org_id: command.org,
+          app_id: command.app,
+          customer_id: command.customer,
+          change_id: changeId,
+          at: command.receivedAt,
+          applied_at: appliedAt,
+          seq: record.offset,
+          updates: JSON.stringify(diff.updates),
+          deletes: diff.deletes,
+          profile_deleted: deletedProfile ? 1 : 0,
+          ignored: JSON.stringify(ignored),
+        })
+      }
+      last = item
+      applied++
+    }
+    if (!last) continue
+    const row = toProfileRow(
+      {
+        profiledb_id: last.command.db,
+        org_id: last.command.org,
+        app_id: last.command.app,
+        customer_id: last.command.customer,
+        updated_at: updatedAt,
+        source_partition: last.record.partition,
+        source_offset: last.record.offset,
+        // Derived from the state read, so a replay of the same batch writes the same version.
+        version: (stored?.version ?? 0) + 1,
+      },
+      attributes,
+    )
+    if (attributes === null && (stored?.attributes ?? null) === null)
+      stillAbsent.push({ command: last.command, row })
+    else profileRows.push(row)
+  }
+  if (stillAbsent.length > 0) {
+    const seen = await seenBySdk(
+      deps.store,
+      stillAbsent.map((a) => a.command),
+    )
+    for (const { command, row } of stillAbsent) if (seen(command)) profileRows.push(row)
+  }
+  if (changeRows.length > 0) await deps.store.insert('profile_changes', changeRows)
+  if (profileRows.length > 0) await deps.store.insert('profiles', profileRows)
+  // Last: a block is marked applied only once its rows are (a crash before this applies it again,
+  // and the offsets the profile rows record make that a no-op for the rows already written).
+  if (tallies.length > 0)
+    await deps.store.insert(
+      'import_blocks',
+      tallies.map((t) => ({
+        import_id: t.block.import,
+        round: t.block.round,
+        block: t.block.block,
+        rows: t.rows,
+        applied: t.applied,
+        ignored: t.ignored,
+        applied_at: appliedAt,
+      })),
+    )
+  deps.onApplied?.(applied)
 }
 
 const profileKey = (db: number, customer: string) => `${db}\n${customer}`

@@ -41,6 +41,10 @@ export const CLUSTER_LAYOUT: Readonly<Record<string, TablePlacement>> = {
     placement: 'everywhere',
     why: 'static audiences: the audience compiler reads a list with IN beside devices of any shard (docs/imports.md)',
   },
+  import_rows: {
+    placement: 'everywhere',
+    why: 'profile import rows staged for two days: the profile writer joins a round of them to the profiles of any shard in one INSERT … SELECT (docs/imports.md)',
+  },
   invalid_push_tokens: {
     placement: 'everywhere',
     why: 'dead tokens only, and every push fan-out joins it against devices of any shard',

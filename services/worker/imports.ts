@@ -41,6 +41,7 @@ export function importProcessor(runtime: Runtime) {
         topic: topology.topics.profileChanges.topic,
         partitions,
         writerBacklog: () => bus.lag(coupling.group, coupling.topic),
+        roundRows: runtime.config.SLUICE_IMPORT_ROUND_ROWS,
         sleep,
         now: Date.now,
         onRound: (row) =>

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { csvRow, jsonRow, parseCsvHeader } from '../../pipelines/imports/profile-rows.ts'
 import { jsonMember, normaliseMember } from '../../pipelines/imports/audience-members.ts'
+import { STAGED_ROW_COLUMNS, stagedRow } from '../../pipelines/imports/import-blocks.ts'
 
 describe('profile import rows', () => {
   it('types CSV cells by the header and the PATCH rules; \\N deletes, empty leaves alone', () => {
@@ -72,5 +73,42 @@ describe('audience import members', () => {
       ok: false,
       reason: 'this import lists customer_ids; the line has email',
     })
+  })
+})
+
+describe('staged import rows', () => {
+  const at = { import: 'imp', round: 3, block: 2 }
+  it('stages a row that only assigns and deletes, as import_rows holds it', () => {
+    const row = jsonRow(
+      '{"customer_id":"c1","attributes":{"$email":"Ann@Example.COM","n":4,"tags":["a"],"old":null}}',
+      'org',
+    )
+    if (!row.ok) throw new Error(row.reason)
+    const line = stagedRow(at, { line: 7, customer: row.customer, changes: row.changes })
+    expect(line).toBeDefined()
+    const cells = JSON.parse(line!) as unknown[]
+    expect(Object.fromEntries(STAGED_ROW_COLUMNS.map((c, i) => [c, cells[i]]))).toEqual({
+      import_id: 'imp',
+      round: 3,
+      block: 2,
+      line: 7,
+      customer_id: 'c1',
+      updates: '{"$email":"Ann@Example.COM","n":4,"tags":["a"]}',
+      update_types: { $email: 'string', n: 'integer', tags: 'set' },
+      deletes: ['old'],
+      email: 'ann@example.com',
+    })
+  })
+
+  it('leaves rows whose result depends on the state, or that name an attribute twice, to their block', () => {
+    for (const text of [
+      '{"customer_id":"c1","changes":[{"op":"increment","attr":"n","value":1}]}',
+      '{"customer_id":"c1","changes":[{"op":"set-add","attr":"s","value":"x"}]}',
+      '{"customer_id":"c1","changes":[{"op":"assign","attr":"a","value":1},{"op":"delete","attr":"a"}]}',
+    ]) {
+      const row = jsonRow(text, 'org')
+      if (!row.ok) throw new Error(row.reason)
+      expect(stagedRow(at, { line: 2, customer: row.customer, changes: row.changes })).toBeUndefined()
+    }
   })
 })
