@@ -4,6 +4,7 @@ import { exportReporter } from './scenarios/exports.ts'
 import { freshnessReporter } from './scenarios/freshness-report.ts'
 import { pushReporter } from './scenarios/push.ts'
 import { segmentationReporter } from './scenarios/segmentation.ts'
+import { storageReporter } from './scenarios/storage.ts'
 
 /**
  * The scenarios that run on their own and hand the report their figures (bench/figures.ts), in the
@@ -15,4 +16,5 @@ export const REPORTERS: Reporters = [
   pushReporter,
   campaignReporter,
   exportReporter,
+  storageReporter,
 ]

@@ -334,9 +334,18 @@ export class SluiceUnderTest {
     return { orgId, apps, apiKey, apiSecret, auth: basic(apiKey, apiSecret) }
   }
 
-  async query<T>(query: string): Promise<T[]> {
-    const result = await this.sql.query({ query, format: 'JSONEachRow' })
+  async query<T>(query: string, params?: Record<string, unknown>): Promise<T[]> {
+    const result = await this.sql.query({
+      query,
+      format: 'JSONEachRow',
+      ...(params ? { query_params: params } : {}),
+    })
     return result.json<T>()
+  }
+
+  /** A statement without a result (distributed mode: the ClickHouse server's own client). */
+  async command(query: string): Promise<void> {
+    await this.sql.command({ query })
   }
 
   async text(query: string): Promise<string> {
