@@ -303,7 +303,29 @@ describe('bench report', () => {
       'export_audience_200k_rows_per_s 190000 (no target; 190,000 rows in 1.0 s, 4 MB gzip (EXPECTED 200000))',
       "export_audience_200k_ratio 0.95 (target >= 0.8: not met; Sluice's rows/s ÷ the engine's own JSONEachRow through gzip (200000 rows/s))",
       "export_audience_200k_rss_growth_mb 90 (target <= 100: met; whole process, the embedded engine included (its tracked memory +60 MB); Node's heap and buffers +5 MB (uncollected garbage included); the baseline, measured alike, grew the process by 85 MB (engine +50 MB))",
+      'bytes_per_event_on_disk skipped: not measured',
     ])
+  })
+
+  it('splits CPU per event by process in distributed mode, and gives the bytes per stored event', () => {
+    // 600,000 events: edge 6 s, worker 12 s, stand-in 9 s, scheduler 0.3 s.
+    const distributed = { ...e2eGzip, roles: { edge: 6, worker: 12, engine: 9, scheduler: 0.3 } }
+    const storage = {
+      optimized: true,
+      events: { rows: 200_000, bytesOnDisk: 8_000_000, uncompressedBytes: 60_000_000, parts: 3 },
+      tables: [
+        { table: 'events', rows: 200_000, bytesOnDisk: 8_000_000 },
+        { table: 'raw_log', rows: 1000, bytesOnDisk: 3_000_000 },
+        { table: 'event_uuid_index', rows: 200_000, bytesOnDisk: 1_000_000 },
+      ],
+    }
+    const lines = results({ e2e: [distributed], storage }).figures.map(formatFigure)
+    expect(lines).toContain(
+      'cpu_us_per_event 45.5 (no target; gzip 45.5: edge 10.0, worker 20.0, engine (ClickHouse stand-in process) 15.0, scheduler 0.5)',
+    )
+    expect(lines).toContain(
+      'bytes_per_event_on_disk 40 (no target; events: 200,000 rows in 3 parts, after OPTIMIZE FINAL, 300 B uncompressed; every table of the database ÷ events: 60.0 B (raw_log 15.0, event_uuid_index 5.0))',
+    )
   })
 
   it('names the segmentation figures by data set; a full run has the p50 target; differing counts fail the ratio', () => {
