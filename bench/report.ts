@@ -114,7 +114,7 @@ export function roleCpuPerEvent(
   const out: { total: number } & Partial<Record<keyof RoleCpu, number>> = { total: 0 }
   for (const [role, seconds] of Object.entries(roles) as [keyof RoleCpu, number][]) {
     out[role] = (seconds * 1e6) / u.stored
-    out.total += out[role]!
+    out.total += out[role]
   }
   return out
 }
