@@ -6,37 +6,17 @@
 import { Partitioners, type Kafka, type Producer } from 'kafkajs'
 import type { ProduceMessage } from '../bus.ts'
 import { connectOnce } from './client.ts'
-import { CoalescingSender } from './coalescing-sender.ts'
-
-/**
- * Requests in flight per topic before sends coalesce (coalescing-sender.ts), and the most value
- * bytes a coalesced request carries: under Kafka's default message.max.bytes (1 MB), which bounds
- * a record batch, with room for the records' keys and headers.
- */
-const MAX_IN_FLIGHT_PER_TOPIC = 4
-const COALESCED_MAX_BYTES = 768 * 1024
 
 export class DurableProducer {
   private producer: Promise<Producer> | undefined
-  private readonly sender = new CoalescingSender<ProduceMessage>(
-    (topic, messages) => this.sendNow(topic, messages),
-    {
-      maxInFlight: MAX_IN_FLIGHT_PER_TOPIC,
-      maxBytes: COALESCED_MAX_BYTES,
-      size: (m) => m.value.length,
-    },
-  )
 
   constructor(
     private readonly kafka: Kafka,
     private readonly isClosed: () => boolean,
   ) {}
 
-  send(topic: string, messages: ProduceMessage[]): Promise<void> {
-    return this.sender.send(topic, messages)
-  }
-
-  private async sendNow(topic: string, messages: ProduceMessage[]): Promise<void> {
+  async send(topic: string, messages: ProduceMessage[]): Promise<void> {
+    if (messages.length === 0) return
     const producer = await this.connect()
     await producer.send({
       topic,
