@@ -29,6 +29,8 @@ export class BenchRun {
   readonly options: BenchOptions
   /** Database and topic prefix of the run's own in distributed mode; empty in embedded mode. */
   readonly distributedEnv: Readonly<Record<string, string>>
+  /** The ClickHouse stand-in's process when the bench started it: its CPU is the engine's. */
+  readonly enginePid: number | undefined
   readonly progress = new Progress()
   readonly log = (line: string) => this.progress.log(line)
   /** performance.now() at the start of the run: every time series is in seconds since then. */
@@ -42,9 +44,10 @@ export class BenchRun {
   readonly machine: ReturnType<typeof machineInfo>
   readonly results: Omit<BenchResults, 'figures'>
 
-  constructor(options: BenchOptions, distributedEnv: Record<string, string>) {
+  constructor(options: BenchOptions, distributedEnv: Record<string, string>, enginePid?: number) {
     this.options = options
     this.distributedEnv = distributedEnv
+    this.enginePid = enginePid
     this.wallStart = performance.now()
     // --quick must end within 3 minutes: waits are cut to fit, and scenarios that no longer fit are
     // skipped (reported as such) rather than overrun.

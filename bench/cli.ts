@@ -47,14 +47,18 @@ async function main(argv: string[]): Promise<number> {
       }
       distributedEnv = distributedIsolation()
     }
-    return await runBench(options, distributedEnv)
+    return await runBench(options, distributedEnv, local?.enginePid)
   } finally {
     await local?.stop()
   }
 }
 
-async function runBench(options: BenchOptions, distributedEnv: Record<string, string>): Promise<number> {
-  const run = new BenchRun(options, distributedEnv)
+async function runBench(
+  options: BenchOptions,
+  distributedEnv: Record<string, string>,
+  enginePid: number | undefined,
+): Promise<number> {
+  const run = new BenchRun(options, distributedEnv, enginePid)
   const load = await generateLoad(run)
   if (load) {
     await runSegmentation(run)

@@ -60,7 +60,7 @@ export function distributedIsolation(): { CLICKHOUSE_DATABASE: string; SLUICE_TO
  * distributed code path costs, not what a ClickHouse server does.
  */
 export async function startLocalServices(): Promise<
-  { source: string; stop: () => Promise<void> } | undefined
+  { source: string; enginePid: number | undefined; stop: () => Promise<void> } | undefined
 > {
   if (process.env.KAFKA_BROKERS || process.env.CLICKHOUSE_URL) return undefined
   const [{ kafkaForTests }, { clickhouseForTests }] = await Promise.all([
@@ -80,6 +80,7 @@ export async function startLocalServices(): Promise<
   })
   return {
     source: `Kafka: ${kafka.source} (${kafka.brokers.join(',')}); ClickHouse: ${clickhouse.source} (${clickhouse.url})`,
+    enginePid: clickhouse.pid,
     stop: async () => {
       await clickhouse.stop()
       await kafka.stop()

@@ -18,6 +18,7 @@ const STEPS = [
   'profiles',
   'overload',
   'sustained',
+  'storage',
 ]
 /** Steps whose events must be stored (they count them, or wait for them): sdk-sessions registers their customers' devices. */
 const NEEDS_SDK_DEVICES = ['plain', 'gzip', 'freshness', 'overload', 'sustained']

@@ -9,7 +9,7 @@ import type { OverloadResult } from './scenarios/overload.ts'
 import type { ProfilesResult } from './scenarios/profiles.ts'
 import type { SdkResult } from './scenarios/sdk.ts'
 import type { EdgeResult, EndToEndResult } from './scenarios/uploads.ts'
-import type { ThreadCpu } from './sluice.ts'
+import type { RoleCpu, ThreadCpu } from './sluice.ts'
 import { ratesOfCounter, round, type LatencySummary } from './stats.ts'
 import { STAGES } from './freshness-stages.ts'
 import { barChart, lineChart, type BarGroup } from './svg.ts'
@@ -102,6 +102,23 @@ export function cpuPerEvent(
   }
 }
 
+/**
+ * Distributed mode: CPU µs per event made queryable of each process (edge, worker, scheduler, and
+ * the engine when the bench started the ClickHouse stand-in), from their /proc times.
+ */
+export function roleCpuPerEvent(
+  u: Pick<EndToEndResult, 'roles' | 'stored'>,
+): ({ total: number } & Partial<Record<keyof RoleCpu, number>>) | undefined {
+  const roles = u.roles
+  if (!roles || u.stored <= 0 || Object.keys(roles).length === 0) return undefined
+  const out: { total: number } & Partial<Record<keyof RoleCpu, number>> = { total: 0 }
+  for (const [role, seconds] of Object.entries(roles) as [keyof RoleCpu, number][]) {
+    out[role] = (seconds * 1e6) / u.stored
+    out.total += out[role]
+  }
+  return out
+}
+
 /** The scenarios' reporters, in the report's order (bench/cli.ts lists them). */
 export type Reporters = readonly ScenarioReporter<unknown>[]
 
@@ -187,8 +204,21 @@ export function buildFigures(r: Omit<BenchResults, 'figures'>, reporters: Report
       floor.push(value)
       floorParts.push(`${u.kind} ${fmtRatio(value)} (${bin.format})`)
     }
+    const byRole = roleCpuPerEvent(u)
     const cpu = cpuPerEvent(u)
-    if (cpu) {
+    if (byRole) {
+      cpuTotals.push(byRole.total)
+      const part = (role: keyof RoleCpu, label: string = role) =>
+        byRole[role] === undefined ? [] : [`${label} ${byRole[role].toFixed(1)}`]
+      cpuParts.push(
+        `${u.kind} ${byRole.total.toFixed(1)}: ${[
+          ...part('edge'),
+          ...part('worker'),
+          ...part('engine', 'engine (ClickHouse stand-in process)'),
+          ...part('scheduler'),
+        ].join(', ')}`,
+      )
+    } else if (cpu) {
       cpuTotals.push(cpu.total)
       cpuParts.push(
         `${u.kind} ${cpu.total.toFixed(1)}: main ${cpu.main.toFixed(1)}, cpu pool ${cpu.cpu_pool.toFixed(1)}, engine ${cpu.engine.toFixed(1)}, node ${cpu.node.toFixed(1)}`,

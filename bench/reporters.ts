@@ -6,6 +6,7 @@ import { importReporter } from './scenarios/imports.ts'
 import { pushReporter } from './scenarios/push.ts'
 import { queryReporter } from './scenarios/query.ts'
 import { segmentationReporter } from './scenarios/segmentation.ts'
+import { storageReporter } from './scenarios/storage.ts'
 
 /**
  * The scenarios that run on their own and hand the report their figures (bench/figures.ts), in the
@@ -19,4 +20,5 @@ export const REPORTERS: Reporters = [
   campaignReporter,
   exportReporter,
   importReporter,
+  storageReporter,
 ]

@@ -9,6 +9,7 @@ import { freshness, FRESHNESS_WARM_UP_MS } from './scenarios/freshness.ts'
 import { overload } from './scenarios/overload.ts'
 import { profiles } from './scenarios/profiles.ts'
 import { sdkSessions } from './scenarios/sdk.ts'
+import { runStorage } from './scenarios/storage.ts'
 import { sustained } from './scenarios/sustained.ts'
 import {
   EdgeBurst,
@@ -171,6 +172,7 @@ async function onMainSluice(run: BenchRun, load: BenchLoad, launcher: SluiceLaun
     })
   const maxSustained = await endToEndScenarios(run, load, ctx)
   await sustainedRateScenarios(run, load, ctx, maxSustained)
+  await runStorage(run, sut)
   rss.stop()
   run.results.rss = rss.samples.map(([t, v]): [number, number] => [Math.round(t * 100) / 100, Math.round(v)])
   const code = await run.step('stop-sluice', () => sut.stop())

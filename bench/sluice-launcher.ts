@@ -37,6 +37,7 @@ export class SluiceLauncher {
       SluiceUnderTest.start({
         distributed: options.distributed,
         adminToken: this.adminToken,
+        ...(options.distributed && this.run.enginePid ? { enginePid: this.run.enginePid } : {}),
         nodeArgs: options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${join(outDir, 'profiles', name)}`] : [],
         env: {
           SLUICE_DATA_DIR: join(workDir, name),

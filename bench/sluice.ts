@@ -6,6 +6,9 @@ import { NODE_MEMORY_FLAGS, withProcessMemorySettings } from '../services/shared
 import { basic, HttpClient } from './http.ts'
 
 const BIN = fileURLToPath(new URL('../bin/sluice.js', import.meta.url))
+/** The banner line of a process serving the API, and that of one without (a worker, a scheduler). */
+const API_LINE = /API:\s+(http:\/\/\S+)/
+const RUNNING_LINE = /^sluice \S+ running \(/m
 
 export interface RssReading {
   rssMb: number
@@ -110,8 +113,33 @@ export interface Tenant {
  * The Sluice under test: `node bin/sluice.js start` as a child process (embedded, or against
  * Kafka + ClickHouse when their variables are set), its banner parsed for the API and SQL port.
  */
+/** A process of the Sluice under test: `start` (every role), or one role in distributed mode. */
+export type SluiceRole = 'start' | 'edge' | 'worker' | 'scheduler'
+
+/** CPU seconds each process has used (utime + stime, /proc/<pid>/stat), by role; `engine`: the ClickHouse stand-in. */
+export type RoleCpu = Partial<Record<SluiceRole | 'engine', number>>
+
+/** CPU seconds (user + system) a process has used so far; undefined when /proc cannot tell. */
+export function processCpuSeconds(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS
+  } catch {
+    return undefined
+  }
+}
+
+/** USER_HZ: /proc's clock ticks per second on Linux. */
+const CLOCK_TICKS = 100
+
 export class SluiceUnderTest {
+  /** The process serving the API: `start`, or the edge in distributed mode. */
   readonly child: ChildProcess
+  /** Every process, by role (the edge's is `child`). */
+  readonly roles: ReadonlyMap<SluiceRole, ChildProcess>
+  /** The ClickHouse stand-in's process (ENGINE_PID), whose CPU is the engine's in distributed mode. */
+  readonly enginePid: number | undefined
   readonly url: string
   readonly sqlUrl: string | undefined
   readonly adminToken: string
@@ -124,6 +152,8 @@ export class SluiceUnderTest {
 
   private constructor(fields: {
     child: ChildProcess
+    roles: ReadonlyMap<SluiceRole, ChildProcess>
+    enginePid: number | undefined
     url: string
     sqlUrl: string | undefined
     adminToken: string
@@ -134,6 +164,8 @@ export class SluiceUnderTest {
     exited: Promise<number | null>
   }) {
     this.child = fields.child
+    this.roles = fields.roles
+    this.enginePid = fields.enginePid
     this.url = fields.url
     this.sqlUrl = fields.sqlUrl
     this.adminToken = fields.adminToken
@@ -146,13 +178,20 @@ export class SluiceUnderTest {
     this.http = new HttpClient(fields.url, 16)
   }
 
+  /**
+   * Embedded: `sluice start`. Distributed: `sluice edge`, then `sluice worker` and `sluice
+   * scheduler`, each a process of its own as a deployment runs them (one after the other, so their
+   * migrations at start do not race), so the CPU of each role is its process's.
+   */
   static async start(options: {
     env: Record<string, string>
     distributed: boolean
     adminToken: string
     timeoutMs?: number
-    /** Node flags of the Sluice process (e.g. --cpu-prof). */
+    /** Node flags of the Sluice processes (e.g. --cpu-prof). */
     nodeArgs?: string[]
+    /** The ClickHouse stand-in's process, when the bench started it (distributed mode). */
+    enginePid?: number
   }): Promise<SluiceUnderTest> {
     // Started as users start it: with the memory settings bin/sluice.js sets (docs/memory.md).
     const env = {
@@ -160,44 +199,69 @@ export class SluiceUnderTest {
       PORT: '0',
       HOST: '127.0.0.1',
       SLUICE_SQL_PORT: '0',
+      SLUICE_OPS_PORT: '0',
       SLUICE_LOG_LEVEL: 'warn',
       SLUICE_ADMIN_TOKEN: options.adminToken,
       ...options.env,
     }
-    const child = spawn(process.execPath, [...NODE_MEMORY_FLAGS, ...(options.nodeArgs ?? []), BIN, 'start'], {
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
     const tail: string[] = []
-    let banner = ''
-    const keep = (d: Buffer) => {
-      const text = d.toString()
-      if (banner.length < 8192) banner += text
-      for (const line of text.split('\n')) if (line.trim()) tail.push(line)
-      if (tail.length > 200) tail.splice(0, tail.length - 200)
-    }
-    child.stdout.on('data', keep)
-    child.stderr.on('data', keep)
-    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(
-        () =>
-          reject(new Error(`sluice did not start in ${options.timeoutMs ?? 90_000} ms:\n${tail.join('\n')}`)),
-        options.timeoutMs ?? 90_000,
-      )
-      const check = () => {
-        if (/API:\s+http:\/\/\S+/.test(banner)) {
-          clearTimeout(timer)
-          resolve()
-        }
-      }
-      child.stdout.on('data', check)
-      child.once('exit', (code) => {
-        clearTimeout(timer)
-        reject(new Error(`sluice exited with ${code} before starting:\n${tail.join('\n')}`))
+    const roles = new Map<SluiceRole, ChildProcess>()
+    const exits: Promise<number | null>[] = []
+    const spawnRole = async (
+      role: SluiceRole,
+      ready: RegExp,
+    ): Promise<{ child: ChildProcess; banner: string }> => {
+      const child = spawn(process.execPath, [...NODE_MEMORY_FLAGS, ...(options.nodeArgs ?? []), BIN, role], {
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
       })
-    })
-    const url = /API:\s+(http:\/\/\S+)/.exec(banner)?.[1] ?? ''
+      roles.set(role, child)
+      const prefix = role === 'start' ? '' : `[${role}] `
+      let banner = ''
+      const keep = (d: Buffer) => {
+        const text = d.toString()
+        if (banner.length < 8192) banner += text
+        for (const line of text.split('\n')) if (line.trim()) tail.push(prefix + line)
+        if (tail.length > 200) tail.splice(0, tail.length - 200)
+      }
+      child.stdout.on('data', keep)
+      child.stderr.on('data', keep)
+      exits.push(new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code))))
+      await new Promise<void>((resolve, reject) => {
+        const timeoutMs = options.timeoutMs ?? 90_000
+        const timer = setTimeout(
+          () => reject(new Error(`sluice ${role} did not start in ${timeoutMs} ms:\n${tail.join('\n')}`)),
+          timeoutMs,
+        )
+        const check = () => {
+          if (ready.test(banner)) {
+            clearTimeout(timer)
+            resolve()
+          }
+        }
+        child.stdout.on('data', check)
+        child.once('exit', (code) => {
+          clearTimeout(timer)
+          reject(new Error(`sluice ${role} exited with ${code} before starting:\n${tail.join('\n')}`))
+        })
+      })
+      return { child, banner }
+    }
+    let main: { child: ChildProcess; banner: string }
+    try {
+      main = await spawnRole(options.distributed ? 'edge' : 'start', API_LINE)
+      if (options.distributed) {
+        await spawnRole('worker', RUNNING_LINE)
+        await spawnRole('scheduler', RUNNING_LINE)
+      }
+    } catch (err) {
+      for (const child of roles.values())
+        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+      await Promise.all(exits)
+      throw err
+    }
+    const { child, banner } = main
+    const url = API_LINE.exec(banner)?.[1] ?? ''
     const sqlUrl = /SQL port:\s+(http:\/\/\S+)/.exec(banner)?.[1]
     const database = options.env.CLICKHOUSE_DATABASE ?? process.env.CLICKHOUSE_DATABASE ?? 'sluice'
     const sql = options.distributed
@@ -215,6 +279,8 @@ export class SluiceUnderTest {
         })
     return new SluiceUnderTest({
       child,
+      roles,
+      enginePid: options.enginePid,
       url,
       sqlUrl,
       adminToken: options.adminToken,
@@ -222,7 +288,7 @@ export class SluiceUnderTest {
       database,
       sql,
       outputTail: tail,
-      exited,
+      exited: Promise.all(exits).then((codes) => codes.find((c) => c !== 0) ?? codes[0] ?? null),
     })
   }
 
@@ -230,8 +296,21 @@ export class SluiceUnderTest {
     return this.child.pid ?? 0
   }
 
+  /** Every process of it still runs. */
   get alive(): boolean {
-    return this.child.exitCode === null && this.child.signalCode === null
+    return [...this.roles.values()].every((c) => c.exitCode === null && c.signalCode === null)
+  }
+
+  /** CPU seconds used so far by each process (and the engine's, when the bench started it). */
+  roleCpu(): RoleCpu {
+    const cpu: RoleCpu = {}
+    for (const [role, child] of this.roles) {
+      const seconds = child.pid ? processCpuSeconds(child.pid) : undefined
+      if (seconds !== undefined) cpu[role] = seconds
+    }
+    const engine = this.enginePid ? processCpuSeconds(this.enginePid) : undefined
+    if (engine !== undefined) cpu.engine = engine
+    return cpu
   }
 
   output(): string {
@@ -255,9 +334,18 @@ export class SluiceUnderTest {
     return { orgId, apps, apiKey, apiSecret, auth: basic(apiKey, apiSecret) }
   }
 
-  async query<T>(query: string): Promise<T[]> {
-    const result = await this.sql.query({ query, format: 'JSONEachRow' })
+  async query<T>(query: string, params?: Record<string, unknown>): Promise<T[]> {
+    const result = await this.sql.query({
+      query,
+      format: 'JSONEachRow',
+      ...(params ? { query_params: params } : {}),
+    })
     return result.json<T>()
+  }
+
+  /** A statement without a result (distributed mode: the ClickHouse server's own client). */
+  async command(query: string): Promise<void> {
+    await this.sql.command({ query })
   }
 
   async text(query: string): Promise<string> {
@@ -306,16 +394,20 @@ export class SluiceUnderTest {
   async kill(): Promise<void> {
     this.http.close()
     await this.sql.close().catch(() => undefined)
-    if (this.alive) this.child.kill('SIGKILL')
+    for (const child of this.roles.values())
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
     await this.exited
   }
 
   async stop(timeoutMs = 30_000): Promise<number | null> {
     this.http.close()
     await this.sql.close().catch(() => undefined)
-    if (!this.alive) return this.child.exitCode
-    this.child.kill('SIGTERM')
-    const timer = setTimeout(() => this.child.kill('SIGKILL'), timeoutMs)
+    const running = [...this.roles.values()].filter((c) => c.exitCode === null && c.signalCode === null)
+    // Each drains on its own: a graceful stop finishes and commits the batches in flight.
+    for (const child of running) child.kill('SIGTERM')
+    const timer = setTimeout(() => {
+      for (const child of running) child.kill('SIGKILL')
+    }, timeoutMs)
     const code = await this.exited
     clearTimeout(timer)
     return code

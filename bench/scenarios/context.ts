@@ -1,6 +1,6 @@
 import type { Customer, UuidSpace } from '../generate.ts'
 import type { Progress } from '../progress.ts'
-import type { RssSampler, SluiceUnderTest, Tenant, ThreadCpu } from '../sluice.ts'
+import type { RoleCpu, RssSampler, SluiceUnderTest, Tenant, ThreadCpu } from '../sluice.ts'
 import { cpuSnapshot, cpuUse, type CpuUse } from '../machine.ts'
 import { sleep, type HttpResult } from '../http.ts'
 
@@ -166,20 +166,31 @@ export class CounterSet {
 export async function measureCpu<T>(
   ctx: BenchContext,
   work: () => Promise<T>,
-): Promise<{ value: T; cpu: CpuUse; threads?: ThreadCpu }> {
+): Promise<{ value: T; cpu: CpuUse; threads?: ThreadCpu; roles?: RoleCpu }> {
   const threadsBefore = await ctx.sut.threadCpu()
+  const rolesBefore = ctx.sut.roleCpu()
   const before = cpuSnapshot(ctx.sut.pid)
   const value = await work()
   const cpu = cpuUse(before, cpuSnapshot(ctx.sut.pid))
+  const rolesAfter = ctx.sut.roleCpu()
   const threadsAfter = threadsBefore && (await ctx.sut.threadCpu())
-  if (!threadsBefore || !threadsAfter) return { value, cpu }
+  // Distributed mode: each process's CPU (edge, worker, scheduler, the stand-in's engine).
+  let roles: RoleCpu | undefined
+  if (ctx.sut.mode === 'distributed') {
+    roles = {}
+    for (const [role, seconds] of Object.entries(rolesAfter) as [keyof RoleCpu, number][]) {
+      const was = rolesBefore[role]
+      if (was !== undefined) roles[role] = seconds - was
+    }
+  }
+  if (!threadsBefore || !threadsAfter) return { value, cpu, ...(roles ? { roles } : {}) }
   const threads: ThreadCpu = {
     main: threadsAfter.main - threadsBefore.main,
     cpu_pool: threadsAfter.cpu_pool - threadsBefore.cpu_pool,
     engine: threadsAfter.engine - threadsBefore.engine,
     node: threadsAfter.node - threadsBefore.node,
   }
-  return { value, cpu, threads }
+  return { value, cpu, threads, ...(roles ? { roles } : {}) }
 }
 
 /**

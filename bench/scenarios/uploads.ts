@@ -8,7 +8,7 @@ import {
 import { warmUp } from '../baselines/run.ts'
 import { closedLoop, sleep, type HttpResult } from '../http.ts'
 import { cpuSnapshot, cpuUse, flushDirtyPages, type CpuSnapshot, type CpuUse } from '../machine.ts'
-import type { ThreadCpu } from '../sluice.ts'
+import type { RoleCpu, ThreadCpu } from '../sluice.ts'
 import { perSecond, ratesOfCounter, summarize, Timeline, type LatencySummary } from '../stats.ts'
 import {
   CounterSet,
@@ -245,6 +245,8 @@ export interface EndToEndResult {
   cpu: CpuUse
   /** CPU seconds Sluice spent by kind of thread, from the first send until all was queryable. */
   threads?: ThreadCpu
+  /** Distributed mode: CPU seconds of each process over the same span (RoleCpu). */
+  roles?: RoleCpu
 }
 
 /**
@@ -280,6 +282,7 @@ export async function endToEnd(
     value: drained,
     cpu,
     threads,
+    roles,
   } = await measureCpu(ctx, async () => {
     const deadline = performance.now() + options.durationMs
     const { elapsedMs } = await closedLoop({
@@ -333,5 +336,6 @@ export async function endToEnd(
     },
     cpu,
     ...(threads ? { threads } : {}),
+    ...(roles ? { roles } : {}),
   }
 }

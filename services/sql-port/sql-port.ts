@@ -71,8 +71,9 @@ export async function startSqlPort(options: SqlPortOptions): Promise<SqlPortServ
     options.serverVersion === undefined || options.timezone === undefined
       ? await readServerInfo(options.executor)
       : undefined
+  const execution = executionFor(options)
   const handler = new RequestHandler({
-    execution: executionFor(options),
+    execution,
     authenticate: options.authenticate,
     logger: options.logger,
     maxBodyBytes: options.maxQueryBytes ?? (options.readOnly ? MB : 256 * MB),
@@ -105,7 +106,11 @@ export async function startSqlPort(options: SqlPortOptions): Promise<SqlPortServ
     port: listening,
     close: () =>
       new Promise<void>((resolve, reject) => {
-        httpServer.close((err) => (err ? reject(err) : resolve()))
+        httpServer.close((err) => {
+          execution.close?.()
+          if (err) reject(err)
+          else resolve()
+        })
         httpServer.closeIdleConnections()
         // An analyst's statement is not worth holding a shutdown for: it is killed, its client
         // gets a closed connection. The writable stand-in lets requests in flight finish.

@@ -33,6 +33,8 @@ export interface QueryResult {
 /** Runs a request's statement in one of the port's modes. */
 export interface StatementExecution {
   execute(http: HttpParams, body: Buffer, request: ExecutionRequest): Promise<QueryResult>
+  /** Releases what the execution opened itself (connections), once the port has closed. */
+  close?(): void
 }
 
 export interface RequestStatement {

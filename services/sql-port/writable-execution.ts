@@ -7,7 +7,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { QueryParams, RawExecutor } from '../../pipelines/connectors/store/store.ts'
+import type { ClosableExecutor, QueryParams, RawExecutor } from '../../pipelines/connectors/store/store.ts'
 import { addSettings, type SettingValue } from './add-settings.ts'
 import {
   decodeQueryParameter,
@@ -34,6 +34,11 @@ export interface WritableExecutionOptions {
   defaultDatabase: string
   /** Requests running or waiting before new ones get TOO_MANY_SIMULTANEOUS_QUERIES. Default 100. */
   maxQueuedRequests?: number
+  /**
+   * Connections of their own per database (where the executor can open them: connectIn), each
+   * running its requests in order, so requests run concurrently, as on a server. Default 4.
+   */
+  connectionsPerDatabase?: number
 }
 
 /** Statement kinds that take a trailing query-level SETTINGS clause (CREATE's would be table settings). */
@@ -47,8 +52,12 @@ const SETTINGS_KINDS: ReadonlySet<string> = new Set([
 ])
 
 export class WritableExecution implements StatementExecution {
-  /** One request at a time on the executor's connection. */
+  /** One request at a time on the executor's shared connection. */
   private readonly queue = new SerialQueue()
+  /** Connections of their own per database, where the executor has them. */
+  private readonly connections: DatabaseConnections
+  /** Requests running or waiting, on any connection. */
+  private pending = 0
 
   constructor(
     private readonly executor: RawExecutor,
@@ -56,6 +65,7 @@ export class WritableExecution implements StatementExecution {
   ) {
     if (!isIdentifier(options.defaultDatabase))
       throw new Error(`invalid defaultDatabase ${options.defaultDatabase}`)
+    this.connections = new DatabaseConnections(executor, options.connectionsPerDatabase ?? 4)
   }
 
   async execute(http: HttpParams, body: Buffer, request: ExecutionRequest): Promise<QueryResult> {
@@ -171,36 +181,51 @@ export class WritableExecution implements StatementExecution {
   ): Promise<Buffer> {
     const { executor } = this
     const { defaultDatabase } = this.options
-    refuseWhenQueueFull(this.queue.pending, this.options.maxQueuedRequests ?? 100)
-    const exec = (text: string) =>
-      executor.exec(text, {
+    refuseWhenQueueFull(this.pending, this.options.maxQueuedRequests ?? 100)
+    this.pending++
+    const exec = (on: Pick<RawExecutor, 'exec'>, text: string) =>
+      on.exec(text, {
         params: options.params,
         format: options.format,
         ...(options.body ? { body: options.body } : {}),
       })
-    return this.queue.run(async () => {
-      if (database === undefined || database === defaultDatabase) return exec(sql)
-      const restore = () =>
-        executor.exec(`USE \`${defaultDatabase}\``, {}).then(
-          () => undefined,
-          () => undefined,
-        )
-      // Data runs to the end of the text, so after an INSERT with data the restore is its own call.
-      if (options.body || inlineData) {
-        try {
-          return await exec(`USE \`${database}\`;\n${sql}`)
-        } finally {
-          await restore()
+    const inDatabase = database ?? defaultDatabase
+    return (async () => {
+      const connection = await this.connections.pick(inDatabase)
+      if (connection) return connection.queue.run(() => exec(connection.executor, sql))
+      // No connection of its own (the executor has none, or the database does not exist yet: the
+      // statement then fails, or creates it, as on a server): the shared one, switched for the call.
+      return this.queue.run(async () => {
+        if (inDatabase === defaultDatabase) return exec(executor, sql)
+        const restore = () =>
+          executor.exec(`USE \`${defaultDatabase}\``, {}).then(
+            () => undefined,
+            () => undefined,
+          )
+        // Data runs to the end of the text, so after an INSERT with data the restore is its own call.
+        if (options.body || inlineData) {
+          try {
+            return await exec(executor, `USE \`${inDatabase}\`;\n${sql}`)
+          } finally {
+            await restore()
+          }
         }
-      }
-      try {
-        return await exec(`USE \`${database}\`;\n${sql}\n;\nUSE \`${defaultDatabase}\``)
-      } catch (err) {
-        // chdb stops at the failing statement, leaving the session in `database`.
-        await restore()
-        throw err
-      }
+        try {
+          return await exec(executor, `USE \`${inDatabase}\`;\n${sql}\n;\nUSE \`${defaultDatabase}\``)
+        } catch (err) {
+          // chdb stops at the failing statement, leaving the session in `database`.
+          await restore()
+          throw err
+        }
+      })
+    })().finally(() => {
+      this.pending--
     })
+  }
+
+  /** Closes the connections of their own. */
+  close(): void {
+    this.connections.close()
   }
 }
 
@@ -259,5 +284,68 @@ class SerialQueue {
     })
     this.tail = result.catch(() => undefined)
     return result
+  }
+}
+
+interface Connection {
+  executor: ClosableExecutor
+  queue: SerialQueue
+}
+
+/**
+ * Up to `perDatabase` connections of their own per database, opened as requests find the open ones
+ * busy; a request goes to the one with the fewest requests running or waiting. A database that
+ * does not exist gets none (its statements take the shared connection, which reports that).
+ */
+class DatabaseConnections {
+  private readonly open = new Map<string, Connection[]>()
+  private readonly opening = new Map<string, Promise<Connection | undefined>>()
+  private closed = false
+
+  constructor(
+    private readonly executor: RawExecutor,
+    private readonly perDatabase: number,
+  ) {}
+
+  async pick(database: string): Promise<Connection | undefined> {
+    if (!this.executor.connectIn || this.perDatabase <= 0 || this.closed) return undefined
+    const list = this.open.get(database) ?? []
+    const idlest = list.reduce<Connection | undefined>(
+      (best, c) => (best === undefined || c.queue.pending < best.queue.pending ? c : best),
+      undefined,
+    )
+    if (idlest && (idlest.queue.pending === 0 || list.length >= this.perDatabase)) return idlest
+    // One opening per database at a time; meanwhile requests share the open ones.
+    const pending = this.opening.get(database)
+    if (pending) return idlest ?? (await pending)
+    const opened = this.connect(database)
+    this.opening.set(database, opened)
+    try {
+      return (await opened) ?? idlest
+    } finally {
+      this.opening.delete(database)
+    }
+  }
+
+  close(): void {
+    this.closed = true
+    for (const list of this.open.values()) for (const c of list) c.executor.close()
+    this.open.clear()
+  }
+
+  private async connect(database: string): Promise<Connection | undefined> {
+    let executor: ClosableExecutor
+    try {
+      executor = await this.executor.connectIn!(database)
+    } catch {
+      return undefined
+    }
+    if (this.closed) {
+      executor.close()
+      return undefined
+    }
+    const connection = { executor, queue: new SerialQueue() }
+    this.open.set(database, [...(this.open.get(database) ?? []), connection])
+    return connection
   }
 }

@@ -15,6 +15,8 @@ const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url))
 export interface ClickHouseStandin {
   url: string
   port: number
+  /** The stand-in's process (the bench reads its CPU time as the engine's). */
+  pid: number
   dataDir: string
   /** SIGTERM, then removes the data directory (unless the caller gave it). */
   stop(): Promise<void>
@@ -28,6 +30,8 @@ export interface ClickHouseForTests {
   password: string
   /** Which one the tests got: a real server from the environment, or the chdb-backed stand-in. */
   source: 'CLICKHOUSE_URL' | 'chdb-standin'
+  /** The stand-in's process; undefined for a server from the environment. */
+  pid?: number
   stop(): Promise<void>
 }
 
@@ -83,6 +87,7 @@ export async function startClickHouseStandin(
   return {
     url: `http://127.0.0.1:${port}`,
     port,
+    pid: child.pid ?? 0,
     dataDir,
     kill: async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
@@ -121,6 +126,7 @@ export async function clickhouseForTests(): Promise<ClickHouseForTests> {
     username: 'default',
     password: '',
     source: 'chdb-standin',
+    pid: standin.pid,
     stop: () => standin.stop(),
   }
 }

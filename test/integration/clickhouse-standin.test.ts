@@ -37,6 +37,23 @@ describe(`ClickHouseStore over HTTP (${target})`, () => {
     expect(await store.ping()).toBe(true)
   })
 
+  it('answers a short query while a long one runs, and keeps each request in its database', async () => {
+    await store.command('CREATE TABLE t_where (n UInt8) ENGINE = MergeTree ORDER BY n')
+    await store.insert('t_where', [{ n: 7 }])
+    const finished: string[] = []
+    // About 2 s in the engine (4 rows, 0.5 s each), on the store's database.
+    const long = store
+      .query<{ s: number }>('SELECT sum(sleepEachRow(0.5)) AS s FROM numbers(4)')
+      .then(() => finished.push('long'))
+    // The short one names its table without a database: it runs in the store's, not `default`.
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    const short = await store.query<{ n: number }>('SELECT n FROM t_where')
+    finished.push('short')
+    await long
+    expect(short).toEqual([{ n: 7 }])
+    expect(finished).toEqual(['short', 'long'])
+  })
+
   it('creates a table, inserts objects and queries them back with parameters', async () => {
     await store.command(
       'CREATE TABLE t_events (id UInt32, name String, tags Map(String, String)) ENGINE = MergeTree ORDER BY id',

@@ -330,7 +330,29 @@ describe('bench report', () => {
       "import_100k_ratio 0.04 (target >= 0.8: not met; Sluice's rows/s ÷ the engine reading the same file into profiles (50000 rows/s))",
       'import_100k_rss_growth_mb 120 (target <= 150: met; the Sluice process (the embedded engine included), largest sample minus the first, during the import)',
       'import_audience_100k_s 12.3 (no target; 100,000 customer ids: receipt 1000 known / 99000 unknown, user_count 1000 exact; RSS +30 MB)',
+      'bytes_per_event_on_disk skipped: not measured',
     ])
+  })
+
+  it('splits CPU per event by process in distributed mode, and gives the bytes per stored event', () => {
+    // 600,000 events: edge 6 s, worker 12 s, stand-in 9 s, scheduler 0.3 s.
+    const distributed = { ...e2eGzip, roles: { edge: 6, worker: 12, engine: 9, scheduler: 0.3 } }
+    const storage = {
+      optimized: true,
+      events: { rows: 200_000, bytesOnDisk: 8_000_000, uncompressedBytes: 60_000_000, parts: 3 },
+      tables: [
+        { table: 'events', rows: 200_000, bytesOnDisk: 8_000_000 },
+        { table: 'raw_log', rows: 1000, bytesOnDisk: 3_000_000 },
+        { table: 'event_uuid_index', rows: 200_000, bytesOnDisk: 1_000_000 },
+      ],
+    }
+    const lines = results({ e2e: [distributed], storage }).figures.map(formatFigure)
+    expect(lines).toContain(
+      'cpu_us_per_event 45.5 (no target; gzip 45.5: edge 10.0, worker 20.0, engine (ClickHouse stand-in process) 15.0, scheduler 0.5)',
+    )
+    expect(lines).toContain(
+      'bytes_per_event_on_disk 40 (no target; events: 200,000 rows in 3 parts, after OPTIMIZE FINAL, 300 B uncompressed; every table of the database ÷ events: 60.0 B (raw_log 15.0, event_uuid_index 5.0))',
+    )
   })
 
   it('names the segmentation figures by data set; a full run has the p50 target; differing counts fail the ratio', () => {

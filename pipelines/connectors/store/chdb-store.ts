@@ -7,6 +7,7 @@ import {
   isRowPieces,
   piecesColumns,
   type InsertOptions,
+  type ClosableExecutor,
   type QueryParams,
   type RawExecutor,
   type RowPieces,
@@ -176,9 +177,19 @@ export class ChdbStore implements Store, RawExecutor {
     sql: string,
     options: { params?: QueryParams; format?: string; body?: Buffer },
   ): Promise<Buffer> {
-    const text = options.body && options.body.length > 0 ? `${sql}\n${options.body.toString('utf8')}` : sql
-    const result = await this.run(text, options.params, options.format ?? 'TabSeparated')
-    return Buffer.from(result.bytes())
+    return execOn(this.session, sql, options)
+  }
+
+  async connectIn(database: string): Promise<ClosableExecutor> {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(database)) throw new Error(`invalid database name: ${database}`)
+    const session = this.connect()
+    try {
+      await session.queryAsync(`USE ${database}`)
+    } catch (err) {
+      session.close()
+      throw err
+    }
+    return { exec: (sql, options) => execOn(session, sql, options), close: () => session.close() }
   }
 
   async ping(): Promise<boolean> {
@@ -196,8 +207,23 @@ export class ChdbStore implements Store, RawExecutor {
   }
 
   private run(sql: string, params: QueryParams | undefined, format: string) {
-    return params && Object.keys(params).length > 0
-      ? this.session.queryBindAsync(sql, params, { format })
-      : this.session.queryAsync(sql, { format })
+    return runOn(this.session, sql, params, format)
   }
+}
+
+function runOn(session: Session, sql: string, params: QueryParams | undefined, format: string) {
+  return params && Object.keys(params).length > 0
+    ? session.queryBindAsync(sql, params, { format })
+    : session.queryAsync(sql, { format })
+}
+
+/** RawExecutor.exec on one connection: inline data (an INSERT's body) follows the statement's text. */
+async function execOn(
+  session: Session,
+  sql: string,
+  options: { params?: QueryParams; format?: string; body?: Buffer },
+): Promise<Buffer> {
+  const text = options.body && options.body.length > 0 ? `${sql}\n${options.body.toString('utf8')}` : sql
+  const result = await runOn(session, text, options.params, options.format ?? 'TabSeparated')
+  return Buffer.from(result.bytes())
 }

@@ -76,4 +76,15 @@ export function piecesColumns(options: InsertOptions): NonNullable<InsertOptions
 /** Raw execution used by the SQL port: bytes in the format the caller asked for. */
 export interface RawExecutor {
   exec(sql: string, options: { params?: QueryParams; format?: string; body?: Buffer }): Promise<Buffer>
+  /**
+   * A connection of its own to the same engine whose current database is `database` (which must
+   * exist), running its calls in order and concurrently with the other connections'; the caller
+   * closes it. Absent: every call runs on this executor.
+   */
+  connectIn?(database: string): Promise<ClosableExecutor>
+}
+
+/** A RawExecutor of its own connection (RawExecutor.connectIn). */
+export interface ClosableExecutor extends Pick<RawExecutor, 'exec'> {
+  close(): void
 }

@@ -79,6 +79,7 @@ export class KafkaConsumerHandle {
       rebalanceTimeout: settings.rebalanceTimeoutMs,
       heartbeatInterval: settings.heartbeatIntervalMs,
       maxWaitTimeInMs: settings.maxWaitTimeMs,
+      ...fetchLimits(this.options.maxBatchBytes),
       allowAutoTopicCreation: true,
       // A crashed kafkajs consumer (e.g. too many failed commits) would otherwise stay dead silently.
       retry: { retries: 5, restartOnFailure: async () => restart() },
@@ -162,6 +163,27 @@ export class KafkaConsumerHandle {
       this.context.logs.log('error', 'onError threw', { ...fields, onErrorError: errorMessage(e) })
     }
   }
+}
+
+/** kafkajs' own fetch limits: 1 MB per partition, 10 MB per fetch. */
+const KAFKAJS_PARTITION_FETCH_BYTES = 1024 * 1024
+const KAFKAJS_FETCH_BYTES = 10 * 1024 * 1024
+
+/**
+ * A fetch that can fill one handler call: kafkajs fetches at most 1 MB of a partition at a time,
+ * so a stage whose batches may hold 8 MB (the upload splitter: 64 plain or 32 gzip bodies) would
+ * be handed 4 gzip bodies a call from a backlog, and pay each call's store round trips and commit
+ * for that many. Up to two batches' worth per fetch, so the next is at hand while one is handled;
+ * never less than kafkajs' own limits.
+ */
+export function fetchLimits(maxBatchBytes: number | undefined): {
+  maxBytesPerPartition: number
+  maxBytes: number
+} {
+  if (maxBatchBytes === undefined || !Number.isFinite(maxBatchBytes))
+    return { maxBytesPerPartition: KAFKAJS_PARTITION_FETCH_BYTES, maxBytes: KAFKAJS_FETCH_BYTES }
+  const perPartition = Math.max(KAFKAJS_PARTITION_FETCH_BYTES, Math.ceil(maxBatchBytes))
+  return { maxBytesPerPartition: perPartition, maxBytes: Math.max(KAFKAJS_FETCH_BYTES, 2 * perPartition) }
 }
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
