@@ -347,7 +347,7 @@ export function campaignErrors(channel: Channel, v: Values, messages: readonly s
 // ---------------------------------------------------------------------------------------------
 // Rendering
 
-const idOf = (name: string) => `f-${name.replace(/[^A-Za-z0-9]+/g, '-').replace(/-$/, '')}`
+const idOf = (name: string) => `f-${name.replace(/[^A-Za-z0-9_]+/g, '-').replace(/-$/, '')}`
 
 /** A labelled control of the form with the API's messages for its field under it. */
 function control(
