@@ -1,4 +1,5 @@
 import { mkdirSync } from 'node:fs'
+import { get } from 'node:http'
 import { join } from 'node:path'
 import { chromium, type Browser, type Page } from 'playwright-core'
 import { ADMIN_TOKEN } from './edge.ts'
@@ -46,3 +47,31 @@ export async function signInWithKey(page: Page, url: string, apiKey: string, sec
 
 /** The texts of some elements without the whitespace the page's formatting puts around them. */
 export const trimmed = async (texts: Promise<string[]>) => (await texts).map((t) => t.trim())
+
+/** The budget of JavaScript one dashboard page may load, gzipped (docs/dashboard.md). */
+export const JS_BUDGET_GZIP_BYTES = 250 * 1024
+
+/**
+ * The bytes on the wire of the scripts a page references, as the edge sends them to a browser
+ * that accepts gzip (read raw: no client decompresses them first).
+ */
+export async function scriptBytesGzipped(page: Page): Promise<number> {
+  const sources = await page
+    .locator('script[src]')
+    .evaluateAll((scripts) => scripts.map((s) => (s as unknown as { src: string }).src))
+  const sizes = await Promise.all(
+    sources.map(
+      (src) =>
+        new Promise<number>((resolve, reject) => {
+          get(src, { headers: { 'Accept-Encoding': 'gzip' } }, (res) => {
+            if (res.statusCode !== 200 || res.headers['content-encoding'] !== 'gzip')
+              reject(new Error(`${src}: ${res.statusCode} ${res.headers['content-encoding']}`))
+            let n = 0
+            res.on('data', (chunk: Buffer) => (n += chunk.length))
+            res.on('end', () => resolve(n))
+          }).on('error', reject)
+        }),
+    ),
+  )
+  return sizes.reduce((a, b) => a + b, 0)
+}

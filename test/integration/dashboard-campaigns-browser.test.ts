@@ -2,7 +2,9 @@ import { readFile } from 'node:fs/promises'
 import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
+  JS_BUDGET_GZIP_BYTES,
   launchChromium,
+  scriptBytesGzipped,
   shot,
   signInAsOperator,
   signInWithKey,
@@ -120,11 +122,11 @@ describe('the dashboard: campaigns and push, in Chromium', { timeout: 180_000 },
     await page.getByLabel('Conversion event (optional)').fill('Purchase')
     await page.getByLabel('Control group (% held out)').fill('25')
     await page.getByLabel(/^Begin/).fill(begin)
-    await page.getByLabel('Creative A title').fill('Spring A')
+    await page.getByLabel('Creative A title', { exact: true }).fill('Spring A')
     await page.getByLabel('Creative A percent').fill('50')
     await page.getByLabel('Creative A message').fill('Spring is here')
     await page.getByRole('button', { name: 'Add a creative' }).click()
-    await page.getByLabel('Creative B title').fill('Spring B')
+    await page.getByLabel('Creative B title', { exact: true }).fill('Spring B')
     await page.getByLabel('Creative B percent').fill('50')
     await page.getByLabel('Creative B message').fill('Spring sale: 20% off')
     await page.getByLabel('Creative B deep link url').fill('acme://sale')
@@ -221,7 +223,7 @@ describe('the dashboard: campaigns and push, in Chromium', { timeout: 180_000 },
     await page.getByRole('link', { name: 'New in-app campaign' }).click()
     await page.getByLabel('Name', { exact: true }).fill('Welcome banner')
     await page.getByLabel(/^Begin/).fill('2026-01-01T00:00:00Z')
-    await page.getByLabel('Creative A title').fill('Banner')
+    await page.getByLabel('Creative A title', { exact: true }).fill('Banner')
     await page.getByLabel('Creative A phone file (HTML or zip)').setInputFiles({
       name: 'banner.zip',
       mimeType: 'application/zip',
@@ -284,6 +286,22 @@ describe('the dashboard: campaigns and push, in Chromium', { timeout: 180_000 },
       }),
     )
     await shot(page, '14-push')
+  })
+
+  it('ships at most 250 KB of JavaScript, gzipped, on each of these pages', async () => {
+    const pages = [
+      `/dashboard/campaigns?org=${tenant.orgId}&app=${APP}`,
+      `/dashboard/campaigns/${tenant.orgId}/${APP}/new/push`,
+      `/dashboard/campaigns/${tenant.orgId}/${APP}/push/${campaignId}`,
+      `/dashboard/push?org=${tenant.orgId}&app=${APP}`,
+    ]
+    for (const path of pages) {
+      await page.goto(`${sluice.url}${path}`)
+      expect(await page.locator('script[src="/dashboard/assets/htmx.min.js"]').count()).toBe(1)
+      const bytes = await scriptBytesGzipped(page)
+      expect(bytes).toBeGreaterThan(10_000)
+      expect(bytes).toBeLessThanOrEqual(JS_BUDGET_GZIP_BYTES)
+    }
   })
 
   it("lets an org key see its own org's campaigns only, on a phone-sized screen", async () => {

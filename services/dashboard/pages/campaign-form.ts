@@ -30,8 +30,8 @@ const AUDIENCE_TYPES = [
   ['target_rules', 'Rules (target_rules JSON)'],
 ] as const
 const PUSH_ATTRIBUTES = [
-  ['push_title', 'Title'],
-  ['push_subtitle', 'Subtitle'],
+  ['push_title', 'Push title'],
+  ['push_subtitle', 'Push subtitle'],
   ['push_category', 'Category'],
   ['ll_deep_link_url', 'Deep link URL'],
   ['sound', 'Sound'],
