@@ -188,7 +188,13 @@ describe('the dashboard: campaigns and push, in Chromium', { timeout: 180_000 },
         rows.map(async (r) => (await trimmed(r.locator('td').allTextContents())).slice(0, 5)),
       ),
     ).toEqual(
-      now.variants.map((v) => [v.variant, String(v.assigned), expect.any(String), String(v.sent), '0']),
+      now.variants.map((v): unknown[] => [
+        v.variant,
+        String(v.assigned),
+        expect.any(String),
+        String(v.sent),
+        '0',
+      ]),
     )
     expect(await page.locator('[data-status]').textContent()).toBe('sent')
     await shot(page, '11-campaign-performance')
@@ -314,6 +320,7 @@ describe('the dashboard: campaigns and push, in Chromium', { timeout: 180_000 },
           name: 'Secret plan',
           status: 'draft',
           goal: 'notify',
+          audiences: { campaign_type: 'everyone' },
           schedule: { begin_immediately: {} },
           creatives: [{ title: 'x', build_attributes: { push_message: 'x' } }],
         }),

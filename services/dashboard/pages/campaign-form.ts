@@ -82,7 +82,7 @@ export function valuesOfCampaign(channel: Channel, campaign: Record<string, unkn
   if (channel === 'push') {
     const kind = PUSH_SCHEDULES.find((k) => schedule[k]) ?? 'begin_immediately'
     v['schedule.kind'] = kind
-    const s = (schedule[kind] === true ? {} : (schedule[kind] ?? {})) as Record<string, unknown>
+    const s = schedule[kind] === true ? {} : (schedule[kind] ?? {})
     copyText(v, s, [
       'begin_date',
       'end_date',
@@ -143,7 +143,7 @@ const json = (value: unknown) => (value === undefined || value === null ? '' : J
 function copyText(v: Values, from: Record<string, unknown>, names: readonly string[]) {
   for (const name of names) {
     const value = from[name]
-    if (value !== undefined && value !== null) v[`schedule.${name}`] = String(value)
+    if (typeof value === 'string' || typeof value === 'number') v[`schedule.${name}`] = String(value)
   }
 }
 

@@ -292,7 +292,9 @@ export function registerCampaigns(app: DashboardApp, deps: DashboardDeps) {
       build_attributes?: { push_message?: string }
     }[]
     const body = html`${notice(c.req.query('notice'))}
-      <p><a href="/dashboard/campaigns?org=${s.org}&app=${encodeURIComponent(s.appId)}">back to the list</a></p>
+      <p>
+        <a href="/dashboard/campaigns?org=${s.org}&app=${encodeURIComponent(s.appId)}">back to the list</a>
+      </p>
       <h2>${campaign.body.name} <small>(${CHANNEL_NAMES[channel]} campaign ${id}, app ${s.appId})</small></h2>
       <dl class="facts">
         <dt>status</dt>
@@ -363,7 +365,7 @@ export function registerCampaigns(app: DashboardApp, deps: DashboardDeps) {
             )
           : html`<p class="error" role="alert">${performance.error}</p>`
       }
-      <p class="actions">
+      <div class="actions">
         <a href="${here}/edit">Edit</a>
         <form method="post" action="${here}/archive" class="inline">
           ${csrfField(session)}<button type="submit">Archive</button>
@@ -371,7 +373,7 @@ export function registerCampaigns(app: DashboardApp, deps: DashboardDeps) {
         <form method="post" action="${here}/delete" class="inline">
           ${csrfField(session)}<button type="submit">Delete</button>
         </form>
-      </p>`
+      </div>`
     return c.html(page(TITLE, session, body))
   })
 
