@@ -7,10 +7,12 @@ import { packageFile, StaticAssets } from '../edge/static-assets.ts'
 import { DashboardApi, errorsByField, type Dispatch } from './api.ts'
 import { isHttps, writeSession, type DashboardApp, type DashboardDeps, type DashboardEnv } from './context.ts'
 import { formErrors, input, page } from './layout.ts'
+import { registerCampaigns } from './pages/campaigns.ts'
 import { registerDeadLetters } from './pages/dead-letters.ts'
 import { registerExports } from './pages/exports.ts'
 import { registerHealth } from './pages/health.ts'
 import { registerOrgs } from './pages/orgs.ts'
+import { registerPush } from './pages/push.ts'
 import {
   csrfMatches,
   newCsrfToken,
@@ -127,6 +129,8 @@ export function dashboardRoutes(options: { dispatch: Dispatch; adminToken: strin
   registerOrgs(app, deps)
   registerDeadLetters(app, deps)
   registerExports(app, deps)
+  registerCampaigns(app, deps)
+  registerPush(app, deps)
   return app
 }
 
