@@ -1,39 +1,19 @@
-import { mkdirSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
-import { join } from 'node:path'
 import { gunzipSync } from 'node:zlib'
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
+import type { Browser, BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { launchChromium, shot, trimmed } from '../helpers/dashboard-browser.ts'
 import { ADMIN_TOKEN } from '../helpers/edge.ts'
 import { postSdk, postUpload, sessionRow } from '../helpers/ingestion-scenario.ts'
 import { startInProcess, type InProcessSluice } from '../helpers/sluice-inprocess.ts'
-
-/** Screenshots of every page, for a person to look at (gitignored). */
-const SHOTS = join(import.meta.dirname, '..', '..', 'test-output', 'dashboard')
-
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-]
 
 describe('the dashboard, in Chromium', () => {
   let sluice: InProcessSluice
   let browser: Browser
   let operator: BrowserContext
   let page: Page
-  const shot = (p: Page, name: string) => p.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true })
-
   beforeAll(async () => {
-    mkdirSync(SHOTS, { recursive: true })
-    ;[sluice, browser] = await Promise.all([
-      startInProcess(),
-      chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS }),
-    ])
+    ;[sluice, browser] = await Promise.all([startInProcess(), launchChromium()])
     operator = await browser.newContext({ viewport: { width: 1100, height: 800 }, acceptDownloads: true })
     page = await operator.newPage()
   })
@@ -151,7 +131,7 @@ describe('the dashboard, in Chromium', () => {
     await expect.poll(stored, { timeout: 60_000, interval: 500 }).toBeGreaterThan(storedBefore)
     await expect.poll(() => metric('stored-total'), { timeout: 30_000, interval: 500 }).toBe(await stored())
     expect(await page.locator('[data-metric="ready"]').textContent()).toBe('ready')
-    expect((await page.locator('table caption').allTextContents()).map((t) => t.trim())).toContain(
+    expect(await trimmed(page.locator('table caption').allTextContents())).toContain(
       'Scheduler jobs (latest run)',
     )
     await shot(page, '03-health')
@@ -243,9 +223,9 @@ describe('the dashboard, in Chromium', () => {
       'JSON.stringify([{ ...localStorage }, { ...sessionStorage }])',
     )
     expect(stored).not.toContain(apiSecret)
-    expect(
-      (await phone.getByRole('navigation').getByRole('link').allTextContents()).map((t) => t.trim()),
-    ).not.toContain('Dead letters')
+    expect(await trimmed(phone.getByRole('navigation').getByRole('link').allTextContents())).not.toContain(
+      'Dead letters',
+    )
     await phone.goto(`${sluice.url}/dashboard/orgs?org=${other.orgId}`)
     expect(await phone.locator('[data-org]').textContent()).toBe(String(orgId))
     expect(await phone.content()).not.toContain('Other org')
