@@ -7,6 +7,7 @@ import { packageFile, StaticAssets } from '../edge/static-assets.ts'
 import { DashboardApi, errorsByField, type Dispatch } from './api.ts'
 import { isHttps, writeSession, type DashboardApp, type DashboardDeps, type DashboardEnv } from './context.ts'
 import { formErrors, input, page } from './layout.ts'
+import { registerAnalytics } from './pages/analytics.ts'
 import { registerDeadLetters } from './pages/dead-letters.ts'
 import { registerExports } from './pages/exports.ts'
 import { registerHealth } from './pages/health.ts'
@@ -46,6 +47,7 @@ export function dashboardRoutes(options: { dispatch: Dispatch; adminToken: strin
     'uPlot.min.css': { path: packageFile('uplot', 'dist/uPlot.min.css'), type: CSS },
     'dashboard.css': { path: asset('dashboard.css'), type: CSS },
     'dashboard.js': { path: asset('dashboard.js'), type: JS },
+    'analytics.js': { path: asset('analytics.js'), type: JS },
   })
 
   app.use('/dashboard', securityHeaders)
@@ -127,6 +129,7 @@ export function dashboardRoutes(options: { dispatch: Dispatch; adminToken: strin
   registerOrgs(app, deps)
   registerDeadLetters(app, deps)
   registerExports(app, deps)
+  registerAnalytics(app, deps)
   return app
 }
 
