@@ -38,7 +38,7 @@ describe('the dashboard analytics, audiences and app settings, in Chromium', () 
     const rows: string[][] = []
     for (let i = 0; i < (await trs.count()); i++)
       rows.push((await trs.nth(i).locator('td').allTextContents()).map((t) => t.trim()))
-    return Object.fromEntries(rows.map(([key, ...rest]) => [key, rest]))
+    return Object.fromEntries(rows.map(([key, ...rest]) => [key, rest])) as Record<string, string[]>
   }
 
   it('draws the app’s users, sessions and events from the Query API, and the chart changes as events arrive', async () => {

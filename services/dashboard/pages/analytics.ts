@@ -9,7 +9,7 @@ import {
 } from '../analytics-queries.ts'
 import type { Answer } from '../api.ts'
 import { pickApp, pickerFields } from '../app-picker.ts'
-import { orgApi, type DashboardApp, type DashboardContext, type DashboardDeps } from '../context.ts'
+import { orgApi, type DashboardApp, type DashboardDeps } from '../context.ts'
 import { formErrors, input, page, table } from '../layout.ts'
 
 interface ResultSet {
@@ -75,7 +75,7 @@ function panel(query: AnalyticsQuery, answer: ResultSet, range: DateRange, origi
   const queryId = `query-${query.id}`
   const rows = answer.results.map((r) => [
     r[query.dimension] === null ? '(none)' : String(r[query.dimension]),
-    ...query.metrics.map((m) => String(r[m] ?? '')),
+    ...query.metrics.map((m) => (r[m] === null || r[m] === undefined ? '' : String(r[m] as number))),
   ])
   return html`<section class="panel" aria-labelledby="title-${query.id}">
     <h2 id="title-${query.id}">${query.title}</h2>

@@ -139,7 +139,7 @@ export function audienceRoutes(deps: AudienceRouteDeps) {
     app.post(`${BASE}/preview`, auth, async (c) => {
       const { orgId, app: target } = await scope(c)
       requireJsonContentType(c.req.header('Content-Type'))
-      const body = parseJsonBody(await readBoundedBody(c.req.raw, maxBodyBytes)) as unknown
+      const body = parseJsonBody(await readBoundedBody(c.req.raw, maxBodyBytes))
       if (typeof body !== 'object' || body === null || Array.isArray(body))
         throw invalid(400, [{ path: '', message: 'the body must be a JSON object' }])
       const given = (body as Record<string, unknown>).target_rules
