@@ -130,4 +130,83 @@ describe('the dashboard analytics, audiences and app settings, in Chromium', () 
     expect(await page.locator('#from-error').textContent()).toBe('from: a date, YYYY-MM-DD')
     expect(await page.locator('[data-chart]').count()).toBe(0)
   })
+
+  type Listed = { id: number; name: string; segmentation_count: { user_count: number } }[]
+  const audiences = async () =>
+    (await (
+      await fetch(`${sluice.url}/api/v6/orgs/${tenant.orgId}/apps/${APP}/audiences`, {
+        headers: { Authorization: tenant.auth },
+      })
+    ).json()) as Listed
+  const liveCount = () => page.locator('[data-live-count]').textContent({ timeout: 30_000 })
+
+  it('builds an audience with a live count, shows the API’s errors by their fields, edits and deletes it', async () => {
+    await page.goto(`${sluice.url}/dashboard/audiences?org=${tenant.orgId}&app=${APP}`)
+    expect(await page.locator('.empty').textContent()).toContain('none yet')
+    await page.getByRole('link', { name: 'New audience' }).click()
+    // No rule: every install of the app.
+    await expect.poll(liveCount, { timeout: 30_000 }).toBe('3')
+    const rule1 = page.getByRole('group', { name: 'Rule 1' })
+    await rule1.getByLabel('Kind', { exact: true }).selectOption('event')
+    await rule1.getByLabel('Event name', { exact: true }).fill('Purchase')
+    await rule1.getByLabel('Count (empty: at least one)').fill('2')
+    // i-0 and i-2 bought twice, i-1 once.
+    await expect.poll(liveCount, { timeout: 30_000 }).toBe('2')
+    await rule1.getByLabel('Count (empty: at least one)').fill('1')
+    await expect.poll(liveCount, { timeout: 30_000 }).toBe('3')
+
+    // The API's messages, under the inputs they name, as the rules are typed.
+    await page
+      .getByRole('group', { name: 'Rule 2' })
+      .getByLabel('Kind', { exact: true })
+      .selectOption('event')
+    const criterion = page.getByRole('group', { name: 'Criterion 1' })
+    await criterion.getByLabel('Attribute').fill('renewal')
+    await criterion.getByLabel('Operator').selectOption('before')
+    await expect
+      .poll(() => page.locator('#f-behavior-rules-1-event-name-error').textContent(), { timeout: 30_000 })
+      .toBe('event_name is required for a event rule')
+    await expect
+      .poll(() => page.locator('#f-profile-criteria-0-values-error').textContent())
+      .toBe('before takes exactly one value, got 0')
+    expect(await page.locator('[data-live-count-error]').count()).toBe(1)
+    await shot(page, '11-audience-builder-errors')
+    await page.getByRole('group', { name: 'Rule 2' }).getByLabel('Kind', { exact: true }).selectOption('')
+    await criterion.getByLabel('Attribute').fill('')
+    await expect.poll(liveCount, { timeout: 30_000 }).toBe('3')
+    expect(await page.locator('#f-behavior-rules-1-event-name-error').textContent()).toBe('')
+
+    // Saving without a name: the API's message under the name.
+    await rule1.getByLabel('Count (empty: at least one)').fill('2')
+    await page.getByRole('button', { name: 'Create audience' }).click()
+    expect(await page.locator('#f-name-error').textContent()).toBe('name must not be empty')
+    await page.getByLabel('Name', { exact: true }).fill('Buyers')
+    await page.getByRole('button', { name: 'Create audience' }).click()
+    await expect
+      .poll(() => page.getByRole('status').textContent())
+      .toMatch(/^audience \d+ created: 2 installs$/)
+    const [created] = await audiences()
+    expect(created).toMatchObject({ name: 'Buyers', segmentation_count: { user_count: 2 } })
+    expect(await page.locator(`[data-count="${created!.id}"]`).textContent()).toBe('2')
+    await shot(page, '12-audiences')
+
+    // Edit: the builder shows the saved rules; a wider count and a new name are saved.
+    await page.getByRole('link', { name: 'Edit Buyers' }).click()
+    expect(await rule1.getByLabel('Event name', { exact: true }).inputValue()).toBe('Purchase')
+    expect(await rule1.getByLabel('Count (empty: at least one)').inputValue()).toBe('2')
+    await expect.poll(liveCount, { timeout: 30_000 }).toBe('2')
+    await page.getByLabel('Name', { exact: true }).fill('Any buyers')
+    await rule1.getByLabel('Count (empty: at least one)').fill('')
+    await page.getByRole('button', { name: 'Save' }).click()
+    await expect
+      .poll(() => page.getByRole('status').textContent())
+      .toBe(`audience ${created!.id} saved: 3 installs`)
+    expect(await audiences()).toMatchObject([
+      { id: created!.id, name: 'Any buyers', segmentation_count: { user_count: 3 } },
+    ])
+
+    await page.getByRole('button', { name: 'Delete Any buyers' }).click()
+    await expect.poll(() => page.getByRole('status').textContent()).toBe(`audience ${created!.id} deleted`)
+    expect(await audiences()).toEqual([])
+  })
 })
