@@ -8,6 +8,7 @@ import { DashboardApi, errorsByField, type Dispatch } from './api.ts'
 import { isHttps, writeSession, type DashboardApp, type DashboardDeps, type DashboardEnv } from './context.ts'
 import { formErrors, input, page } from './layout.ts'
 import { registerAnalytics } from './pages/analytics.ts'
+import { registerAppSettings } from './pages/app-settings.ts'
 import { registerAudiences } from './pages/audiences.ts'
 import { registerDeadLetters } from './pages/dead-letters.ts'
 import { registerExports } from './pages/exports.ts'
@@ -132,6 +133,7 @@ export function dashboardRoutes(options: { dispatch: Dispatch; adminToken: strin
   registerExports(app, deps)
   registerAnalytics(app, deps)
   registerAudiences(app, deps)
+  registerAppSettings(app, deps)
   return app
 }
 

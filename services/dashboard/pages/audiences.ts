@@ -276,14 +276,11 @@ const topErrors = (list: string[] | undefined) =>
 
 function errorSlot(name: string, errors: Errors, oob = false): Fragment {
   const list = errors[name]
-  return html`<p
-    class="error"
-    id="${idOf(name)}-error"
-    ${oob ? html`hx-swap-oob="true"` : ''}
-    ${list?.length ? html`role="alert"` : ''}
-  >
-    ${list?.join('; ') ?? ''}
-  </p>`
+  const attributes = html`class="error"
+  id="${idOf(name)}-error"${oob ? html` hx-swap-oob="true"` : ''}${list?.length ? html` role="alert"` : ''}`
+  // No white space around the message: an empty slot is :empty (hidden), a filled one reads exactly.
+  // prettier-ignore
+  return html`<p ${attributes}>${list?.join('; ') ?? ''}</p>`
 }
 
 function textField(label: string, name: string, value: string, errors: Errors, type = 'text') {
