@@ -209,4 +209,37 @@ describe('the dashboard analytics, audiences and app settings, in Chromium', () 
     await expect.poll(() => page.getByRole('status').textContent()).toBe(`audience ${created!.id} deleted`)
     expect(await audiences()).toEqual([])
   })
+
+  it('sets an app’s time zone and a custom dimension label, and the analytics days follow the zone', async () => {
+    await page.goto(`${sluice.url}/dashboard/orgs?org=${tenant.orgId}`)
+    await page.getByRole('link', { name: `Settings of ${APP}` }).click()
+    const zone = page.getByLabel(/^Time zone/)
+    expect(await zone.inputValue()).toBe('UTC')
+    await zone.fill('Mars/Olympus')
+    await page.getByRole('button', { name: 'Save settings' }).click()
+    expect(await page.locator('#time_zone-error').textContent()).toContain('Mars/Olympus')
+    await zone.fill('Asia/Tokyo')
+    await page.getByLabel('custom_0', { exact: true }).fill('Blood type')
+    await shot(page, '13-app-settings')
+    await page.getByRole('button', { name: 'Save settings' }).click()
+    await expect
+      .poll(() => page.getByRole('status').textContent())
+      .toBe(`settings of app ${APP} saved (time zone Asia/Tokyo)`)
+    const settings = await sluice.admin<{ time_zone: string; custom_dimensions: Record<string, string> }>(
+      'GET',
+      `/apps/${APP}/settings`,
+    )
+    expect(settings).toMatchObject({
+      time_zone: 'Asia/Tokyo',
+      custom_dimensions: { custom_0_dimension: 'Blood type' },
+    })
+    await page.goto(`${sluice.url}/dashboard/analytics?org=${tenant.orgId}&app=${APP}`)
+    expect(await page.locator('[data-time-zone]').textContent()).toBe('Asia/Tokyo')
+    // On a phone-sized screen the page reads in one column, its charts as wide as the screen.
+    await page.setViewportSize({ width: 390, height: 844 })
+    await page.reload()
+    const box = await page.locator('#chart-daily canvas').first().boundingBox()
+    expect(box!.width).toBeLessThanOrEqual(390)
+    await shot(page, '14-analytics-phone')
+  })
 })
