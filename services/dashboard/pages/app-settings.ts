@@ -119,7 +119,14 @@ export function registerAppSettings(app: DashboardApp, deps: DashboardDeps) {
         icon_url: '',
         custom_dimensions: Object.fromEntries(LABELS.map((l) => [l, text(l)])),
       }
-      return render(c, errorsByField(answer.errors, FIELDS), typed, answer.status)
+      const errors = errorsByField(answer.errors, FIELDS)
+      // The control command names its field without a colon ("time_zone \"X\" is not …").
+      const zone = errors['']?.filter((m) => m.startsWith('time_zone '))
+      if (zone?.length) {
+        errors.time_zone = [...(errors.time_zone ?? []), ...zone]
+        errors[''] = errors['']!.filter((m) => !zone.includes(m))
+      }
+      return render(c, errors, typed, answer.status)
     }
     return after(
       c,
