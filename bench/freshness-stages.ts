@@ -17,7 +17,7 @@ export interface StageStamps {
   processed: number
   /** Its group's write returned: events inserted (embedded) or on the events topic (written_at). */
   written: number
-  /** Its batch's receipts insert began (recorded_at). */
+  /** Its group's receipts insert began (recorded_at; before `05a0a5c`, its batch's). */
   recorded: number
   /** The bench's poll found it done. */
   seen: number
@@ -33,7 +33,8 @@ export const STAGE_MEANING: Record<Stage, string> = {
   parse: 'consumed → parsed: the CPU pool (its queue, then the parse)',
   group: 'parsed → attributed: the rest of its group parsed, the app and device look-ups',
   write: "attributed → written: attribution, the event store's turn, the dedupe look-up, the insert",
-  batch: "written → recorded: its batch's later groups, the rejected lines' insert",
+  batch:
+    "written → recorded: its group's rejected lines' insert (before `05a0a5c`, its batch's later groups too)",
   receipt: 'recorded → seen done: the receipt insert, then the poll that finds it',
 }
 

@@ -326,6 +326,12 @@ export interface PushRequestRecord {
   /** Tags of a campaign occurrence, carried onto every delivery row (0 / '' when absent). */
   campaignId?: number
   creative?: string
+  /**
+   * Not sent before this moment (ms since epoch): a campaign slot handed to the push pipeline
+   * ahead of its start (pipelines/campaigns/executor.ts), so its first delivery batches are
+   * planned and waiting at the sender when the moment comes. Absent: send at once.
+   */
+  notBefore?: number
 }
 
 /** Every request of one app goes to one partition: one planner owns an app's de-duplication. */
@@ -371,6 +377,7 @@ const recordSchema = z.object({
   origin: z.enum(['api', 'campaign']),
   campaignId: z.number().int().nonnegative().optional(),
   creative: z.string().optional(),
+  notBefore: z.number().int().nonnegative().optional(),
 })
 
 /** The record, checked; a reason when it is not a version-1 push request (it is dead-lettered). */

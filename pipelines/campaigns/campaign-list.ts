@@ -101,9 +101,10 @@ export function campaignStatus(
     }
     case 'on_schedule':
     case 'optimized': {
-      if (occ?.latestState === 'done') return 'sent'
-      // An occurrence is planned a minute ahead of its start: until then the campaign is scheduled.
+      // An occurrence is planned a minute ahead of its start, and its first slot handed over
+      // seconds ahead (DISPATCH_AHEAD_MS): until the start the campaign is scheduled.
       if (facts.begin !== null && now < facts.begin) return 'scheduled'
+      if (occ?.latestState === 'done') return 'sent'
       if (running) return 'active'
       if (facts.begin !== null && now >= facts.begin + ONE_TIME_GRACE_MS) return 'expired'
       return 'active'

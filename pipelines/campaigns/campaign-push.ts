@@ -18,6 +18,8 @@ export function slotRequest(o: {
   planId: number
   creative: StoredPushCreative
   receivedAt: number
+  /** The slot's moment, when it is handed over ahead of it. */
+  notBefore?: number
 }): PushRequestRecord {
   return {
     v: 1,
@@ -32,6 +34,7 @@ export function slotRequest(o: {
     origin: 'campaign',
     campaignId: o.campaignId,
     creative: o.creative.letter,
+    ...(o.notBefore !== undefined && { notBefore: o.notBefore }),
   }
 }
 

@@ -34,11 +34,16 @@ export interface ExecutorDeps {
   produce: (records: PushRequestRecord[]) => Promise<void>
   now?: () => number
   /**
-   * An occurrence planned ahead whose start comes within this many ms of a pass is waited for and
-   * its first slot dispatched at its start, not at the next tick (the tick interval: a start is
-   * then never a tick late). 0: at the next tick.
+   * An occurrence planned ahead whose handover (its start less dispatchAheadMs) comes within this
+   * many ms (plus dispatchAheadMs) of a pass is waited for and its first slot handed over then, not
+   * at the next tick (the tick interval: a handover is then not a tick late). 0: at the next tick.
    */
   startOnTimeWithinMs?: number
+  /**
+   * Slots are handed over this many ms before their moment, marked not to be sent before it
+   * (DISPATCH_AHEAD_MS; 0: at the moment).
+   */
+  dispatchAheadMs?: number
   onPlanned?: (info: { campaignId: number; occurrence: string; ms: number } & PlanCounts) => void
   onFailed?: (info: { campaignId: number; occurrence: string; error: unknown }) => void
 }
@@ -88,6 +93,7 @@ export interface OccurrenceRow {
 
 export function campaignExecutor(deps: ExecutorDeps): StageHandler {
   const now = deps.now ?? Date.now
+  const ahead = Math.max(0, deps.dispatchAheadMs ?? 0)
   const { store } = deps
 
   const writeOccurrence = (row: OccurrenceRow) => store.insert('campaign_occurrences', [row])
@@ -169,7 +175,8 @@ export function campaignExecutor(deps: ExecutorDeps): StageHandler {
     // Planned ahead, then edited before anything went out: planned again when due, never sent as was.
     if (supersededPlan(campaign, occ)) return
     const at = now()
-    const current = Math.floor((at - occ.starts_at) / SLOT_MS)
+    // Slots whose moment comes within `ahead` go now, each held by the sender until its moment.
+    const current = Math.floor((at + ahead - occ.starts_at) / SLOT_MS)
     if (current < occ.dispatched) return
     const last = Math.min(current, occ.slots - 1)
     const pending = await store.query<{ slot: number | string; variant: string }>(
@@ -190,16 +197,19 @@ export function campaignExecutor(deps: ExecutorDeps): StageHandler {
     const records = pending.flatMap((p) => {
       const creative = creatives.get(p.variant)
       if (!creative) return []
+      const slot = Number(p.slot)
+      const due = occ.starts_at + slot * SLOT_MS
       return [
         slotRequest({
           appId: campaign.app_id,
           orgId: campaign.org_id,
           campaignId: campaign.id,
           occurrence: occ.occurrence,
-          slot: Number(p.slot),
+          slot,
           planId: occ.plan_id,
           creative,
           receivedAt: at,
+          ...(due > at && { notBefore: due }),
         }),
       ]
     })
@@ -240,19 +250,21 @@ export function campaignExecutor(deps: ExecutorDeps): StageHandler {
       campaigns.map((c) => c.row.id),
     )
     const soon: { row: CampaignRow; body: PushCampaignBody; occ: OccurrenceRow }[] = []
-    const within = deps.startOnTimeWithinMs ?? 0
+    // A pass may start late (a long pass before it, a loaded machine): waiting for handovers
+    // up to `ahead` beyond the next tick keeps one late pass from making a handover late.
+    const within = (deps.startOnTimeWithinMs ?? 0) + (deps.startOnTimeWithinMs ? ahead : 0)
     for (const { row, body } of campaigns)
       for (const occ of fresh.get(row.id)?.values() ?? []) {
         if (occ.state !== 'planned') continue
         await dispatch(row, body, occ)
-        const wait = occ.starts_at - now()
+        const wait = occ.starts_at - ahead - now()
         if (occ.dispatched === 0 && wait > 0 && wait <= within && !supersededPlan(row, occ))
           soon.push({ row, body, occ })
       }
-    // Planned ahead and starting before the next tick: dispatched at the start itself.
+    // Planned ahead and starting before the next tick: dispatched `ahead` of the start itself.
     soon.sort((a, b) => a.occ.starts_at - b.occ.starts_at)
     for (const { row, body, occ } of soon) {
-      const wait = occ.starts_at - now()
+      const wait = occ.starts_at - ahead - now()
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait))
       await dispatch(row, body, occ)
     }

@@ -40,6 +40,14 @@ export interface DueOccurrence {
 export const PLAN_AHEAD_MS = 60_000
 
 /**
+ * How long before its moment a slot is handed to the push pipeline, marked not to be sent before
+ * it (`notBefore`): the push planner reads its first pages and the sender holds their batches,
+ * so the first pushes leave at the moment instead of a bus hop, a page read and another bus hop
+ * after it. A campaign stopped in these last seconds still sends the slot already handed over.
+ */
+export const DISPATCH_AHEAD_MS = 3_000
+
+/**
  * The occurrences of an active push campaign that start by `now + ahead`, and started no longer
  * ago than the grace (an occurrence missed by more than that is never sent late). Recurring
  * schedules name each occurrence by its date; one-time ones are `once`; begin_immediately is

@@ -47,9 +47,18 @@ export interface EventStore {
   /**
    * Stores the items not stored before and gives the `duplicate` rejects of the others (copies
    * from other uploads), which the caller records (with its own rejects, in one insert).
+   *
+   * `recorded`, if given, runs in the write's turn once its rows are inserted (so queryable), with
+   * those rejects, before the next write is inserted: the caller's receipts of these rows then
+   * wait for one insert, not for the next write's too (both go through the engine's one insert
+   * connection). The write settles after it; if it fails, so does the write (its rows stay stored,
+   * and a replay finds them).
    */
-  write(items: readonly WriterItem[], source: ItemSource): Promise<RejectRow[]>
+  write(items: readonly WriterItem[], source: ItemSource, recorded?: Recorded): Promise<RejectRow[]>
 }
+
+/** What a caller records once a write's rows are stored (its receipts), in the write's turn. */
+export type Recorded = (duplicates: RejectRow[]) => Promise<void>
 
 const SETTLED_MS = 2000
 /** Bytes of rows handed to the store at a time (rowPieces): ~2,700 bench events. */
@@ -166,7 +175,11 @@ export function eventStore(deps: EventStoreDeps): EventStore {
    * A write start to end in its turn: where several processes write (no filter, or a filter not
    * kept whole by this process alone), every batch after a pause repairs the index first.
    */
-  const writeInTurn = async (items: readonly WriterItem[], source: ItemSource): Promise<RejectRow[]> => {
+  const writeInTurn = async (
+    items: readonly WriterItem[],
+    source: ItemSource,
+    recorded: Recorded | undefined,
+  ): Promise<RejectRow[]> => {
     const partitionKey = `${source.topic}:${source.partition}`
     const lastWritten = settled.get(partitionKey)
     settled.delete(partitionKey)
@@ -195,6 +208,7 @@ export function eventStore(deps: EventStoreDeps): EventStore {
     settled.set(partitionKey, now())
     indexUncertain = false
     out.counted()
+    await recorded?.(out.duplicates)
     return out.duplicates
   }
 
@@ -251,6 +265,7 @@ export function eventStore(deps: EventStoreDeps): EventStore {
     items: readonly WriterItem[],
     source: ItemSource,
     looked: LookedUp,
+    recorded: Recorded | undefined,
   ): Promise<RejectRow[]> => {
     undecided.delete(looked)
     let stored = looked.stored
@@ -285,6 +300,7 @@ export function eventStore(deps: EventStoreDeps): EventStore {
     // Writes looked up while this one was inserted learn its keys.
     for (const other of undecided) handOver(out.storedItems, other)
     out.counted()
+    await recorded?.(out.duplicates)
     return out.duplicates
   }
 
@@ -318,18 +334,19 @@ export function eventStore(deps: EventStoreDeps): EventStore {
   }
 
   return {
-    write(items, source) {
-      if (items.length === 0) return Promise.resolve([])
+    write(items, source, recorded) {
+      // Nothing to store: nothing its receipts must wait for.
+      if (items.length === 0) return (recorded ? recorded([]) : Promise.resolve()).then(() => [])
       const storedKeys = deps.soleWriter ? deps.storedKeys : undefined
       if (!storedKeys) {
-        const done = turn.then(() => writeInTurn(items, source))
+        const done = turn.then(() => writeInTurn(items, source, recorded))
         turn = done.catch(() => undefined)
         return done
       }
       const seq = ++asked
       const looked = screening.then(() => lookUp(items, storedKeys, seq))
       screening = looked.catch(() => undefined)
-      const done = turn.then(() => looked).then((l) => decideAndInsert(items, source, l))
+      const done = turn.then(() => looked).then((l) => decideAndInsert(items, source, l, recorded))
       const decided = () => {
         decidedThrough = seq
       }

@@ -47,6 +47,8 @@ export interface SplitterDeps {
   futureWindowMs: number
   maxInflatedBytes: number
   onRejected?: (reason: string, count: number) => void
+  /** Events written at once, at most (default EVENTS_PER_WRITE; tests write groups of a few). */
+  eventsPerWrite?: number
 }
 
 interface ParsedUpload {
@@ -100,12 +102,13 @@ export const NEXT_BATCH_PARSE_BYTES = 8 * 1024 * 1024
 /**
  * Stage 1 of server-side ingestion: split each upload into lines, validate them (on the CPU pool),
  * check the apps, attribute each event to its customer's last device, and forward the events: to
- * the events topic in blocks routed by app + uuid, or straight to the store (`forward`). Rejected
- * lines and the upload's receipt are recorded after every forward is durable; the batch is
- * committed only after all of it (a replay redoes it all and every write is idempotent).
+ * the events topic in blocks routed by app + uuid, or straight to the store (`forward`). A group's
+ * rejected lines and its uploads' receipts are recorded as soon as its forward is durable; the
+ * batch is committed only after all of it (a replay redoes it all and every write is idempotent).
  */
 export function serverUploadSplitter(deps: SplitterDeps) {
   const direct = 'events' in deps.forward ? deps.forward.events : undefined
+  const eventsPerWrite = deps.eventsPerWrite ?? EVENTS_PER_WRITE
   const partitions = 'topic' in deps.forward ? eventPartitions(deps.bus, deps.forward.topic) : undefined
   // Uploads of a partition's next batch given to the pool while this one is written
   // (RecordBatch.ahead), by offset: a record of the log never changes, so its parse is good
@@ -195,22 +198,18 @@ export function serverUploadSplitter(deps: SplitterDeps) {
         bytes += parsedBytes
       }
     }
-    const rejects: RejectRow[] = []
-    const receipts: ReceiptRow[] = []
     const byReason = new Map<string, number>()
     const deviceTails = new Map<DeviceDims, Buffer>()
-    const collect = (groupRejects: GroupOutcome) => {
-      // Counted before the writer's duplicates join them: those are counted where they are found.
-      for (const r of groupRejects.splitter) byReason.set(r.reason, (byReason.get(r.reason) ?? 0) + 1)
-      for (const r of groupRejects.splitter) rejects.push(r)
-      for (const r of groupRejects.duplicates) rejects.push(r)
-      for (const r of groupRejects.receipts) receipts.push(r)
+    const collect = (outcome: GroupOutcome) => {
+      // Counted once the batch is done (a failed batch is counted by its retry); the writer's
+      // duplicates are counted where they are found.
+      for (const r of outcome.splitter) byReason.set(r.reason, (byReason.get(r.reason) ?? 0) + 1)
     }
     try {
       while (next < records.length) {
         const group: ParsedUpload[] = []
         let events = 0
-        while (next < records.length && (events < EVENTS_PER_WRITE || group.length === 0)) {
+        while (next < records.length && (events < eventsPerWrite || group.length === 0)) {
           parseAhead()
           const upload = await parsing[next]!
           parsing[next] = undefined
@@ -250,17 +249,15 @@ export function serverUploadSplitter(deps: SplitterDeps) {
     }
     // More of the next batch has arrived during the writes.
     parseNextBatch()
-    // The writer's duplicates with the batch's other rejects: one insert.
-    await recordRejects(deps.store, rejects)
-    await deps.store.insert('upload_receipts', stampRecorded(receipts, Date.now()))
     for (const [reason, n] of byReason) deps.onRejected?.(reason, n)
 
     /**
      * Attributes the next batch's first uploads (those already with the pool, in offset order
      * from the one after this batch, up to a group's worth) while this batch's last group is
      * written, and hands them to the event store, which writes them after that group; the next
-     * call takes the write as its first group's (writtenEarly). Only writes go early: the next
-     * batch's rejects, receipts and commit stay its own, after all its writes.
+     * call takes the write as its first group's (writtenEarly). The write records its group's
+     * rejects and receipts once its rows are stored, as every group does; the commit stays the
+     * next batch's, after all its writes.
      */
     function writeNextEarly(): void {
       const queued = early.get(partitionKey)
@@ -271,7 +268,7 @@ export function serverUploadSplitter(deps: SplitterDeps) {
         let events = 0
         let expected = Number(last.offset) + 1
         for (const [offset, e] of queued) {
-          if (Number(offset) !== expected || events >= EVENTS_PER_WRITE) break
+          if (Number(offset) !== expected || events >= eventsPerWrite) break
           const upload = await e.parsed
           group.push(upload)
           events += upload.events.uuid.length
@@ -369,25 +366,36 @@ export function serverUploadSplitter(deps: SplitterDeps) {
       return { group, forward, items, splitter, counts, processedAt }
     }
 
-    /** Forwards an attributed group's events; gives what it rejected and its receipts. */
+    /**
+     * Forwards an attributed group's events and records the group's rejected lines and receipts
+     * as soon as its events are written, not once its batch is: a receipt no longer waits for the
+     * batch's later groups (or, for a group written early, for the rest of the next batch). Still
+     * before the commit: a replay records the same rows again (ReplacingMergeTree), and a group
+     * recorded before a later one fails keeps its receipt through the batch's retry. Gives what
+     * the splitter rejected, for the batch's counts.
+     */
     async function forwardGroup(attributed: AttributedGroup): Promise<GroupOutcome> {
       const { group, forward, items, splitter, counts, processedAt } = attributed
-      let duplicates: RejectRow[] = []
       if (direct) {
-        duplicates = await direct.write(items, {
-          topic: batch.topic,
-          partition: batch.partition,
-          first: group[0]!.record.offset,
-          last: group[group.length - 1]!.record.offset,
-        })
-      } else if (forward.length > 0 && partitions && 'topic' in deps.forward) {
-        await deps.bus.produce(deps.forward.topic, blockMessages(forward, await partitions()))
+        // In the event store's turn, right after the insert: the next write's insert, which the
+        // engine's one insert connection would otherwise run first, waits for these.
+        await direct.write(
+          items,
+          {
+            topic: batch.topic,
+            partition: batch.partition,
+            first: group[0]!.record.offset,
+            last: group[group.length - 1]!.record.offset,
+          },
+          (duplicates) =>
+            recordGroup(deps.store, splitter, duplicates, receiptRows(counts, duplicates, processedAt)),
+        )
+      } else {
+        if (forward.length > 0 && partitions && 'topic' in deps.forward)
+          await deps.bus.produce(deps.forward.topic, blockMessages(forward, await partitions()))
+        await recordGroup(deps.store, splitter, [], receiptRows(counts, undefined, processedAt))
       }
-      return {
-        splitter,
-        duplicates,
-        receipts: receiptRows(counts, direct ? duplicates : undefined, processedAt, Date.now()),
-      }
+      return { splitter }
     }
 
     /**
@@ -402,8 +410,8 @@ export function serverUploadSplitter(deps: SplitterDeps) {
       counts: readonly { upload: ParsedUpload; forwarded: number; rejected: number }[],
       duplicates: readonly RejectRow[] | undefined,
       processedAt: number,
-      writtenAt: number,
     ): ReceiptRow[] {
+      const writtenAt = Date.now()
       const duplicatesOf = new Map<string, number>()
       for (const d of duplicates ?? [])
         duplicatesOf.set(d.transaction_id, (duplicatesOf.get(d.transaction_id) ?? 0) + 1)
@@ -460,9 +468,23 @@ function startsWith(records: readonly BusRecord[], group: readonly ParsedUpload[
 }
 
 interface GroupOutcome {
+  /** The lines the splitter rejected (recorded already), for the batch's counts. */
   splitter: RejectRow[]
-  duplicates: RejectRow[]
-  receipts: ReceiptRow[]
+}
+
+/**
+ * A group's rejected lines (the splitter's and the writer's duplicates: one insert), then its
+ * receipts, stamped `recorded_at` as their insert begins: a reader that finds a receipt finds its
+ * rejected lines.
+ */
+async function recordGroup(
+  store: Store,
+  splitter: readonly RejectRow[],
+  duplicates: readonly RejectRow[],
+  receipts: ReceiptRow[],
+): Promise<void> {
+  await recordRejects(store, duplicates.length === 0 ? splitter : [...splitter, ...duplicates])
+  if (receipts.length > 0) await store.insert('upload_receipts', stampRecorded(receipts, Date.now()))
 }
 
 /**

@@ -70,10 +70,19 @@ export interface DeliveryBatch {
   campaignId: number
   creative: string
   plannedAt: number
+  /** Its request's notBefore: the sender holds the batch until then (at most MAX_HOLD_MS). */
+  notBefore?: number
   messages: PushMessage[]
   messageIndexes: number[]
   targets: TargetColumns
 }
+
+/**
+ * The longest a sender holds a batch for its notBefore: campaign slots are handed over a couple
+ * of seconds ahead (DISPATCH_AHEAD_MS), and a batch held longer would hold back every app whose
+ * deliveries share its partition.
+ */
+export const MAX_HOLD_MS = 10_000
 
 export const batchId = (requestId: string, generation: number, page: number) =>
   `${requestId}:${generation}:${page}`
@@ -160,6 +169,7 @@ export function decodeBatch(
     !Number.isSafeInteger(b.generation) ||
     !Array.isArray(b.messages) ||
     !Array.isArray(b.messageIndexes) ||
+    (b.notBefore !== undefined && !Number.isSafeInteger(b.notBefore)) ||
     (b.v === 1
       ? !Array.isArray(b.targets)
       : !b.targets || typeof b.targets !== 'object' || Array.isArray(b.targets))

@@ -193,6 +193,7 @@ function batchOf(
     campaignId: record.campaignId ?? 0,
     creative: record.creative ?? '',
     plannedAt,
+    ...(record.notBefore !== undefined && { notBefore: record.notBefore }),
     messages,
     messageIndexes,
     targets,

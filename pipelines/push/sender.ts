@@ -4,7 +4,7 @@ import { describeFailure } from '../failures/classify-error.ts'
 import { deadLetter, PermanentError, type StageReport } from '../failures/outcome.ts'
 import { backoffDelay, realClock, type RetryClock, type RetryPolicy } from '../failures/retry.ts'
 import { wellFormed } from '../text/unicode.ts'
-import { decodeBatch, deliveryId, pushPlatform, type DeliveryBatch } from './delivery-batch.ts'
+import { decodeBatch, deliveryId, MAX_HOLD_MS, pushPlatform, type DeliveryBatch } from './delivery-batch.ts'
 import { DeliveryRows, DELIVERY_ROW_BINARY } from './delivery-rows.ts'
 import { compareInstall } from './plan.ts'
 import type { SendRate } from './send-rate.ts'
@@ -126,8 +126,20 @@ export function pushSender(deps: SenderDeps) {
     // worth, sent and unrecorded. (Recording a run while sending the next, in runs of half a
     // batch, kept the same bound but doubled the inserts: more engine CPU than the overlap saved;
     // measured at `c77dd39`; docs/performance.md, "Push".)
-    for (const run of runs(parts, runSize)) await record(await sendRun(run))
+    for (const run of runs(parts, runSize)) {
+      await holdUntilDue(run)
+      await record(await sendRun(run))
+    }
     return report
+  }
+
+  /** A campaign slot handed over ahead of its start is sent at its start, not before. */
+  async function holdUntilDue(run: readonly Part[]): Promise<void> {
+    let due = 0
+    for (const { batch } of run)
+      if (batch.notBefore !== undefined && batch.notBefore > due) due = batch.notBefore
+    const wait = Math.min(MAX_HOLD_MS, due - clock.now())
+    if (wait > 0) await clock.sleep(wait)
   }
 
   /** Send one run through the apps' transports, by platform; what became of each delivery. */

@@ -3,8 +3,8 @@
 -- splitter handed the body to the CPU pool (before it, the upload waited on the log); parsed_at,
 -- the pool gave its events back; processed_at (002) is when its group was attributed; written_at,
 -- its group's write returned (embedded: its events inserted into `events`; Kafka + ClickHouse:
--- durable on the events topic); recorded_at, its batch's receipts insert began, after every write
--- and the rejected lines. The receipt (`GET /v0/uploads/:transaction_id`) shows them, and the
+-- durable on the events topic); recorded_at, its group's receipts insert began, after its write
+-- and rejected lines. The receipt (`GET /v0/uploads/:transaction_id`) shows them, and the
 -- bench's freshness scenario splits each upload's time from its 202 by them. NULL on rows written
 -- before, and on SDK receipts.
 ALTER TABLE upload_receipts ADD COLUMN IF NOT EXISTS consumed_at Nullable(DateTime64(3, 'UTC')) AFTER received_at;

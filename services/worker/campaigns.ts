@@ -1,5 +1,6 @@
 import { encodePushRequest } from '../../schemas/push.ts'
 import { campaignExecutor } from '../../pipelines/campaigns/executor.ts'
+import { DISPATCH_AHEAD_MS } from '../../pipelines/campaigns/occurrences.ts'
 import { consumeStage } from './guarded-consumer.ts'
 import type { WorkerPipeline } from './worker.ts'
 
@@ -15,6 +16,7 @@ export const campaignsPipeline: WorkerPipeline = {
     const executor = campaignExecutor({
       store,
       startOnTimeWithinMs: runtime.config.SLUICE_CAMPAIGN_TICK_MS,
+      dispatchAheadMs: DISPATCH_AHEAD_MS,
       produce: (records) => bus.produce(topology.topics.pushRequests.topic, records.map(encodePushRequest)),
       onPlanned: (info) =>
         logger.info({ campaign_id: info.campaignId, ...info }, 'campaign occurrence planned'),

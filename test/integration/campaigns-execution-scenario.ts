@@ -380,21 +380,35 @@ export async function runExecutionScenario(sluice: InProcessSluice, store: Store
   expect(await deliveries(draft.body.id)).toEqual([])
   // Ten minutes on, slots 1..10 would go out; once the campaign is deleted, nothing more does.
   const act = await activatedAt(store, throttled.body.id)
-  const capture = (offsetMs: number) => {
+  const capture = (now: () => number, dispatchAheadMs = 0) => {
     const captured: string[] = []
+    const notBefore = new Map<string, number | undefined>()
     const run = campaignExecutor({
       store,
-      now: () => Date.now() + offsetMs,
-      produce: async (records) => void captured.push(...records.map((r) => r.requestId)),
+      now,
+      dispatchAheadMs,
+      produce: async (records) => {
+        captured.push(...records.map((r) => r.requestId))
+        for (const r of records) notBefore.set(r.requestId, r.notBefore)
+      },
     })
-    return { captured, run: () => run(tickBatch()) }
+    return { captured, notBefore, run: () => run(tickBatch()) }
   }
-  const before = capture(10 * 60_000)
+  // 10 min 45 s after the start, with slots handed over 30 s ahead: slots 1..10 are due and go
+  // as they are; slot 11's moment is 15 s on, so it goes too, marked not to be sent before it.
+  const before = capture(() => act + 10 * 60_000 + 45_000, 30_000)
   await before.run()
   const slotsOut = new Set(
     before.captured.filter((r) => r.startsWith(`campaign:${throttled.body.id}:`)).map((r) => r.split(':')[3]),
   )
-  expect([...slotsOut].map(Number).sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
+  expect([...slotsOut].map(Number).sort((a, b) => a - b)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11])
+  const held = [...before.notBefore].filter(([r]) => r.startsWith(`campaign:${throttled.body.id}:`))
+  const early = held.filter(([, at]) => at !== undefined)
+  expect(early.length).toBeGreaterThan(0)
+  for (const [r, at] of early) {
+    expect(r).toMatch(new RegExp(`^campaign:${throttled.body.id}:i${act}:11:[AB]$`))
+    expect(at).toBe(act + 11 * 60_000)
+  }
   expect(
     before.captured.every(
       (r) =>
@@ -403,7 +417,7 @@ export async function runExecutionScenario(sluice: InProcessSluice, store: Store
     ),
   ).toBe(true)
   expect((await api.req('DELETE', `/push/campaigns/${throttled.body.id}`)).status).toBe(204)
-  const after = capture(20 * 60_000)
+  const after = capture(() => Date.now() + 20 * 60_000)
   await after.run()
   expect(after.captured.filter((r) => r.startsWith(`campaign:${throttled.body.id}:`))).toEqual([])
 }

@@ -2,7 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { BusRecord, ProduceMessage, RecordBatch } from '../../pipelines/connectors/bus/bus.ts'
 import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
 import { migrate } from '../../pipelines/connectors/store/migrations.ts'
-import { decodeBatch, encodeBatch, type DeliveryBatch } from '../../pipelines/push/delivery-batch.ts'
+import {
+  decodeBatch,
+  encodeBatch,
+  MAX_HOLD_MS,
+  type DeliveryBatch,
+} from '../../pipelines/push/delivery-batch.ts'
 import { DELIVERY_ROW_BINARY, DeliveryRows } from '../../pipelines/push/delivery-rows.ts'
 import { buildBatch } from '../../pipelines/push/plan.ts'
 import { pushPlanner } from '../../pipelines/push/planner.ts'
@@ -621,6 +626,54 @@ describe('push planner and sender on the embedded engine', () => {
     expect(rows.map((r) => [r.install_uuid, Number(r.n)])).toEqual(
       [0, 1, 2].flatMap((n) => [0, 1, 2, 3].map((i) => [`p${n}-${i}`, 1])),
     )
+  })
+
+  it('holds a batch handed over ahead of its moment until notBefore, at most MAX_HOLD_MS, then sends and records it', async () => {
+    const file = new ScriptedTransport('file', () => ({ status: 'sent' }))
+    const clock = { ...manualClock(T), random: () => 0.5 }
+    const sender = pushSender({
+      store,
+      transports: resolver({ ios: file }),
+      rate: new SendRate(0, clock),
+      retry: { attempts: 1, deadlineMs: 0, baseDelayMs: 1, maxDelayMs: 1 },
+      clock,
+      recordEvery: 2,
+    })
+    const batch = (requestId: string, install: string, notBefore?: number) =>
+      encodeBatch(
+        buildBatch(
+          request({ requestId, appId: 'hold', ...(notBefore !== undefined && { notBefore }) }),
+          0,
+          0,
+          [
+            {
+              device: { install_uuid: install, customer_id: '', platform: 'iOS', push_token: 't' },
+              message: 0,
+            },
+          ],
+          T,
+        ),
+      ).value
+    // Through the bus encoding: the request's notBefore rides on the batch.
+    expect(decodeBatch(batch('early', 'h1', T + 1500))).toMatchObject({
+      ok: true,
+      batch: { notBefore: T + 1500 },
+    })
+    // A run of the held batch and one without: the run waits for the later notBefore; a bogus
+    // far-future notBefore holds no longer than MAX_HOLD_MS.
+    await sender(busBatch('push-deliveries', [batch('early', 'h1', T + 1500), batch('now', 'h2')]))
+    await sender(busBatch('push-deliveries', [batch('far', 'h3', T + 86_400_000)]))
+    expect(clock.slept).toEqual([1500, MAX_HOLD_MS])
+    expect(file.calls.map((c) => c.map((d) => d.installUuid))).toEqual([['h1', 'h2'], ['h3']])
+    const rows = await store.query<{ install_uuid: string; first: string | number }>(
+      `SELECT install_uuid, toUnixTimestamp64Milli(first_attempt_at) AS first FROM push_deliveries
+       WHERE app_id = 'hold' ORDER BY install_uuid`,
+    )
+    expect(rows.map((r) => [r.install_uuid, Number(r.first)])).toEqual([
+      ['h1', T + 1500],
+      ['h2', T + 1500],
+      ['h3', T + 1500 + MAX_HOLD_MS],
+    ])
   })
 
   it('sends through sendGroups by (batch, platform), shares each group outcome, retries a retry group through send', async () => {

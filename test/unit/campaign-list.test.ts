@@ -47,6 +47,8 @@ describe('campaign list status', () => {
   it('moves a one-time schedule from scheduled to active to sent, or expired when never started', () => {
     const r = row({ on_schedule: { begin_date: '2030-06-01T13:00:00Z' } })
     expect(status(r, undefined, T)).toBe('scheduled')
+    // Its only slot handed over seconds ahead of the start (the occurrence done): still scheduled.
+    expect(status(r, occ('once', 'done'), Date.parse('2030-06-01T12:59:58Z'))).toBe('scheduled')
     expect(status(r, occ('once', 'planned'), T + 3_600_000)).toBe('active')
     expect(status(r, occ('once', 'done'), T + 3_600_000)).toBe('sent')
     expect(status(r, undefined, T + 3_600_000 + ONE_TIME_GRACE_MS)).toBe('expired')

@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest'
 import type { Bus, BusRecord } from '../../pipelines/connectors/bus/bus.ts'
 import type { Store } from '../../pipelines/connectors/store/store.ts'
 import runTask, { type CpuResult, type CpuRunner, type CpuTask } from '../../pipelines/cpu/tasks.ts'
-import type { EventStore } from '../../pipelines/events/store-events.ts'
+import type { EventStore, Recorded } from '../../pipelines/events/store-events.ts'
+import type { RejectRow } from '../../pipelines/events/upload-outcomes.ts'
 import {
   EVENTS_PER_WRITE,
   NEXT_BATCH_PARSE_BYTES,
@@ -82,6 +83,15 @@ function countingLookups(store: Store) {
   return counted
 }
 
+/**
+ * A write's end as the event store gives it: its `recorded` work (the splitter's receipts of the
+ * write) runs once the rows are stored, before the write settles, and its failure is the write's.
+ */
+async function stored(duplicates: RejectRow[], recorded: Recorded | undefined): Promise<RejectRow[]> {
+  await recorded?.(duplicates)
+  return duplicates
+}
+
 /** An event store whose writes wait until the test lets each one end (`done`). */
 function heldWrites(lookupsNow: () => number) {
   const pending: {
@@ -92,14 +102,14 @@ function heldWrites(lookupsNow: () => number) {
     done: () => void
   }[] = []
   const events: EventStore = {
-    write(items, source) {
-      return new Promise((resolve) =>
+    write(items, source, recorded) {
+      return new Promise<RejectRow[]>((resolve, reject) =>
         pending.push({
           uuids: items.map((i) => i.uuid),
           first: source.first,
           last: source.last,
           lookupsAtStart: lookupsNow(),
-          done: () => resolve([]),
+          done: () => void stored([], recorded).then(resolve, reject),
         }),
       )
     },
@@ -172,17 +182,24 @@ describe('upload splitter: groups and parsing ahead', () => {
     const { store, inserted } = recordingStore()
     const writes: { uuids: string[]; first: string; last: string; startedBefore: number }[] = []
     const events: EventStore = {
-      write(items: readonly WriterItem[], source) {
+      write(items: readonly WriterItem[], source, recorded) {
         writes.push({
           uuids: items.map((i) => i.uuid),
           first: source.first,
           last: source.last,
           startedBefore: pool.started,
         })
-        return Promise.resolve([])
+        return stored([], recorded)
       },
     }
     const bus = { lag: () => Promise.resolve(0) } as unknown as Bus
+    // Rows per receipts insert.
+    const receiptInserts: number[] = []
+    const insert = store.insert
+    store.insert = (table, rows) => {
+      if (table === 'upload_receipts' && Array.isArray(rows)) receiptInserts.push(rows.length)
+      return insert(table, rows)
+    }
     const splitter = splitterOf(pool, store, events, bus)
     await splitter({ topic: 'uploads', partition: 0, records })
 
@@ -216,14 +233,15 @@ describe('upload splitter: groups and parsing ahead', () => {
       records.map((r) => [r.headers.tx, 0, perUpload]),
     )
     // Each receipt says when its stages were done with it, in the pipeline's order; the uploads
-    // of one group share its attribution and write, those of the batch its receipts' moment.
+    // of one group share its attribution, its write and its receipts' moment, recorded once per
+    // group (one receipts insert each, in order), not once the whole batch is written.
     const stamped = receipts as unknown as Record<string, number>[]
     for (const r of stamped) {
       const moments = [r.consumed_at, r.parsed_at, r.processed_at, r.written_at, r.recorded_at]
       expect(moments.every((m) => typeof m === 'number')).toBe(true)
       expect(moments).toEqual([...moments].sort((a, b) => a! - b!))
     }
-    expect(new Set(stamped.map((r) => r.recorded_at)).size).toBe(1)
+    expect(receiptInserts).toEqual(writes.map((_, i) => Math.min(groupUploads, 40 - i * groupUploads)))
     expect(new Set(stamped.map((r) => r.written_at)).size).toBeLessThanOrEqual(writes.length)
     expect(stamped.at(-1)!.written_at).toBeGreaterThanOrEqual(stamped[0]!.written_at!)
   })
@@ -233,12 +251,12 @@ describe('upload splitter: groups and parsing ahead', () => {
     const { store, inserted } = recordingStore()
     // The store finds 3 events of the second upload and 1 of the third stored by another upload.
     const events: EventStore = {
-      write(items: readonly WriterItem[]) {
+      write(items: readonly WriterItem[], _source, recorded) {
         const copies = [
           ...items.filter((i) => i.upload.tx === 'tx-1').slice(0, 3),
           ...items.filter((i) => i.upload.tx === 'tx-2').slice(0, 1),
         ]
-        return Promise.resolve(
+        return stored(
           copies.map((i) => ({
             transaction_id: i.upload.tx,
             org_id: 1,
@@ -250,6 +268,7 @@ describe('upload splitter: groups and parsing ahead', () => {
             detail: 'an event with this uuid was already stored (transaction tx-other)',
             received_at: i.upload.recv,
           })),
+          recorded,
         )
       },
     }
@@ -291,10 +310,10 @@ describe('upload splitter: groups and parsing ahead', () => {
     const written: string[] = []
     const startedAtWrite: number[] = []
     const events: EventStore = {
-      write(items: readonly WriterItem[]) {
+      write(items: readonly WriterItem[], _source, recorded) {
         startedAtWrite.push(pool.started)
         for (const i of items) written.push(i.uuid)
-        return Promise.resolve([])
+        return stored([], recorded)
       },
     }
     const splitter = splitterOf(pool, store, events)
@@ -346,7 +365,7 @@ describe('upload splitter: groups and parsing ahead', () => {
     const records = Array.from({ length: 4 }, (_, i) => upload(i, 10))
     const pool = countingPool()
     const { store, inserted } = recordingStore()
-    const splitter = splitterOf(pool, store, { write: () => Promise.resolve([]) })
+    const splitter = splitterOf(pool, store, { write: (_items, _source, recorded) => stored([], recorded) })
     // The first delivery looks ahead to records 1-2; then record 0 is delivered again (a retry) and
     // only then records 1-3: the early parses are gone with the retry, so they are parsed anew.
     let looks = 0
@@ -359,8 +378,10 @@ describe('upload splitter: groups and parsing ahead', () => {
     await splitter({ topic: 'uploads', partition: 0, records: records.slice(1) })
     expect(pool.started).toBe(7)
     const receipts = (inserted.get('upload_receipts') ?? []) as { transaction_id: string; direct: number }[]
+    // The early write of 1-2 recorded their receipts as it ended; the retry and the later batch
+    // record the same counts again (a replay: the same rows, which the table keeps once).
     expect(receipts.map((r) => [r.transaction_id, r.direct])).toEqual(
-      ['tx-0', 'tx-0', 'tx-1', 'tx-2', 'tx-3'].map((tx) => [tx, 10]),
+      ['tx-0', 'tx-1', 'tx-2', 'tx-0', 'tx-1', 'tx-2', 'tx-3'].map((tx) => [tx, 10]),
     )
   })
 
@@ -439,12 +460,18 @@ describe('upload splitter: groups and parsing ahead', () => {
     pending[2]!.done()
     await settle()
     expect(secondDone).toBe(false)
+    // Each write records its receipts as it ends, whatever the batch waits for.
+    const receiptTxs = () =>
+      ((inserted.get('upload_receipts') ?? []) as { transaction_id: string }[]).map((r) => r.transaction_id)
+    expect(receiptTxs()).toEqual(['tx-0', 'tx-1', 'tx-4'])
     pending[1]!.done()
     await second
     const sent = uuidsOf(records)
     expect(pending.flatMap((w) => w.uuids)).toEqual(sent)
     const receipts = (inserted.get('upload_receipts') ?? []) as { transaction_id: string; direct: number }[]
-    expect(receipts.map((r) => [r.transaction_id, r.direct])).toEqual(records.map((r) => [r.headers.tx, 10]))
+    expect(receipts.map((r) => [r.transaction_id, r.direct])).toEqual(
+      [0, 1, 4, 2, 3].map((i) => [records[i]!.headers.tx, 10]),
+    )
   })
 
   it('does not use an early write for a batch that does not start with its uploads (a retry): they are written afresh', async () => {
@@ -452,9 +479,9 @@ describe('upload splitter: groups and parsing ahead', () => {
     const { store, inserted } = recordingStore()
     const writes: [string, string][] = []
     const splitter = splitterOf(countingPool(), store, {
-      write(_items, source) {
+      write(_items, source, recorded) {
         writes.push([source.first, source.last])
-        return Promise.resolve([])
+        return stored([], recorded)
       },
     })
     // Batch 1 (record 0) writes 1-2 early; then record 0 is delivered again (a retry), and only
@@ -475,7 +502,16 @@ describe('upload splitter: groups and parsing ahead', () => {
       ['1', '3'],
     ])
     const receipts = (inserted.get('upload_receipts') ?? []) as { transaction_id: string }[]
-    expect(receipts.map((r) => r.transaction_id)).toEqual(['tx-0', 'tx-0', 'tx-1', 'tx-2', 'tx-3'])
+    // The early write recorded the receipts of 1-2 once stored; their write afresh records them again.
+    expect(receipts.map((r) => r.transaction_id)).toEqual([
+      'tx-0',
+      'tx-1',
+      'tx-2',
+      'tx-0',
+      'tx-1',
+      'tx-2',
+      'tx-3',
+    ])
   })
 
   it('fails the batch that takes a failed early write, with no receipt; its retry writes the uploads afresh', async () => {
@@ -484,13 +520,13 @@ describe('upload splitter: groups and parsing ahead', () => {
     const writes: [string, string][] = []
     let failNext = false
     const splitter = splitterOf(countingPool(), store, {
-      write(_items, source) {
+      write(_items, source, recorded) {
         writes.push([source.first, source.last])
         if (source.first === '1' && !failNext) {
           failNext = true
           return Promise.reject(new Error('engine down'))
         }
-        return Promise.resolve([])
+        return stored([], recorded)
       },
     })
     // Batch 1 ends well; its early write of 1-2 fails.
@@ -537,22 +573,25 @@ describe('upload splitter: groups and parsing ahead', () => {
     expect(drained).toBe(true)
   })
 
-  it('fails the whole batch when a group cannot be written, after the write in flight ends, with no receipt', async () => {
+  it('fails the whole batch when a group cannot be written, after the write in flight ends, with no receipt of the failed group', async () => {
     const perUpload = EVENTS_PER_WRITE / 2
     const records = Array.from({ length: 6 }, (_, i) => upload(i, perUpload))
     const { store, inserted } = recordingStore()
     const started: string[] = []
     const events: EventStore = {
-      write(_items, source) {
+      write(_items, source, recorded) {
         started.push(source.first)
-        return source.first === '0' ? Promise.reject(new Error('engine down')) : Promise.resolve([])
+        return source.first === '0' ? Promise.reject(new Error('engine down')) : stored([], recorded)
       },
     }
     const splitter = splitterOf(countingPool(), store, events)
     await expect(splitter({ topic: 'uploads', partition: 0, records })).rejects.toThrow('engine down')
     // The second group was attributed and handed over during the first write; the third never.
     expect(started).toEqual(['0', '2'])
-    expect(inserted.get('upload_receipts')).toBeUndefined()
+    // The second group was stored, so its receipts say so; the first group's uploads have none.
+    expect(
+      ((inserted.get('upload_receipts') ?? []) as { transaction_id: string }[]).map((r) => r.transaction_id),
+    ).toEqual(['tx-2', 'tx-3'])
     expect(inserted.get('rejected_lines')).toBeUndefined()
   })
 
