@@ -179,7 +179,7 @@ describe('the dashboard analytics, audiences and app settings, in Chromium', () 
     // Saving without a name: the API's message under the name.
     await rule1.getByLabel('Count (empty: at least one)').fill('2')
     await page.getByRole('button', { name: 'Create audience' }).click()
-    expect(await page.locator('#f-name-error').textContent()).toBe('name must not be empty')
+    await expect.poll(() => page.locator('#f-name-error').textContent()).toBe('name must not be empty')
     await page.getByLabel('Name', { exact: true }).fill('Buyers')
     await page.getByRole('button', { name: 'Create audience' }).click()
     await expect
