@@ -268,7 +268,7 @@ function countFragment(counts: Counts | undefined, errors: Errors, fields: reado
         : html`<span data-live-count-error>the rules have errors</span>`
     }
     <div id="form-errors" hx-swap-oob="true">${topErrors(errors[''])}</div>
-    ${fields.map((f) => errorSlot(f, errors, true))}`
+    ${fields.filter((f) => f !== 'name').map((f) => errorSlot(f, errors, true))}`
 }
 
 const topErrors = (list: string[] | undefined) =>
