@@ -19,6 +19,7 @@ import { campaignsPipeline } from './worker/campaigns.ts'
 import { safeEqual } from './control/credentials.ts'
 import { heartbeatJob } from '../pipelines/control/jobs.ts'
 import { audienceRefreshJob } from '../pipelines/audiences/refresh-job.ts'
+import { storeCountQuery } from '../pipelines/audiences/audience-counter.ts'
 import { DeadLetterStore } from '../pipelines/failures/dead-letters.ts'
 import { resolveAdminToken } from './admin-token.ts'
 import type { Config } from './config.ts'
@@ -287,11 +288,15 @@ export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | unde
       maxInflatedBytes: config.SLUICE_IMPORT_MAX_INFLATED_BYTES,
     },
   })
+  // The Query and Apps APIs (and audience previews) share the edge's turns on the engine.
+  const reads = analystReads(runtime)
+  const engineTurns = new ConcurrencyLimit(config.SLUICE_QUERY_MAX_CONCURRENT)
   const audiences = audienceRoutes({
     store,
     control,
     commands: runtime.commands,
     logger,
+    preview: { countQuery: storeCountQuery(reads), turns: engineTurns },
     counts: new CountRequester({
       bus,
       store,
@@ -337,14 +342,14 @@ export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | unde
   const analysts = {
     control,
     store,
-    reads: analystReads(runtime),
+    reads,
     limits: new QueryKeyLimits({
       concurrent: config.SLUICE_QUERY_CONCURRENT_PER_KEY,
       perMinute: config.SLUICE_QUERY_RATE_PER_KEY_PER_MIN,
       perHour: config.SLUICE_QUERY_RATE_PER_KEY_PER_HOUR,
       perDay: config.SLUICE_QUERY_RATE_PER_KEY_PER_DAY,
     }),
-    engineTurns: new ConcurrencyLimit(config.SLUICE_QUERY_MAX_CONCURRENT),
+    engineTurns,
   }
   return {
     routers: [

@@ -49,8 +49,9 @@ export interface CountsRow {
   version: number
 }
 
+/** Counts through any reader of the store (its own connection, or capped reads). */
 export const storeCountQuery =
-  (store: Store): CountQuery =>
+  (store: Pick<Store, 'query'>): CountQuery =>
   async (sql, params) => {
     const [row] = await store.query<Record<string, number | string>>(sql, params)
     return {

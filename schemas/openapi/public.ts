@@ -679,6 +679,27 @@ export const publicOperations: Operation[] = [
     },
     errors: [403, 404, 503],
   },
+  {
+    ...audience,
+    method: 'post',
+    path: `${audienceBase}/preview`,
+    summary: 'Count the members of target rules now, without saving them (an audience builder)',
+    body: {
+      schema: z
+        .object({ target_rules: z.record(z.string(), z.unknown()) })
+        .describe('target_rules as an audience takes them; checked with every issue listed (422)'),
+      example: { target_rules: audienceExample.target_rules },
+    },
+    responses: {
+      200: json(z.object({ ...counts, calculated_at: z.string() }).meta({ id: 'AudiencePreview' }), {
+        user_count: 120,
+        has_push: 80,
+        seen_last_thirty: 110,
+        calculated_at: '2026-11-23T13:00:00.000Z',
+      }),
+    },
+    errors: [400, 403, 415, 422],
+  },
   ...campaignOps('push'),
   ...campaignOps('inapp'),
   {

@@ -8,6 +8,7 @@ export type Fragment = HtmlEscapedString | Promise<HtmlEscapedString>
 export const PAGES = [
   { path: '/dashboard/health', title: 'Health', operator: false },
   { path: '/dashboard/orgs', title: 'Orgs, apps and keys', operator: false },
+  { path: '/dashboard/analytics', title: 'Analytics', operator: false },
   { path: '/dashboard/dead-letters', title: 'Dead letters', operator: true },
   { path: '/dashboard/exports', title: 'Exports', operator: true },
   { path: '/dashboard/audiences', title: 'Audiences', operator: false },

@@ -8,6 +8,9 @@ import { DashboardApi, errorsByField, type Dispatch } from './api.ts'
 import { isHttps, writeSession, type DashboardApp, type DashboardDeps, type DashboardEnv } from './context.ts'
 import { formErrors, input, page } from './layout.ts'
 import { registerCampaigns } from './pages/campaigns.ts'
+import { registerAnalytics } from './pages/analytics.ts'
+import { registerAppSettings } from './pages/app-settings.ts'
+import { registerAudiences } from './pages/audiences.ts'
 import { registerDeadLetters } from './pages/dead-letters.ts'
 import { registerExports } from './pages/exports.ts'
 import { registerHealth } from './pages/health.ts'
@@ -48,6 +51,7 @@ export function dashboardRoutes(options: { dispatch: Dispatch; adminToken: strin
     'uPlot.min.css': { path: packageFile('uplot', 'dist/uPlot.min.css'), type: CSS },
     'dashboard.css': { path: asset('dashboard.css'), type: CSS },
     'dashboard.js': { path: asset('dashboard.js'), type: JS },
+    'analytics.js': { path: asset('analytics.js'), type: JS },
   })
 
   app.use('/dashboard', securityHeaders)
@@ -131,6 +135,9 @@ export function dashboardRoutes(options: { dispatch: Dispatch; adminToken: strin
   registerExports(app, deps)
   registerCampaigns(app, deps)
   registerPush(app, deps)
+  registerAnalytics(app, deps)
+  registerAudiences(app, deps)
+  registerAppSettings(app, deps)
   return app
 }
 

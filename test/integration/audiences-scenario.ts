@@ -96,6 +96,7 @@ export async function runAudienceScenario(sluice: InProcessSluice, store: Store,
   const otherApi = client(sluice, other.auth)
   const s: Scenario = { sluice, store, suffix, appA, appB, appZ, tenant, other, api, otherApi }
   await upload(s)
+  await previews(s)
   await countsOfEveryRuleKind(s)
   await crud(s)
   await refreshAndRecompute(s)
@@ -613,6 +614,41 @@ const countsOf = (body: unknown) => {
     body as { segmentation_count: { user_count: number; has_push: number; seen_last_thirty: number } }
   ).segmentation_count
   return [c.user_count, c.has_push, c.seen_last_thirty]
+}
+
+/**
+ * POST …/audiences/preview counts rules that are not saved: the same counts a saved audience gets,
+ * every issue of bad rules (422 with its path), nothing stored, another org's app refused.
+ */
+async function previews(s: Scenario) {
+  const preview = `${audiencesOf(s, s.appA)}/preview`
+  for (const a of COUNTED) {
+    const answer = await s.api('POST', preview, { target_rules: a.rules })
+    expect(answer.status, a.name).toBe(200)
+    const body = answer.body as Record<string, unknown>
+    expect([body.user_count, body.has_push, body.seen_last_thirty], a.name).toEqual(a.counts)
+    expect(body.calculated_at).toMatch(ISO)
+  }
+  const bad = await s.api('POST', preview, {
+    target_rules: {
+      behavior: {
+        rules: [{ rule_type: 'event', event_name: 'x', count_operator: 'sometimes' }, { rule_type: 'event' }],
+      },
+    },
+  })
+  expect(bad.status).toBe(422)
+  expect((bad.body as { errors: string[] }).errors).toEqual([
+    'target_rules.behavior.rules[0].count_operator: unknown count_operator "sometimes": expected one of less_than, greater_than, exactly, at_least, at_most',
+    'target_rules.behavior.rules[1].event_name: event_name is required for a event rule',
+  ])
+  const missing = await s.api('POST', preview, {})
+  expect(missing.status).toBe(422)
+  expect((missing.body as { errors: string[] }).errors).toEqual(['target_rules: target_rules is required'])
+  const foreign = await s.otherApi('POST', `/api/v6/orgs/${s.other.orgId}/apps/${s.appA}/audiences/preview`, {
+    target_rules: {},
+  })
+  expect(foreign.status).toBe(403)
+  expect((await s.api('GET', audiencesOf(s, s.appA))).body).toEqual([])
 }
 
 async function countsOfEveryRuleKind(s: Scenario) {

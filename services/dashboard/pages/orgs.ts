@@ -111,8 +111,17 @@ export function registerOrgs(app: DashboardApp, deps: DashboardDeps) {
                 apps?.ok
                   ? table(
                       'Apps',
-                      ['app id (app key)', 'name', 'profile db'],
-                      apps.body.map((a) => [a.app_id, a.name, String(a.profiledb_id)]),
+                      ['app id (app key)', 'name', 'profile db', ''],
+                      apps.body.map((a) => [
+                        a.app_id,
+                        a.name,
+                        String(a.profiledb_id),
+                        html`<a
+                          href="/dashboard/orgs/${selected.id}/apps/${encodeURIComponent(a.app_id)}/settings"
+                          aria-label="Settings of ${a.app_id}"
+                          >settings</a
+                        >`,
+                      ]),
                     )
                   : ''
               }

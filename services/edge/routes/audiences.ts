@@ -2,6 +2,9 @@ import { Hono, type Context } from 'hono'
 import type { Store } from '../../../pipelines/connectors/store/store.ts'
 import type { AudienceRecord } from '../../../pipelines/audiences/audience-commands.ts'
 import { parseAudienceBody } from '../../../pipelines/audiences/audience-body.ts'
+import type { CountQuery } from '../../../pipelines/audiences/audience-counter.ts'
+import { compileCounts } from '../../../pipelines/audiences/compile-rules.ts'
+import { parseTargetRules } from '../../../schemas/audiences.ts'
 import {
   listLiveAudiences,
   readCounts,
@@ -15,6 +18,7 @@ import {
   segmentationBody,
 } from '../../../pipelines/audiences/audience-views.ts'
 import type { RuleIssue } from '../../../schemas/audiences.ts'
+import type { ConcurrencyLimit } from '../../shared/concurrency-limit.ts'
 import { AudienceControl } from '../../control/audience-control.ts'
 import type { App, ControlStore } from '../../control/control-store.ts'
 import type { CommandSender } from '../../control/command-client.ts'
@@ -33,6 +37,11 @@ export interface AudienceRouteDeps {
   commands: CommandSender
   counts: CountRequester
   logger: Logger
+  /**
+   * Where a preview's count runs (under the Query API's engine caps, off the pipelines'
+   * connections), and how many at once on this edge; absent: no preview route.
+   */
+  preview?: { countQuery: CountQuery; turns: ConcurrencyLimit }
   /** Largest request body (default 1 MB). */
   maxBodyBytes?: number
 }
@@ -122,6 +131,33 @@ export function audienceRoutes(deps: AudienceRouteDeps) {
     const record = await controlWrite(() => audiences.create(orgId, target.app_id, body.name!, body.rules!))
     return c.json(audienceBody(record, await countAfterWrite(record, 'create')), 201)
   })
+
+  // The counts of rules not saved yet (the dashboard's builder counts as rules change): computed
+  // now, on this edge, by the same compiled query as the audience counter's; nothing is stored.
+  const preview = deps.preview
+  if (preview)
+    app.post(`${BASE}/preview`, auth, async (c) => {
+      const { orgId, app: target } = await scope(c)
+      requireJsonContentType(c.req.header('Content-Type'))
+      const body = parseJsonBody(await readBoundedBody(c.req.raw, maxBodyBytes))
+      if (typeof body !== 'object' || body === null || Array.isArray(body))
+        throw invalid(400, [{ path: '', message: 'the body must be a JSON object' }])
+      const given = (body as Record<string, unknown>).target_rules
+      if (given === undefined)
+        throw invalid(422, [{ path: 'target_rules', message: 'target_rules is required' }])
+      const parsed = parseTargetRules(given)
+      if (!parsed.ok) throw invalid(422, parsed.issues)
+      const org = await deps.control.getOrg(orgId)
+      const calculatedAt = Date.now()
+      const { sql, params } = compileCounts(parsed.rules, {
+        appId: target.app_id,
+        appProfiledbId: target.profiledb_id,
+        orgProfiledbId: org?.profiledb_id ?? 0,
+        now: calculatedAt,
+      })
+      const counts = await preview.turns.run(c.req.raw.signal, () => preview.countQuery(sql, params))
+      return c.json({ ...counts, calculated_at: new Date(calculatedAt).toISOString() })
+    })
 
   app.get(BASE, auth, async (c) => {
     const { orgId, app: target } = await scope(c)
