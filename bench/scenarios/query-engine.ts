@@ -39,7 +39,7 @@ if ((mode !== 'shapes' && mode !== 'upkeep') || !dataDir) {
 }
 /** Bumped when the generator changes: data of an older generator is made again. */
 const GENERATOR_VERSION = 1
-/** The Query API's engine caps (SLUICE_QUERY_MAX_* defaults), for both sides. */
+/** The Query API's engine caps (their defaults in services/config.ts), for both sides. */
 const CAPS = ['--readonly=1', '--max_execution_time=30', '--max_memory_usage=1073741824', '--max_threads=1']
 
 const cpuMs = (since: NodeJS.CpuUsage) => {
