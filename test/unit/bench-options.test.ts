@@ -20,7 +20,7 @@ describe('bench --skip', () => {
     const command = parseOptions(['--skip', 'edge,sustain'])
     expect(command.kind).toBe('invalid')
     expect(command.kind === 'invalid' && command.message).toMatch(
-      /no step sustain; steps: segmentation,push,.*,sustained/,
+      /no step sustain; steps: segmentation,query,push,.*,sustained,storage$/m,
     )
   })
 
