@@ -12,6 +12,8 @@
  * SQL the analyst would write by hand against the raw tables for the same answer.
  */
 
+import { EVENT_ATTRIBUTES_SQL, EVENT_NAME_SQL, h, pick, u } from './generated-sql.ts'
+
 export const QUERY_APPS_PREFIX = 'bench-query-'
 /** The app every shape asks about (app 0: its installs are the heavier ones of the skew). */
 export const QUERY_APP = `${QUERY_APPS_PREFIX}0`
@@ -22,10 +24,6 @@ const RAW_LOG_MS = 29 * DAY_MS
 /** Sessions last 10 s … 30 min; their events fall within the first 10 minutes. */
 const SESSION_MAX_MS = 1_800_000
 
-const h = (salt: string, idx: string) => `cityHash64({seed:UInt64}, '${salt}', ${idx})`
-const u = (salt: string, idx: string) => `(${h(salt, idx)} / 18446744073709551616.0)`
-const pick = (salt: string, idx: string, values: readonly string[]) =>
-  `arrayElement([${values.map((v) => `'${v}'`).join(', ')}], toUInt32(${h(salt, idx)} % ${values.length}) + 1)`
 const installUuid = (idx: string) => {
   const hex = `lower(concat(hex(${h('ia', idx)}), hex(${h('ib', idx)})))`
   return `concat(substring(${hex}, 1, 8), '-', substring(${hex}, 9, 4), '-', substring(${hex}, 13, 4), '-', substring(${hex}, 17, 4), '-', substring(${hex}, 21, 12))`
@@ -74,12 +72,8 @@ export function queryGenerationStatements(): { table: string; sql: string }[] {
   FROM (SELECT number AS s, ${sessionInstall('number')} AS i, ${sessionStart('number')} AS start FROM numbers({sessions:UInt64}))
   ARRAY JOIN ['s', 'c'] AS type
   WHERE start >= fromUnixTimestamp64Milli(toInt64({anchor:Int64} - ${RAW_LOG_MS}), 'UTC')`
-  const name = `multiIf(r < 35, 'screen_view', r < 60, 'view_item', r < 70, 'search', r < 80, 'add_to_cart',
-    r < 85, 'purchase', r < 92, 'level_up', r < 96, 'share', 'push_open')`
-  const attributes = `if(n IN ('view_item', 'add_to_cart', 'purchase'),
-      map('category', ${pick('cat', 'number', ['shoes', 'hats', 'bags', 'shirts', 'toys'])},
-          'price', toString(1 + ${h('pr', 'number')} % 200)),
-      map('screen', ${pick('sc', 'number', ['home', 'search', 'cart', 'profile', 'settings'])}))`
+  const name = EVENT_NAME_SQL
+  const attributes = EVENT_ATTRIBUTES_SQL
   const events = `INSERT INTO events (app_id, uuid, customer_id, event_name, event_time, received_at, attributes,
     ltv_change, install_uuid, device_uuid, session_uuid, country, language, app_version, os_version, platform,
     model, device_timezone, source, transaction_id)

@@ -11,6 +11,8 @@
  * sizes, app, times) is a query parameter.
  */
 
+import { EVENT_ATTRIBUTES_SQL, EVENT_NAME_SQL, h, pick, u } from './generated-sql.ts'
+
 export const SEGMENTATION_APP = 'bench-segmentation'
 export const APP_PROFILEDB = 2
 export const ORG_PROFILEDB = 1
@@ -18,12 +20,6 @@ export const ORG_PROFILEDB = 1
 const DAY_MS = 86_400_000
 export const SPAN_MS = 60 * DAY_MS
 
-/** A seeded 64-bit hash of (seed, salt, idx). */
-const h = (salt: string, idx: string) => `cityHash64({seed:UInt64}, '${salt}', ${idx})`
-/** A uniform float in [0, 1) from the hash. */
-const u = (salt: string, idx: string) => `(${h(salt, idx)} / 18446744073709551616.0)`
-const pick = (salt: string, idx: string, values: readonly string[]) =>
-  `arrayElement([${values.map((v) => `'${v}'`).join(', ')}], toUInt32(${h(salt, idx)} % ${values.length}) + 1)`
 /** A time in the 60 days before the anchor. */
 const timeBefore = (salt: string, idx: string) =>
   `fromUnixTimestamp64Milli(toInt64({anchor:Int64} - (${h(salt, idx)} % ${SPAN_MS})), 'UTC')`
@@ -90,12 +86,8 @@ export function generationStatements(): { table: string; sql: string }[] {
     ${customerOf('i')}, ${timeBefore('st', 'number')}, ${appVersionOf('i')}, '17.1', ${platformOf('i')}, ${countryOf('i')}
   FROM (SELECT number, ${sIdx} AS i FROM numbers({sessions:UInt64}))`
   const eIdx = skewedInstall('ei', 'number')
-  const name = `multiIf(r < 35, 'screen_view', r < 60, 'view_item', r < 70, 'search', r < 80, 'add_to_cart',
-    r < 85, 'purchase', r < 92, 'level_up', r < 96, 'share', 'push_open')`
-  const attributes = `if(n IN ('view_item', 'add_to_cart', 'purchase'),
-      map('category', ${pick('cat', 'number', ['shoes', 'hats', 'bags', 'shirts', 'toys'])},
-          'price', toString(1 + ${h('pr', 'number')} % 200)),
-      map('screen', ${pick('sc', 'number', ['home', 'search', 'cart', 'profile', 'settings'])}))`
+  const name = EVENT_NAME_SQL
+  const attributes = EVENT_ATTRIBUTES_SQL
   const events = `INSERT INTO events (app_id, uuid, customer_id, event_name, event_time, received_at, attributes,
     ltv_change, install_uuid, device_uuid, session_uuid, country, language, app_version, os_version, platform,
     model, device_timezone, source, transaction_id)

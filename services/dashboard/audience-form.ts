@@ -6,22 +6,15 @@
  * mapped back to the rows of the form.
  */
 
-export const RULE_TYPES = ['event', 'not-event', 'session', 'not-session', 'first-session'] as const
-export const COUNT_OPERATORS = ['at_least', 'at_most', 'exactly', 'greater_than', 'less_than'] as const
-export const FILTER_OPERATORS = [
-  'is_one_of',
-  'is_not_one_of',
-  'contains',
-  'does_not_contain',
-  'greater_than',
-  'less_than',
-  'greater_than_or_equal',
-  'less_than_or_equal',
-  'between',
-  'is_defined',
-  'is_not_defined',
-] as const
-export const CRITERION_OPERATORS = [...FILTER_OPERATORS, 'before', 'after', 'within_last_days'] as const
+import { COUNT_OPERATORS as API_COUNT_OPERATORS, type CountOperator } from '../../schemas/audiences.ts'
+
+export { CRITERION_OPERATORS, FILTER_OPERATORS, RULE_TYPES } from '../../schemas/audiences.ts'
+
+/** The API's count operators, in the order the form offers them: the usual one first. */
+export const COUNT_OPERATORS: readonly CountOperator[] = [
+  'at_least',
+  ...API_COUNT_OPERATORS.filter((o) => o !== 'at_least'),
+]
 
 /** Blank rows the builder offers below the rules and criteria an audience has. */
 export const BLANK_ROWS = 2

@@ -1,4 +1,5 @@
 import { html } from 'hono/html'
+import type { CampaignReport } from '../../../pipelines/push/reports.ts'
 import { LIST_CHANNELS, SEARCH_STATUSES } from '../../../schemas/campaigns.ts'
 import { errorsByField, type DashboardApi } from '../api.ts'
 import { after, orgApi, type DashboardApp, type DashboardContext, type DashboardDeps } from '../context.ts'
@@ -48,16 +49,8 @@ interface Performance {
   conversion_window_days: number
   variants: Variant[]
 }
-interface PushReport {
-  requests: number
-  targeted: number
-  sent: number
-  failed: number
-  pending: number
-  opened: number
-  first_request_at: string
-  last_request_at: string
-}
+/** The push API's answer for a campaign key. */
+type PushReport = CampaignReport
 
 /** The list's query parameters, as the campaigns API names them (docs/campaigns.md, "List and search"). */
 const LIST_PARAMS = [

@@ -1,4 +1,5 @@
 import { html } from 'hono/html'
+import type { CampaignReport } from '../../../pipelines/push/reports.ts'
 import { errorsByField } from '../api.ts'
 import {
   after,
@@ -15,16 +16,8 @@ const TITLE = 'Push'
 /** The campaign key a test push carries unless another is given: its report gathers the tests. */
 export const TEST_CAMPAIGN_KEY = 'dashboard-test'
 
-interface Report {
-  requests: number
-  targeted: number
-  sent: number
-  failed: number
-  pending: number
-  opened: number
-  first_request_at: string
-  last_request_at: string
-}
+/** The push API's answer for a campaign key. */
+type Report = CampaignReport
 
 /** The test form's fields, named by the paths the push API gives in its errors. */
 const FIELDS = [
