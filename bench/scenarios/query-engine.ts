@@ -21,7 +21,8 @@ import {
  *
  *   query-engine shapes <data dir> <seed> <apps> <installs> <sessions> <events> <runs> <threshold>
  *     Opens Sluice's schema in chdb at the data dir (migrations applied), generates the data unless
- *     the directory holds it for these parameters (generated.json), then for each shape runs the
+ *     the directory holds it for these parameters (generated.json), merges the rollups' parts (see
+ *     mergeRollups), then for each shape runs the
  *     Query API's path (parameters parsed, compiled, run, rows keyed) and the hand-written SQL,
  *     alternately, `runs` times each after a warm-up, on one connection with the Query API's engine
  *     caps, and compares their answers.
@@ -54,6 +55,23 @@ async function generate(store: ChdbStore, g: QueryGeneration): Promise<void> {
     const t = performance.now()
     await store.command(sql, queryGenerationParams(g))
     process.stderr.write(`generated ${table} in ${((performance.now() - t) / 1000).toFixed(1)} s\n`)
+  }
+}
+
+/** The rollup tables (migrations 027 and 031). */
+const ROLLUPS = ['query_rollup', 'query_session_rollup', 'query_session_lengths', 'query_attribute_rollup']
+
+/**
+ * The rollups as a running store's background merges leave them: one row per key. Generated at
+ * once, every insert block of the data set spans all 90 days, so each block adds a row per app,
+ * hour and event name (most of them again) until parts merge; live traffic's blocks span a minute
+ * and add a row per app and event name of that hour. Partitions already merged are left alone.
+ */
+async function mergeRollups(store: ChdbStore): Promise<void> {
+  for (const table of ROLLUPS) {
+    const t = performance.now()
+    await store.command(`OPTIMIZE TABLE ${table} FINAL SETTINGS optimize_skip_merged_partitions = 1`)
+    process.stderr.write(`merged ${table} in ${((performance.now() - t) / 1000).toFixed(1)} s\n`)
   }
 }
 
@@ -118,6 +136,7 @@ async function shapes(args: string[]) {
       generated = { ...g, generator: GENERATOR_VERSION, generationMs: performance.now() - started }
       writeFileSync(marker, JSON.stringify(generated))
     }
+    await mergeRollups(store)
     const now = generated.anchor
     const side = await ChdbSideConnection.open(store, CAPS)
     const results = []
@@ -181,7 +200,7 @@ async function shapes(args: string[]) {
     const [sizes] = await store.query<Record<string, string>>(
       `SELECT (SELECT count() FROM events) AS events, (SELECT count() FROM sessions) AS sessions,
               (SELECT count() FROM raw_log) AS raw_log,
-              (SELECT count() FROM query_rollup) AS query_rollup`,
+              ${ROLLUPS.map((t) => `(SELECT count() FROM ${t}) AS ${t}`).join(', ')}`,
     )
     process.stdout.write(
       JSON.stringify({
@@ -197,14 +216,16 @@ async function shapes(args: string[]) {
   }
 }
 
-/** The rollup views of migration 027, as written there. */
+/** The rollup views of migrations 027 and 031, as written there. */
 async function rollupViews(): Promise<{ name: string; sql: string }[]> {
-  const migration = (await loadMigrations()).find((m) => m.version === 27)
-  if (!migration) throw new Error('migration 027 (the query rollups) not found')
-  return migration.statements.flatMap((sql) => {
-    const name = /^CREATE MATERIALIZED VIEW IF NOT EXISTS (\w+)/.exec(sql)?.[1]
-    return name ? [{ name, sql }] : []
-  })
+  const migrations = (await loadMigrations()).filter((m) => m.version === 27 || m.version === 31)
+  if (migrations.length !== 2) throw new Error('migrations 027 and 031 (the query rollups) not found')
+  return migrations.flatMap((m) =>
+    m.statements.flatMap((sql) => {
+      const name = /^CREATE MATERIALIZED VIEW IF NOT EXISTS (\w+)/.exec(sql)?.[1]
+      return name ? [{ name, sql }] : []
+    }),
+  )
 }
 
 async function upkeep(args: string[]) {
