@@ -5,7 +5,9 @@
 --
 -- query_session_rollup: one row per app, UTC hour and session that has a start or an event in that
 -- hour (duplicates collapse as parts merge; readers count distinct sessions, so an unmerged copy
--- counts once). The `sessions` metric read from it is exact.
+-- counts once). The `sessions` metric read from it is exact. Rows without a session (server-side
+-- events) are kept as one row of the hour with an empty uuid: the hour has rows, so a query answers
+-- it with 0 sessions, as the raw path does.
 CREATE TABLE IF NOT EXISTS query_session_rollup
 (
     app_id LowCardinality(String),
@@ -18,11 +20,11 @@ ORDER BY (app_id, hour, session_uuid);
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS query_session_rollup_events_mv TO query_session_rollup AS
 SELECT DISTINCT app_id, toStartOfHour(event_time) AS hour, session_uuid
-FROM events WHERE session_uuid != '';
+FROM events;
 
 CREATE MATERIALIZED VIEW IF NOT EXISTS query_session_rollup_sessions_mv TO query_session_rollup AS
 SELECT DISTINCT app_id, toStartOfHour(started_at) AS hour, session_uuid
-FROM sessions WHERE session_uuid != '';
+FROM sessions;
 
 -- query_session_lengths: each session's start and last row in the SDK's raw log, which the raw
 -- path reads for average_session_length (its start's `s` row and its latest row of any type).
@@ -78,11 +80,11 @@ GROUP BY app_id, attribute, day, event_name, value;
 -- session rollups would count it once anyway).
 INSERT INTO query_session_rollup
 SELECT DISTINCT app_id, toStartOfHour(event_time) AS hour, session_uuid
-FROM events WHERE session_uuid != '';
+FROM events;
 
 INSERT INTO query_session_rollup
 SELECT DISTINCT app_id, toStartOfHour(started_at) AS hour, session_uuid
-FROM sessions WHERE session_uuid != '';
+FROM sessions;
 
 INSERT INTO query_session_lengths
 SELECT app_id, session_uuid, min(if(type = 's', at, NULL)) AS started_at, max(at) AS last_at

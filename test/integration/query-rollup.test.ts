@@ -187,11 +187,12 @@ describe('query rollups on data stored before them', () => {
   })
 
   it('counts sessions exactly from the session rollup, before and after the migration', async () => {
-    for (const params of [
+    const queries: Record<string, string>[] = [
       { metrics: 'sessions', dimensions: 'day' },
       { metrics: 'sessions', dimensions: 'week', days: '3' },
       { metrics: 'sessions', dimensions: 'hour', conditions: JSON.stringify({ sessions: ['>=', 1] }) },
-    ]) {
+    ]
+    for (const params of queries) {
       const r = await answer(params)
       expect(r.compiled.source).toBe('query_session_rollup')
       expect(r.compiled.estimated).toEqual([])
@@ -220,10 +221,11 @@ describe('query rollups on data stored before them', () => {
     const want = (65 + 0 + 1.5 + 600 + 42 + 30) / 6
     expect(total.raw.results).toEqual([{ sessions: 7, average_session_length: want }])
     expect(total.rollup.results).toEqual(total.raw.results)
-    for (const params of [
+    const queries: Record<string, string>[] = [
       { metrics: 'average_session_length,sessions', dimensions: 'day' },
       { metrics: 'average_session_length', dimensions: 'week', days: '2' },
-    ]) {
+    ]
+    for (const params of queries) {
       const r = await both(params)
       expect(r.rollup.source).toBe('query_session_rollup')
       expect(r.rollup.results.length).toBeGreaterThan(0)
