@@ -165,6 +165,21 @@ function metricSql(
   }
 }
 
+/**
+ * The sums and states of a rollup's rows that the query's metrics read (`, a, b`). Only those: the
+ * engine keeps a subquery's unread columns, and reading and decoding the `uniq` states nobody asked
+ * for made a rollup answer slower than the raw events (docs/query-api.md, "Rollups and estimates").
+ */
+function rollupColumns(q: ParsedQuery): string {
+  const read = new Set<string>()
+  for (const { metric: m } of q.metrics) {
+    if (m.kind !== 'simple') continue
+    if (m.metric === 'sessions_per_event') read.add('occurrences').add('sessions')
+    else read.add(m.metric)
+  }
+  return [...read].map((c) => `, ${c}`).join('')
+}
+
 /** A metric of the rollup's rows (rollup-fit.ts lists which it keeps). */
 function rollupMetricSql(m: Metric): string {
   if (m.kind !== 'simple') throw new Error('the rollup keeps no attribute aggregate')
@@ -279,7 +294,7 @@ export function compileQuery(q: ParsedQuery, ctx: QueryContext): CompiledQuery {
     fromMs !== undefined ? `toDateTime(${params.bind('Int64', Math.floor(fromMs / 1000))}, 'UTC')` : undefined
   if (plan?.rollup === 'query_rollup') {
     const from = hourFrom()
-    const rows = `SELECT kind, hour AS t, event_name, occurrences, ltv, users, sessions
+    const rows = `SELECT kind, hour AS t, event_name${rollupColumns(q)}
     FROM query_rollup WHERE app_id IN ${apps}${readsSessions ? '' : ` AND kind = 'e'`}${from ? ` AND hour >= ${from}` : ''}`
     return {
       ...assemble(q, params, tz, rows, [], (m) => rollupMetricSql(m)),
@@ -313,7 +328,7 @@ export function compileQuery(q: ParsedQuery, ctx: QueryContext): CompiledQuery {
   if (plan?.rollup === 'query_attribute_rollup') {
     const fromDay =
       fromMs !== undefined ? params.bind('Date', new Date(fromMs).toISOString().slice(0, 10)) : undefined
-    const rows = `SELECT toDateTime(day, 'UTC') AS t, event_name, value, occurrences, ltv, users
+    const rows = `SELECT toDateTime(day, 'UTC') AS t, event_name, value${rollupColumns(q)}
     FROM query_attribute_rollup WHERE app_id IN ${apps} AND attribute = ${params.bind('String', plan.attribute)}${fromDay ? ` AND day >= ${fromDay}` : ''}`
     // Every row carries the attribute: its value is the dimension's (a condition keeps absent values out).
     const dimensionOf = (d: Dimension) => (d.kind === 'attribute' ? 'f.value' : dimensionSql(params, d, tz))
