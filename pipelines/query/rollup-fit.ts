@@ -125,7 +125,9 @@ export function rollupPlan(q: ParsedQuery, timeZone: string, now: number): Rollu
     simple.every((m) => ROLLUP_METRICS[m]) &&
     dimensions.every((d) => timeDimension(d) || eventNameDimension(d))
   )
-    return wholeHourZone(timeZone, now) ? { rollup: 'query_rollup', estimated: estimatedOf(ROLLUP_METRICS) } : undefined
+    return wholeHourZone(timeZone, now)
+      ? { rollup: 'query_rollup', estimated: estimatedOf(ROLLUP_METRICS) }
+      : undefined
 
   const keys = new Set(dimensions.flatMap((d) => (d.kind === 'attribute' ? [d.key] : [])))
   const [attribute] = keys

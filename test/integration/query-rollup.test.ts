@@ -90,7 +90,11 @@ describe('query rollups on data stored before them', () => {
   const after = Array.from({ length: 25 }, (_, i) => event(i + 100, { country: 'es' }))
   const sessions = Array.from({ length: 5 }, (_, i) => session(i))
   // Sessions started after the upgrade (their starts through `sessions`, their logs through raw_log).
-  const laterSessions = [5, 6].map((i) => ({ ...session(i), session_uuid: `s${i}`, started_at: NOW - i * HOUR }))
+  const laterSessions = [5, 6].map((i) => ({
+    ...session(i),
+    session_uuid: `s${i}`,
+    started_at: NOW - i * HOUR,
+  }))
 
   beforeAll(async () => {
     dir = await tempDir('query-rollup')
@@ -135,9 +139,7 @@ describe('query rollups on data stored before them', () => {
       ...rawLogRows(laterSessions[0]!, undefined),
       ...rawLogRows(laterSessions[1]!, 30_000),
     ])
-    await store.insert('raw_log', [
-      { ...rawLogRows(laterSessions[0]!, 42_000)[1]!, uuid: 'late-close' },
-    ])
+    await store.insert('raw_log', [{ ...rawLogRows(laterSessions[0]!, 42_000)[1]!, uuid: 'late-close' }])
   })
   afterAll(async () => {
     await store.close()
@@ -247,7 +249,9 @@ describe('query rollups on data stored before them', () => {
     expect(byCategory.got).toEqual(byCategory.want)
     // Shoes and bags, before the migration (backfilled) and after it (through the view).
     const rows = byCategory.got.map((r) => JSON.parse(r) as ResultRow)
-    const carrying = [...before, ...after].filter((e) => ['shoes', 'bags'].includes(e.attributes.category ?? ''))
+    const carrying = [...before, ...after].filter((e) =>
+      ['shoes', 'bags'].includes(e.attributes.category ?? ''),
+    )
     expect(rows.reduce((n, r) => n + Number(r.occurrences), 0)).toBe(carrying.length)
 
     const daily = await answer(
@@ -263,7 +267,11 @@ describe('query rollups on data stored before them', () => {
     expect(daily.got).toEqual(daily.want)
     // An absent value that passes (not_in without null), or a zone other than UTC: the raw tables.
     const absent = await answer(
-      { metrics: 'occurrences', dimensions: 'a:category', conditions: JSON.stringify({ 'a:category': ['!=', 'hats'] }) },
+      {
+        metrics: 'occurrences',
+        dimensions: 'a:category',
+        conditions: JSON.stringify({ 'a:category': ['!=', 'hats'] }),
+      },
       'UTC',
     )
     expect(absent.compiled.source).toBe('raw')

@@ -168,12 +168,17 @@ describe('query compiler', () => {
     )
     // Sessions and their lengths by time: the session rollup, exact.
     for (const zone of ['UTC', 'America/New_York']) {
-      const sessions = rollup('app_id=A&metrics=sessions,average_session_length&dimensions=week&days=28', zone)
+      const sessions = rollup(
+        'app_id=A&metrics=sessions,average_session_length&dimensions=week&days=28',
+        zone,
+      )
       expect([sessions.source, sessions.estimated]).toEqual(['query_session_rollup', []])
       expect(sessions.sql).toMatch(/FROM query_session_rollup[\s\S]*FROM query_session_lengths/)
       expect(sessions.sql).not.toMatch(/FROM raw_log|FROM events|FROM sessions/)
     }
-    expect(rollup('app_id=A&metrics=average_session_length&dimensions=week', 'Asia/Kolkata').source).toBe('raw')
+    expect(rollup('app_id=A&metrics=average_session_length&dimensions=week', 'Asia/Kolkata').source).toBe(
+      'raw',
+    )
     // One attribute whose absent value a condition leaves out, in UTC: the attribute rollup.
     const attribute = rollup(
       `app_id=A&metrics=occurrences,users&dimensions=a:plan,day&conditions=${encodeURIComponent('{"a:plan":["not_in","x",null]}')}`,
