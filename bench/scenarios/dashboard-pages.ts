@@ -157,12 +157,10 @@ const TIMING = `new Promise((resolve) => {
   read()
 })`
 
+type StorageState = Awaited<ReturnType<BrowserContext['storageState']>>
+
 /** A first load: a fresh context (empty cache; `storageState`: the signed-in session's cookie), one navigation. */
-async function firstLoad(
-  browser: Browser,
-  url: string,
-  storageState: Awaited<ReturnType<BrowserContext['storageState']>> | undefined,
-): Promise<PageLoad> {
+async function firstLoad(browser: Browser, url: string, storageState: StorageState | undefined): Promise<PageLoad> {
   const context = await browser.newContext(storageState ? { storageState } : {})
   try {
     const tab = await context.newPage()
@@ -192,7 +190,7 @@ export async function measurePages(
 ): Promise<Record<DashboardPage, PageLoad[]>> {
   const paths = pagePaths(seed)
   const setup = await browser.newContext()
-  let storageState
+  let storageState: StorageState
   try {
     const tab = await setup.newPage()
     await signInAsOperator(tab, sut.url, sut.adminToken)
