@@ -127,11 +127,18 @@ export async function seedDashboard(sut: SluiceUnderTest, seed: number): Promise
     name: 'Spring sale',
     status: 'draft',
     goal: 'notify',
-    audiences: { campaign_type: 'saved_audience', target_rules: { audiences: [audience.id] }, control_group_percent: 10 },
+    audiences: {
+      campaign_type: 'saved_audience',
+      target_rules: { audiences: [audience.id] },
+      control_group_percent: 10,
+    },
     schedule: { on_schedule: { begin_date: new Date(Date.now() + 30 * 86_400_000).toISOString() } },
     creatives: [
       { percent: 50, build_attributes: { push_message: 'Spring is here', push_title: 'Spring' } },
-      { percent: 50, build_attributes: { push_message: 'Spring sale: 20% off', ll_deep_link_url: 'acme://sale' } },
+      {
+        percent: 50,
+        build_attributes: { push_message: 'Spring sale: 20% off', ll_deep_link_url: 'acme://sale' },
+      },
     ],
   })
   return { tenant, app: APP, audienceId: audience.id, campaignId: campaign.id, rows: sdk.rows }
@@ -160,7 +167,11 @@ const TIMING = `new Promise((resolve) => {
 type StorageState = Awaited<ReturnType<BrowserContext['storageState']>>
 
 /** A first load: a fresh context (empty cache; `storageState`: the signed-in session's cookie), one navigation. */
-async function firstLoad(browser: Browser, url: string, storageState: StorageState | undefined): Promise<PageLoad> {
+async function firstLoad(
+  browser: Browser,
+  url: string,
+  storageState: StorageState | undefined,
+): Promise<PageLoad> {
   const context = await browser.newContext(storageState ? { storageState } : {})
   try {
     const tab = await context.newPage()

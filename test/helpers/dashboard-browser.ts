@@ -2,7 +2,11 @@ import { mkdirSync } from 'node:fs'
 import { get } from 'node:http'
 import { join } from 'node:path'
 import type { Browser, Page } from 'playwright-core'
-import { launchChromium as launchBrowser, signInAsOperator as signIn, signInWithKey } from '../../bench/chromium.ts'
+import {
+  launchChromium as launchBrowser,
+  signInAsOperator as signIn,
+  signInWithKey,
+} from '../../bench/chromium.ts'
 import { ADMIN_TOKEN } from './edge.ts'
 
 /** Screenshots of every dashboard page, for a person to look at (gitignored). */

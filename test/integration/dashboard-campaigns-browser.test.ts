@@ -299,7 +299,9 @@ describe('the dashboard: campaigns and push, in Chromium', { timeout: 180_000 },
     await page.getByLabel('When').selectOption('recurring')
     await page.getByLabel(/^Begin/).fill('2031-03-01T09:00:00Z')
     await page.getByLabel('End (recurring)').fill('2031-02-01T09:00:00Z')
-    await page.getByLabel('Intervals (recurring, JSON)').fill('[{"interval": "weekly", "day_of_week": "monday"}]')
+    await page
+      .getByLabel('Intervals (recurring, JSON)')
+      .fill('[{"interval": "weekly", "day_of_week": "monday"}]')
     await page.getByRole('button', { name: 'Save campaign' }).click()
     await expect
       .poll(() => page.locator('#f-schedule-end_date-error').textContent())
