@@ -168,7 +168,7 @@ export function dashboardFigures(r: DashboardResult | undefined, skipped: string
       target: DASHBOARD_TARGETS.loadMs,
       met: p50 !== undefined && p50 <= DASHBOARD_TARGETS.loadMs.value,
       detail:
-        `median of ${p.loadMs.count} first loads, max ${Math.round(p.loadMs.max ?? NaN)} ms; ` +
+        `median of ${p.loadMs.count} first loads (min ${Math.round(p.loadMs.min ?? NaN)}, max ${Math.round(p.loadMs.max ?? NaN)} ms); ` +
         `first byte ${Math.round(p.firstByteMs.p50 ?? NaN)} ms; ${kb(p.jsBytes)} KB of JS gzipped (${p.scripts} script${p.scripts === 1 ? '' : 's'})`,
     }
   })

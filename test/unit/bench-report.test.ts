@@ -292,7 +292,7 @@ function results(over: Partial<BenchResults['scenarios']> = {}): BenchResults {
           {
             page: 'sign_in',
             path: '/dashboard/sign-in',
-            loadMs: { ...latency, count: 5, p50: 212.4, max: 260 },
+            loadMs: { ...latency, count: 5, min: 180.2, p50: 212.4, max: 260 },
             firstByteMs: { ...latency, count: 5, p50: 8.2 },
             jsBytes: 17_300,
             scripts: 1,
@@ -300,7 +300,7 @@ function results(over: Partial<BenchResults['scenarios']> = {}): BenchResults {
           {
             page: 'analytics',
             path: '/dashboard/analytics?org=1&app=a',
-            loadMs: { ...latency, count: 5, p50: 1180.6, max: 1400 },
+            loadMs: { ...latency, count: 5, min: 905, p50: 1180.6, max: 1400 },
             firstByteMs: { ...latency, count: 5, p50: 840 },
             jsBytes: 41_000,
             scripts: 3,
@@ -378,8 +378,8 @@ describe('bench report', () => {
       'import_100k_rss_growth_mb 120 (target <= 150: met; the Sluice process (the embedded engine included), largest sample minus the first, during the import)',
       'import_audience_100k_s 12.3 (no target; 100,000 customer ids: receipt 1000 known / 99000 unknown, user_count 1000 exact; RSS +30 MB)',
       // Each page's median first load against 1 s; the slowest and the heaviest page as ratios of their targets.
-      'dashboard_sign_in_load_ms 212 (target <= 1000: met; median of 5 first loads, max 260 ms; first byte 8 ms; 16.9 KB of JS gzipped (1 script))',
-      'dashboard_analytics_load_ms 1181 (target <= 1000: not met; median of 5 first loads, max 1400 ms; first byte 840 ms; 40 KB of JS gzipped (3 scripts))',
+      'dashboard_sign_in_load_ms 212 (target <= 1000: met; median of 5 first loads (min 180, max 260 ms); first byte 8 ms; 16.9 KB of JS gzipped (1 script))',
+      'dashboard_analytics_load_ms 1181 (target <= 1000: not met; median of 5 first loads (min 905, max 1400 ms); first byte 840 ms; 40 KB of JS gzipped (3 scripts))',
       "dashboard_load_ratio 1.18 (target <= 1: not met; the slowest page's median first load ÷ 1,000 ms: analytics 1181 ms; Chromium 140.0.7339.185, loopback, load average 12.3 → 14.1)",
       "dashboard_js_ratio 0.16 (target <= 1: met; the heaviest page's scripts, gzipped as served, ÷ 250 KB: analytics 40 KB (the lightest 16.9 KB))",
       'bytes_per_event_on_disk skipped: not measured',
