@@ -26,7 +26,7 @@ const STEP_MS = 90_000
  * all a profile increment every PACE_MS / 2 and a push (8 devices) every PACE_MS * 2. The
  * chdb-backed stand-in is no fast server, so more load only grows the backlog.
  */
-const PACE_MS = 2_000
+const PACE_MS = 4_000
 const CUSTOMERS = Array.from({ length: 8 }, (_, i) => `c${i}`)
 /** Half the devices on iOS (APNs), half on Android (FCM); APNs tokens are alphanumeric. */
 const DEVICES = CUSTOMERS.map((customer, i) => ({
@@ -241,6 +241,26 @@ describe('workers scale 1 → 3 → 1 under load, one killed mid-batch (distribu
         }
       })()
 
+      // SLUICE_TEST_LOG: each watched group's backlog every 5 s, to see where a slow run's time went.
+      const backlogLog = process.env.SLUICE_TEST_LOG
+        ? setInterval(async () => {
+            const lags = watched.map((s) => {
+              const now = progress.latest(s.group)
+              const lag = now ? now.ends.reduce((sum, end, p) => sum + end - (now.committed[p] ?? 0), 0) : '?'
+              return `${s.stage} ${lag}`
+            })
+            const texts = await Promise.all(live.map((w) => metricsOf(w).catch(() => '')))
+            const writer = texts.map((t) => {
+              const sum = metric(t, 'sluice_stage_duration_seconds_sum', 'events-writer')
+              const n = metric(t, 'sluice_stage_duration_seconds_count', 'events-writer')
+              return `${n} batches, ${n ? Math.round((1000 * sum) / n) : 0} ms each`
+            })
+            console.error(
+              `scale-out: ${Date.now() - began} ms, backlog ${lags.join(', ')}; events writer ${writer.join(' | ')}`,
+            )
+          }, 5_000).unref()
+        : undefined
+
       // One worker, then three: each new worker takes partitions and does work of its own.
       await waitFor(
         () => count(`SELECT count() AS n FROM events WHERE app_id = '${APP}'`),
@@ -317,6 +337,7 @@ describe('workers scale 1 → 3 → 1 under load, one killed mid-batch (distribu
         { what: 'every accepted event stored', timeoutMs: STEP_MS, intervalMs: 500 },
       )
       mark('drained')
+      clearInterval(backlogLog)
       await progress.stop()
 
       // Every accepted event stored exactly once, nothing dead-lettered.
