@@ -289,7 +289,10 @@ function isGroupChange(err: unknown): boolean {
 }
 
 /** The n-th consecutive retry's delay: doubling from retryBackoffMs up to maxRetryBackoffMs. */
-function backoffMs(settings: Pick<ConsumerSettings, 'retryBackoffMs' | 'maxRetryBackoffMs'>, n: number): number {
+function backoffMs(
+  settings: Pick<ConsumerSettings, 'retryBackoffMs' | 'maxRetryBackoffMs'>,
+  n: number,
+): number {
   return Math.min(settings.maxRetryBackoffMs, settings.retryBackoffMs * 2 ** Math.min(n - 1, 20))
 }
 
