@@ -58,8 +58,8 @@ async function generate(store: ChdbStore, g: QueryGeneration): Promise<void> {
   }
 }
 
-/** The rollup tables (migrations 027 and 031). */
-const ROLLUPS = ['query_rollup', 'query_session_rollup', 'query_session_lengths', 'query_attribute_rollup']
+/** The rollup tables (migration 027). */
+const ROLLUPS = ['query_rollup']
 
 /**
  * The rollups as a running store's background merges leave them: one row per key. Generated at
@@ -216,16 +216,14 @@ async function shapes(args: string[]) {
   }
 }
 
-/** The rollup views of migrations 027 and 031, as written there. */
+/** The rollup views of migration 027, as written there. */
 async function rollupViews(): Promise<{ name: string; sql: string }[]> {
-  const migrations = (await loadMigrations()).filter((m) => m.version === 27 || m.version === 31)
-  if (migrations.length !== 2) throw new Error('migrations 027 and 031 (the query rollups) not found')
-  return migrations.flatMap((m) =>
-    m.statements.flatMap((sql) => {
-      const name = /^CREATE MATERIALIZED VIEW IF NOT EXISTS (\w+)/.exec(sql)?.[1]
-      return name ? [{ name, sql }] : []
-    }),
-  )
+  const migration = (await loadMigrations()).find((m) => m.version === 27)
+  if (!migration) throw new Error('migration 027 (the query rollups) not found')
+  return migration.statements.flatMap((sql) => {
+    const name = /^CREATE MATERIALIZED VIEW IF NOT EXISTS (\w+)/.exec(sql)?.[1]
+    return name ? [{ name, sql }] : []
+  })
 }
 
 async function upkeep(args: string[]) {

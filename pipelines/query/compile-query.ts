@@ -1,7 +1,7 @@
 import { DateTime } from 'luxon'
 import { eventOnlyDimension, type Dimension, type Metric, type TimeUnit } from './query-fields.ts'
 import { isNumeric, type Condition, type Operand, type ParsedQuery } from './parse-query.ts'
-import { rollupPlan, type RollupName } from './rollup-fit.ts'
+import { rollupPlan } from './rollup-fit.ts'
 
 /**
  * The Query API compiler: a checked query (parse-query.ts) to one parameterised ClickHouse query.
@@ -18,12 +18,9 @@ import { rollupPlan, type RollupName } from './rollup-fit.ts'
  *   ORDER BY, LIMIT limit + 1 (one more row says the answer was truncated).
  * Profiles (the `profiles` metric) are a query of their own over `profiles FINAL`.
  *
- * A query whose metrics, dimensions and conditions all fit a rollup (rollup-fit.ts) reads it
- * instead of the facts, with the same SELECT, WHERE, GROUP BY, HAVING and ORDER BY:
- *   query_rollup: hourly rows per event name, sums and uniq states in place of counts;
- *   query_session_rollup: a row per session and hour it was seen in, joined to each session's
- *     length from query_session_lengths when average_session_length is asked;
- *   query_attribute_rollup: daily rows per event name and value of the one attribute asked.
+ * A query whose metrics, dimensions and conditions all fit the rollup (rollup-fit.ts) reads
+ * `query_rollup` instead of the facts: the same SELECT, WHERE, GROUP BY, HAVING and ORDER BY over
+ * its hourly rows, sums and uniq states in place of counts over events and sessions.
  */
 
 export interface QueryContext {
@@ -44,8 +41,8 @@ export interface CompiledQuery {
   columns: { alias: string; name: string; metric: boolean }[]
   /** Whether the query reads `sessions` beside `events` (or the rollup's session rows). */
   readsSessions: boolean
-  /** Where the rows come from: the raw tables, or a rollup (migrations 027 and 031). */
-  source: 'raw' | RollupName
+  /** Where the rows come from: the raw tables, or the rollup (migration 027). */
+  source: 'raw' | 'query_rollup'
   /** The requested names of the metrics whose numbers are estimates (the `query` echo says so). */
   estimated: string[]
 }
@@ -291,54 +288,18 @@ export function compileQuery(q: ParsedQuery, ctx: QueryContext): CompiledQuery {
     eventOnlyDimension,
   )
   const plan = ctx.rollups === false ? undefined : rollupPlan(q, ctx.timeZone, ctx.now)
-  // Window starts are local midnights: whole UTC hours in the zones the hourly rollups serve, UTC
-  // midnights in those the daily one serves.
-  const hourFrom = () =>
-    fromMs !== undefined ? `toDateTime(${params.bind('Int64', Math.floor(fromMs / 1000))}, 'UTC')` : undefined
-  if (plan?.rollup === 'query_rollup') {
-    const from = hourFrom()
+  if (plan) {
+    // Window starts are local midnights, whole UTC hours in the zones the rollup serves.
+    const hourFrom =
+      fromMs !== undefined
+        ? `toDateTime(${params.bind('Int64', Math.floor(fromMs / 1000))}, 'UTC')`
+        : undefined
     const rows = `SELECT kind, hour AS t, event_name${rollupColumns(q)}
-    FROM query_rollup WHERE app_id IN ${apps}${readsSessions ? '' : ` AND kind = 'e'`}${from ? ` AND hour >= ${from}` : ''}`
+    FROM query_rollup WHERE app_id IN ${apps}${readsSessions ? '' : ` AND kind = 'e'`}${hourFrom ? ` AND hour >= ${hourFrom}` : ''}`
     return {
       ...assemble(q, params, tz, rows, [], (m) => rollupMetricSql(m)),
       readsSessions,
-      source: plan.rollup,
-      estimated: plan.estimated,
-    }
-  }
-  if (plan?.rollup === 'query_session_rollup') {
-    const from = hourFrom()
-    const rows = `SELECT app_id, hour AS t, session_uuid
-    FROM query_session_rollup WHERE app_id IN ${apps}${from ? ` AND hour >= ${from}` : ''}`
-    // The raw path's lengths (below), from each session's first start and last row kept as they arrive.
-    const joins = wantsLengths(q)
-      ? [
-          `LEFT JOIN (
-    SELECT app_id, session_uuid, 1 AS found,
-      (toUnixTimestamp64Milli(max(last_at)) - toUnixTimestamp64Milli(assumeNotNull(min(started_at)))) / 1000 AS length
-    FROM query_session_lengths WHERE app_id IN ${apps}
-    GROUP BY app_id, session_uuid HAVING min(started_at) IS NOT NULL
-  ) AS l ON l.app_id = f.app_id AND l.session_uuid = f.session_uuid`,
-        ]
-      : []
-    return {
-      ...assemble(q, params, tz, rows, joins, (m) => metricSql(params, m, q, tz, undefined)),
-      readsSessions: true,
-      source: plan.rollup,
-      estimated: plan.estimated,
-    }
-  }
-  if (plan?.rollup === 'query_attribute_rollup') {
-    const fromDay =
-      fromMs !== undefined ? params.bind('Date', new Date(fromMs).toISOString().slice(0, 10)) : undefined
-    const rows = `SELECT toDateTime(day, 'UTC') AS t, event_name, value${rollupColumns(q)}
-    FROM query_attribute_rollup WHERE app_id IN ${apps} AND attribute = ${params.bind('String', plan.attribute)}${fromDay ? ` AND day >= ${fromDay}` : ''}`
-    // Every row carries the attribute: its value is the dimension's (a condition keeps absent values out).
-    const dimensionOf = (d: Dimension) => (d.kind === 'attribute' ? 'f.value' : dimensionSql(params, d, tz))
-    return {
-      ...assemble(q, params, tz, rows, [], (m) => rollupMetricSql(m), dimensionOf),
-      readsSessions: false,
-      source: plan.rollup,
+      source: 'query_rollup',
       estimated: plan.estimated,
     }
   }
@@ -406,10 +367,7 @@ export function compileQuery(q: ParsedQuery, ctx: QueryContext): CompiledQuery {
   }
 }
 
-/**
- * The SELECT over the rows `f` (facts or rollup rows) and their joins: dimensions (each one's
- * value by `dimensionOf`), metrics, conditions.
- */
+/** The SELECT over the rows `f` (facts or rollup rows) and their joins: dimensions, metrics, conditions. */
 function assemble(
   q: ParsedQuery,
   params: Params,
@@ -417,7 +375,6 @@ function assemble(
   rows: string,
   joins: string[],
   metricOf: (m: Metric) => string,
-  dimensionOf: (d: Dimension) => string = (d) => dimensionSql(params, d, tz),
 ): Pick<CompiledQuery, 'sql' | 'params' | 'columns'> {
   const columns: CompiledQuery['columns'] = []
   const aliasOf = new Map<string, string>()
@@ -428,7 +385,7 @@ function assemble(
     const grouping = q.conditions.find(
       (c) => c.op === 'in_groups' && c.target.kind === 'dimension' && c.name === d.name,
     )
-    const value = dimensionOf(d.dimension)
+    const value = dimensionSql(params, d.dimension, tz)
     const expr = grouping ? groupValue(params, grouping, value) : value
     select.push(`CAST(${expr} AS Nullable(String)) AS ${alias}`)
     groupBy.push(alias)
@@ -449,7 +406,7 @@ function assemble(
     if (c.target.kind === 'metric') {
       having.push(conditionSql(params, c, aliasOf.get(c.name)!, true))
     } else {
-      where.push(conditionSql(params, c, dimensionOf(c.target.dimension), false))
+      where.push(conditionSql(params, c, dimensionSql(params, c.target.dimension, tz), false))
     }
   }
   const sql = `SELECT ${select.join(',\n  ')}

@@ -1,23 +1,19 @@
 import { DateTime } from 'luxon'
 import type { Dimension, SimpleMetric } from './query-fields.ts'
-import type { Condition, ParsedQuery } from './parse-query.ts'
+import type { ParsedQuery } from './parse-query.ts'
 
 /**
- * Whether a rollup answers a query, which one, and which of its metrics are then estimates. Pure.
- * docs/query-api.md ("Rollups and estimates") states the rules, tried in this order:
- * - `query_session_rollup` (migration 031): every metric is `sessions` or `average_session_length`,
- *   every dimension (asked or in a condition) a time unit, the zone has whole-hour offsets. Exact.
- * - `query_rollup` (027): every metric is one of ROLLUP_METRICS (sums and uniq states kept per row),
- *   every dimension a time unit or the event name (birth_day, new_device and new_users need each
- *   user's first appearance; attributes and device columns are not kept), the zone has whole-hour
- *   offsets (the rows are UTC hours, so a local day is a sum of whole rows only then).
- * - `query_attribute_rollup` (031): one event attribute, whose absent value a condition excludes
- *   (the rollup has no row for events without it), every other dimension `day`, `week`, `month` or
- *   the event name, every metric one of ATTRIBUTE_ROLLUP_METRICS, and the zone UTC all year (its
- *   rows are UTC days).
+ * Whether the rollup (`query_rollup`, migration 027) answers a query, and which of its metrics are
+ * then estimates. Pure. docs/query-api.md ("Rollups and estimates") states the rule:
+ * - every metric is one of ROLLUP_METRICS (sums and uniq states kept per row of the rollup);
+ * - every dimension, asked or in a condition, is a time unit or the event name (birth_day,
+ *   new_device and new_users need each user's first appearance; attributes and device columns are
+ *   not kept);
+ * - the app's time zone has had whole-hour UTC offsets (the rollup's rows are UTC hours, so a
+ *   local day is a sum of whole rows only then).
  */
 
-/** The metrics query_rollup keeps, and whether each is an estimate when read from it. */
+/** The metrics the rollup keeps, and whether each is an estimate when read from it. */
 export const ROLLUP_METRICS: Readonly<Partial<Record<SimpleMetric, { estimated: boolean }>>> = {
   occurrences: { estimated: false },
   ltv: { estimated: false },
@@ -26,15 +22,8 @@ export const ROLLUP_METRICS: Readonly<Partial<Record<SimpleMetric, { estimated: 
   sessions_per_event: { estimated: true },
 }
 
-/** The metrics the attribute rollup keeps, and whether each is an estimate when read from it. */
-export const ATTRIBUTE_ROLLUP_METRICS: Readonly<Partial<Record<SimpleMetric, { estimated: boolean }>>> = {
-  occurrences: { estimated: false },
-  ltv: { estimated: false },
-  users: { estimated: true },
-}
-
-/** The metrics the session rollup answers, exactly. */
-const SESSION_ROLLUP_METRICS: ReadonlySet<SimpleMetric> = new Set(['sessions', 'average_session_length'])
+const rollupDimension = (d: Dimension) =>
+  d.kind === 'time' || (d.kind === 'column' && d.column === 'event_name')
 
 /** First year whose offsets are checked: events stamped earlier are not expected. */
 const FIRST_YEAR = 2000
@@ -70,85 +59,27 @@ function zoneOffsets(timeZone: string, now: number): readonly number[] {
 export const wholeHourZone = (timeZone: string, now: number): boolean =>
   zoneOffsets(timeZone, now).every((offset) => offset % 60 === 0)
 
-/** Whether the zone was UTC (offset 0) in every January and July: the attribute rollup's days are UTC days. */
-export const utcZone = (timeZone: string, now: number): boolean =>
-  zoneOffsets(timeZone, now).every((offset) => offset === 0)
-
-export type RollupName = 'query_rollup' | 'query_session_rollup' | 'query_attribute_rollup'
-
 export interface RollupPlan {
-  rollup: RollupName
   /** Metric names (as requested) whose numbers are estimates. */
   estimated: string[]
-  /** query_attribute_rollup: the attribute's key. */
-  attribute?: string
 }
 
-const timeDimension = (d: Dimension) => d.kind === 'time'
-const eventNameDimension = (d: Dimension) => d.kind === 'column' && d.column === 'event_name'
-
-/** Whether an absent value (NULL) passes the condition, as compile-query.ts's conditionSql reads it. */
-export function nullPasses(c: Condition): boolean {
-  const hasNull = c.operands.some((o) => o === null)
-  switch (c.op) {
-    case '==':
-    case 'in':
-      return hasNull
-    case '!=':
-    case 'not_in':
-      return !hasNull
-    case 'in_groups':
-      return (c.groups ?? []).some(([, members]) => members.some((m) => m === null))
-    default:
-      return false
-  }
-}
-
-/** The plan of a query a rollup answers, or undefined when it needs the raw tables. */
+/** The plan of a query the rollup answers, or undefined when it needs the raw tables. */
 export function rollupPlan(q: ParsedQuery, timeZone: string, now: number): RollupPlan | undefined {
-  const simple: SimpleMetric[] = []
+  const estimated: string[] = []
   for (const m of q.metrics) {
     if (m.metric.kind !== 'simple') return undefined
-    simple.push(m.metric.metric)
+    const kept = ROLLUP_METRICS[m.metric.metric]
+    if (!kept) return undefined
+    if (kept.estimated) estimated.push(m.name)
   }
   const dimensions = [
     ...q.dimensions.map((d) => d.dimension),
     ...q.conditions.flatMap((c) => (c.target.kind === 'dimension' ? [c.target.dimension] : [])),
   ]
-  const estimatedOf = (kept: Readonly<Partial<Record<SimpleMetric, { estimated: boolean }>>>) =>
-    q.metrics.filter((m) => m.metric.kind === 'simple' && kept[m.metric.metric]?.estimated).map((m) => m.name)
-
-  if (simple.every((m) => SESSION_ROLLUP_METRICS.has(m)) && dimensions.every(timeDimension))
-    return wholeHourZone(timeZone, now) ? { rollup: 'query_session_rollup', estimated: [] } : undefined
-
-  if (
-    simple.every((m) => ROLLUP_METRICS[m]) &&
-    dimensions.every((d) => timeDimension(d) || eventNameDimension(d))
-  )
-    return wholeHourZone(timeZone, now)
-      ? { rollup: 'query_rollup', estimated: estimatedOf(ROLLUP_METRICS) }
-      : undefined
-
-  const keys = new Set(dimensions.flatMap((d) => (d.kind === 'attribute' ? [d.key] : [])))
-  const [attribute] = keys
-  if (
-    attribute !== undefined &&
-    keys.size === 1 &&
-    simple.every((m) => ATTRIBUTE_ROLLUP_METRICS[m]) &&
-    dimensions.every(
-      (d) => d.kind === 'attribute' || eventNameDimension(d) || (d.kind === 'time' && d.unit !== 'hour'),
-    ) &&
-    q.conditions.some(
-      (c) =>
-        c.target.kind === 'dimension' &&
-        c.target.dimension.kind === 'attribute' &&
-        c.target.dimension.key === attribute &&
-        !nullPasses(c),
-    ) &&
-    utcZone(timeZone, now)
-  )
-    return { rollup: 'query_attribute_rollup', estimated: estimatedOf(ATTRIBUTE_ROLLUP_METRICS), attribute }
-  return undefined
+  if (!dimensions.every(rollupDimension)) return undefined
+  if (!wholeHourZone(timeZone, now)) return undefined
+  return { estimated }
 }
 
 /**

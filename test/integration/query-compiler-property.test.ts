@@ -156,50 +156,6 @@ const rollupQueryInput = queryInputOf(
   ['day', 'week', 'month', 'hour', 'event_name'],
   ['UTC', 'America/New_York', 'Europe/Paris'],
 )
-/** Queries the session rollup answers: sessions alone, by time units only. */
-const sessionQueryInput = rollupQueryInput.map((r) => ({
-  ...r,
-  metrics: ['sessions'],
-  dimensions: r.dimensions.filter((d) => d !== 'event_name'),
-  conditions: Object.fromEntries(
-    Object.entries(r.conditions).filter(([k]) => k === 'sessions' || DATE_DIMS.has(k)),
-  ),
-}))
-
-/**
- * Queries the attribute rollup answers: one attribute (k1), with a condition its absent value does
- * not pass, other dimensions day, week, month or event_name, its metrics, in UTC.
- */
-const nonNull = operand.filter((x) => x !== null)
-const attributeQueryInput = fc
-  .record({
-    metrics: fc.uniqueArray(pick(['users', 'occurrences', 'ltv']), { minLength: 1, maxLength: 3 }),
-    dimensions: fc.uniqueArray(pick(['day', 'week', 'month', 'event_name', 'a:k1']), { maxLength: 2 }),
-    days: fc.option(pick([1, 2, 7, 30])),
-    zone: fc.constant('UTC'),
-    attributeCondition: fc.oneof(
-      nonNull,
-      fc.tuple(pick(['==', '<', '<=', '>', '>=']), nonNull).map(([op, x]) => [op, x]),
-      fc.array(nonNull, { minLength: 1, maxLength: 3 }).map((xs) => ['in', ...xs]),
-      fc.array(operand, { minLength: 0, maxLength: 2 }).map((xs) => ['not_in', ...xs, null]),
-      fc.tuple(nonNull, nonNull).map(([a, b]) => ['between', a, b]),
-      fc
-        .array(fc.tuple(pick(['G1', 'G2']), fc.array(nonNull, { minLength: 1, maxLength: 2 })), {
-          minLength: 1,
-          maxLength: 2,
-        })
-        .map((groups) => ['in_groups', Object.fromEntries(groups)]),
-    ),
-    eventName: fc.option(pick([['in', 'A', 'B'], 'C'])),
-    metricCondition: fc.option(metricCondition),
-  })
-  .map((r) => {
-    const conditions: Record<string, unknown> = { 'a:k1': r.attributeCondition }
-    if (r.eventName) conditions.event_name = r.eventName
-    const integerMetric = r.metrics.find((m) => m !== 'ltv')
-    if (r.metricCondition && integerMetric) conditions[integerMetric] = r.metricCondition
-    return { ...r, dimConditions: {}, dayBetween: null, conditions }
-  })
 type QueryInput = typeof queryInput extends fc.Arbitrary<infer T> ? T : never
 
 /** Numbers compared to 9 significant digits: averages are summed in another order. */
@@ -297,7 +253,7 @@ describe('query compiler vs in-memory evaluator (embedded engine)', () => {
   }
 
   it('answers the same rows as the evaluator on random events, sessions and queries', async () => {
-    const sources: Record<string, number> = { raw: 0 }
+    const sources = { raw: 0, query_rollup: 0 }
     await fc.assert(
       fc.asyncProperty(
         fc.array(event, { minLength: 0, maxLength: 30 }),
@@ -305,68 +261,30 @@ describe('query compiler vs in-memory evaluator (embedded engine)', () => {
         fc.uniqueArray(session, { maxLength: 4, selector: (x) => x.session_uuid }),
         queryInput,
         async (eventsIn, sessionsIn, input) => {
-          const source = await check(eventsIn, sessionsIn, input)
-          sources[source] = (sources[source] ?? 0) + 1
+          sources[await check(eventsIn, sessionsIn, input)]++
         },
       ),
       { numRuns: 120 },
     )
     // Both ways of answering were exercised.
     expect(sources.raw).toBeGreaterThan(0)
-    expect(Object.keys(sources).length).toBeGreaterThan(1)
+    expect(sources.query_rollup).toBeGreaterThan(0)
   }, 600_000)
 
-  it('answers queries that fit the rollups from them, as the evaluator does from the events', async () => {
-    const sources: Record<string, number> = {}
+  it('answers queries that fit the rollup from it, as the evaluator does from the events', async () => {
+    const sources = { raw: 0, query_rollup: 0 }
     await fc.assert(
       fc.asyncProperty(
         fc.array(event, { minLength: 0, maxLength: 30 }),
         fc.uniqueArray(session, { maxLength: 4, selector: (x) => x.session_uuid }),
         rollupQueryInput,
         async (eventsIn, sessionsIn, input) => {
-          const source = await check(eventsIn, sessionsIn, input)
-          sources[source] = (sources[source] ?? 0) + 1
+          sources[await check(eventsIn, sessionsIn, input)]++
         },
       ),
       { numRuns: 60 },
     )
-    // Every query of this shape is a rollup's (the session rollup's when sessions is the only metric
-    // and no event name is asked).
-    expect(sources.raw).toBeUndefined()
-    expect(sources.query_rollup).toBeGreaterThan(0)
-  }, 600_000)
-
-  it('counts sessions by time from the session rollup, as the evaluator does', async () => {
-    const sources: Record<string, number> = {}
-    await fc.assert(
-      fc.asyncProperty(
-        fc.array(event, { minLength: 0, maxLength: 30 }),
-        fc.uniqueArray(session, { maxLength: 4, selector: (x) => x.session_uuid }),
-        sessionQueryInput,
-        async (eventsIn, sessionsIn, input) => {
-          const source = await check(eventsIn, sessionsIn, input)
-          sources[source] = (sources[source] ?? 0) + 1
-        },
-      ),
-      { numRuns: 40 },
-    )
-    expect(sources).toEqual({ query_session_rollup: 40 })
-  }, 600_000)
-
-  it('answers one attribute from the attribute rollup, as the evaluator does from the events', async () => {
-    const sources: Record<string, number> = {}
-    await fc.assert(
-      fc.asyncProperty(
-        fc.array(event, { minLength: 0, maxLength: 30 }),
-        fc.uniqueArray(session, { maxLength: 4, selector: (x) => x.session_uuid }),
-        attributeQueryInput,
-        async (eventsIn, sessionsIn, input) => {
-          const source = await check(eventsIn, sessionsIn, input)
-          sources[source] = (sources[source] ?? 0) + 1
-        },
-      ),
-      { numRuns: 60 },
-    )
-    expect(sources).toEqual({ query_attribute_rollup: 60 })
+    // Every query of this shape is the rollup's.
+    expect(sources).toEqual({ raw: 0, query_rollup: 60 })
   }, 600_000)
 })

@@ -159,54 +159,52 @@ describe('query compiler', () => {
     expect(fit.sql).not.toMatch(/FROM events|FROM sessions/)
     expect(fit.estimated).toEqual(['users'])
     // Whole-hour zones, daylight saving or not, fit; half-hour ones do not.
-    expect(rollup('app_id=A&metrics=sessions,users&dimensions=week', 'America/New_York').source).toBe(
+    expect(rollup('app_id=A&metrics=sessions&dimensions=week', 'America/New_York').source).toBe(
       'query_rollup',
     )
-    expect(rollup('app_id=A&metrics=sessions,users&dimensions=week', 'Asia/Kolkata').source).toBe('raw')
-    expect(rollup('app_id=A&metrics=sessions,users&dimensions=week', 'Australia/Lord_Howe').source).toBe(
-      'raw',
-    )
-    // Sessions and their lengths by time: the session rollup, exact.
-    for (const zone of ['UTC', 'America/New_York']) {
-      const sessions = rollup(
-        'app_id=A&metrics=sessions,average_session_length&dimensions=week&days=28',
-        zone,
-      )
-      expect([sessions.source, sessions.estimated]).toEqual(['query_session_rollup', []])
-      expect(sessions.sql).toMatch(/FROM query_session_rollup[\s\S]*FROM query_session_lengths/)
-      expect(sessions.sql).not.toMatch(/FROM raw_log|FROM events|FROM sessions/)
-    }
-    expect(rollup('app_id=A&metrics=average_session_length&dimensions=week', 'Asia/Kolkata').source).toBe(
-      'raw',
-    )
-    // One attribute whose absent value a condition leaves out, in UTC: the attribute rollup.
-    const attribute = rollup(
-      `app_id=A&metrics=occurrences,users&dimensions=a:plan,day&conditions=${encodeURIComponent('{"a:plan":["not_in","x",null]}')}`,
-    )
-    expect([attribute.source, attribute.estimated]).toEqual(['query_attribute_rollup', ['users']])
-    expect(attribute.sql).toContain('FROM query_attribute_rollup')
-    expect(attribute.sql).not.toContain("'plan'")
-    expect(Object.values(attribute.params)).toContain('plan')
-    // What the rollups do not keep: first appearances, attribute aggregates, device columns, an
-    // attribute's absent value, two attributes, an attribute's days in another zone.
-    for (const [qs, zone] of [
-      ['app_id=A&metrics=new_users&dimensions=day'],
-      ['app_id=A&metrics=users&dimensions=birth_day'],
-      ['app_id=A&metrics=users&dimensions=new_device'],
-      ['app_id=A&metrics=avg(a:x)'],
-      ['app_id=A&metrics=occurrences&dimensions=a:plan'],
-      ['app_id=A&metrics=occurrences&dimensions=device_model'],
-      ['app_id=A&metrics=sessions&dimensions=country'],
-      [`app_id=A&metrics=occurrences&conditions=${encodeURIComponent('{"platform":"iOS"}')}`],
-      [`app_id=A&metrics=occurrences&conditions=${encodeURIComponent('{"a:plan":["not_in","x"]}')}`],
-      [`app_id=A&metrics=occurrences&conditions=${encodeURIComponent('{"a:plan":"x","a:tier":"y"}')}`],
-      [`app_id=A&metrics=sessions&conditions=${encodeURIComponent('{"a:plan":"x"}')}`],
-      [`app_id=A&metrics=occurrences&dimensions=hour&conditions=${encodeURIComponent('{"a:plan":"x"}')}`],
-      [`app_id=A&metrics=occurrences&conditions=${encodeURIComponent('{"a:plan":"x"}')}`, 'Europe/London'],
-    ] as [string, string?][]) {
-      const c = rollup(qs, zone)
+    expect(rollup('app_id=A&metrics=sessions&dimensions=week', 'Asia/Kolkata').source).toBe('raw')
+    expect(rollup('app_id=A&metrics=sessions&dimensions=week', 'Australia/Lord_Howe').source).toBe('raw')
+    // What the rollup does not keep: lengths, first appearances, attributes, other device columns.
+    for (const qs of [
+      'app_id=A&metrics=average_session_length&dimensions=week',
+      'app_id=A&metrics=new_users&dimensions=day',
+      'app_id=A&metrics=users&dimensions=birth_day',
+      'app_id=A&metrics=users&dimensions=new_device',
+      'app_id=A&metrics=avg(a:x)',
+      'app_id=A&metrics=occurrences&dimensions=a:plan',
+      'app_id=A&metrics=occurrences&dimensions=device_model',
+      'app_id=A&metrics=sessions&dimensions=country',
+      `app_id=A&metrics=occurrences&conditions=${encodeURIComponent('{"platform":"iOS"}')}`,
+      `app_id=A&metrics=occurrences&conditions=${encodeURIComponent('{"a:plan":"x"}')}`,
+    ]) {
+      const c = rollup(qs)
       expect([qs, c.source, c.estimated]).toEqual([qs, 'raw', []])
     }
+    // rollups: false answers from the raw tables what the rollup would answer (to compare both).
+    expect(compileQuery(fromQs('app_id=A&metrics=occurrences'), { ...ctx, rollups: false }).source).toBe(
+      'raw',
+    )
+  })
+
+  it('reads only the columns and states the metrics and dimensions use', () => {
+    // The rollup's rows: a count reads the sums, not the uniq states.
+    const count = compileQuery(fromQs('app_id=A&metrics=occurrences&dimensions=day'), ctx)
+    expect(count.sql).toMatch(/SELECT kind, hour AS t, event_name, occurrences\s+FROM query_rollup/)
+    const perEvent = compileQuery(fromQs('app_id=A&metrics=sessions_per_event'), ctx)
+    expect(perEvent.sql).toMatch(
+      /SELECT kind, hour AS t, event_name, occurrences, sessions\s+FROM query_rollup/,
+    )
+    // The raw facts: a count by country reads neither attributes nor users nor times.
+    const byCountry = compileQuery(fromQs('app_id=A&metrics=occurrences&dimensions=country'), ctx)
+    expect(byCountry.source).toBe('raw')
+    expect(byCountry.sql).toContain(`SELECT 'e' AS kind, toString(country) AS country\n    FROM events`)
+    expect(byCountry.sql).toContain(
+      `SELECT 's' AS kind, toString(country) AS country\n    FROM sessions FINAL`,
+    )
+    expect(byCountry.sql).not.toContain('attributes')
+    // An attribute asked: its map is read, from the events alone.
+    const byPlan = compileQuery(fromQs('app_id=A&metrics=users&dimensions=a:plan'), ctx)
+    expect(byPlan.sql).toMatch(/SELECT 'e' AS kind, [^\n]*AS uid, attributes\n/)
   })
 
   it('asks the engine for one row more than the limit', () => {
