@@ -22,7 +22,7 @@ import {
   type CsvHeader,
   type RowResult,
 } from './profile-rows.ts'
-import { readRows, type SourceRow } from './read-rows.ts'
+import { readPlainRows, type SourceRow } from './read-rows.ts'
 import { plainLineCustomer, RAW_COLUMNS, typingStatement, type TypingStatement } from './staged-csv.ts'
 
 export interface ProfileImportDeps {
@@ -253,7 +253,7 @@ export async function runProfileImport(job: ImportJob, deps: ProfileImportDeps):
   }
 
   try {
-    const rows = readRows(deps.open(job.path), job.format, job.compression, { plainLines: true })
+    const rows = readPlainRows(deps.open(job.path), job.format, job.compression)
     for await (const source of rows) {
       if (job.format === 'csv' && !header) {
         // The header is read again on a resume; the edge checked it before its 202.

@@ -13,7 +13,7 @@ import type { ImportCompression, ImportFormat } from '../../schemas/imports.ts'
  */
 export type SourceRow =
   | { kind: 'cells'; line: number; cells: string[] }
-  /** A CSV line without a quote, valid UTF-8: its cells are its text split at commas (`plainLines`). */
+  /** A CSV line without a quote, valid UTF-8: its cells are its text split at commas (readPlainRows). */
   | { kind: 'plain'; line: number; bytes: Buffer }
   | { kind: 'text'; line: number; text: string }
   | { kind: 'bad'; line: number; reason: string }
@@ -27,21 +27,32 @@ export function inflated(body: Readable, compression: ImportCompression): Readab
   return body.pipe(gunzip)
 }
 
-/**
- * `plainLines`: CSV lines without a quote come as `plain` rows, their bytes as read (valid only
- * until the next row is asked for: the reader copies what it keeps), so the caller need not split
- * them; from the first line holding a quote on, records come from the CSV parser as `cells`.
- */
+/** Rows as the CSV parser or the JSON lines reader gives them (no `plain` rows). */
+export type ParsedRow = Exclude<SourceRow, { kind: 'plain' }>
+
 export async function* readRows(
   body: Readable,
   format: ImportFormat,
   compression: ImportCompression,
-  options: { plainLines?: boolean } = {},
+): AsyncGenerator<ParsedRow> {
+  const source = inflated(body, compression)
+  if (format === 'jsonl') yield* jsonLines(source)
+  else yield* csvRecords(source)
+}
+
+/**
+ * As readRows, but a CSV line without a quote comes as a `plain` row, its bytes as read (valid
+ * only until the next row is asked for: the reader copies what it keeps), so the caller need not
+ * split it; from the first line holding a quote on, records come from the CSV parser as `cells`.
+ */
+export async function* readPlainRows(
+  body: Readable,
+  format: ImportFormat,
+  compression: ImportCompression,
 ): AsyncGenerator<SourceRow> {
   const source = inflated(body, compression)
   if (format === 'jsonl') yield* jsonLines(source)
-  else if (options.plainLines) yield* plainCsvLines(source)
-  else yield* csvRecords(source)
+  else yield* plainCsvLines(source)
 }
 
 const BOM = Buffer.from([0xef, 0xbb, 0xbf])
@@ -122,10 +133,10 @@ function continued(head: Buffer, chunks: AsyncIterator<Buffer>): Readable {
   )
 }
 
-async function* jsonLines(source: Readable): AsyncGenerator<SourceRow> {
+async function* jsonLines(source: Readable): AsyncGenerator<ParsedRow> {
   let line = 0
   let rest: Buffer | undefined
-  const emit = (bytes: Buffer): SourceRow | undefined => {
+  const emit = (bytes: Buffer): ParsedRow | undefined => {
     line++
     let end = bytes.length
     if (end > 0 && bytes[end - 1] === 0x0d) end--
@@ -196,7 +207,7 @@ interface CsvRecordInfo {
 }
 
 /** `linesBefore`: lines of the body before `source` (its rows are numbered after them). */
-async function* csvRecords(source: Readable, linesBefore = 0): AsyncGenerator<SourceRow> {
+async function* csvRecords(source: Readable, linesBefore = 0): AsyncGenerator<ParsedRow> {
   const marker = new LineMarker()
   const parser = parse({
     bom: linesBefore === 0,
@@ -207,7 +218,7 @@ async function* csvRecords(source: Readable, linesBefore = 0): AsyncGenerator<So
     skip_empty_lines: true,
     skip_records_with_error: true,
   })
-  const skipped: SourceRow[] = []
+  const skipped: ParsedRow[] = []
   parser.on('skip', (err: Error & { lines?: number }) =>
     skipped.push({ kind: 'bad', line: linesBefore + (err.lines ?? 0), reason: `CSV: ${err.message}` }),
   )

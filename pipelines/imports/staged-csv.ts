@@ -66,6 +66,7 @@ export interface TypingStatement {
 export function typingStatement(header: CsvHeader): TypingStatement {
   const params: Record<string, string> = {
     delete_cell: DELETE_CELL,
+    edge_space: EDGE_SPACE,
     email_pattern: EMAIL.source,
     set_separator: SET_SEPARATOR,
   }
@@ -118,12 +119,27 @@ WHERE most BETWEEN 1 AND 2`
 const MAX_BYTES = PROFILE_LIMITS.stringMaxChars
 
 /**
- * A string the PATCH rules keep as it is: its first and last bytes visible ASCII (so trimming
- * changes nothing and it is not empty) and at most 255 bytes (so at most 255 characters).
+ * A string the PATCH rules keep as it is: at most 255 bytes (so at most 255 characters), not
+ * empty, and nothing String.prototype.trim removes at either end: the edge bytes are visible
+ * ASCII, or (a character beyond ASCII at an edge) the pattern of JavaScript's white space finds
+ * none there. Control characters at an edge are left to JavaScript.
  */
-const plain = (v: string) =>
-  `(length(${v}) BETWEEN 1 AND ${MAX_BYTES} AND reinterpretAsUInt8(substring(${v}, 1, 1)) BETWEEN 33 AND 126 ` +
-  `AND reinterpretAsUInt8(substring(${v}, length(${v}), 1)) BETWEEN 33 AND 126)`
+const plain = (v: string) => {
+  const first = `reinterpretAsUInt8(substring(${v}, 1, 1))`
+  const last = `reinterpretAsUInt8(substring(${v}, length(${v}), 1))`
+  return (
+    `(length(${v}) BETWEEN 1 AND ${MAX_BYTES} AND (${first} BETWEEN 33 AND 126 OR ${first} >= 128) ` +
+    `AND (${last} BETWEEN 33 AND 126 OR ${last} >= 128) ` +
+    `AND ((${first} < 128 AND ${last} < 128) OR NOT match(${v}, {edge_space:String})))`
+  )
+}
+
+/**
+ * JavaScript's white space and line terminators (what trim removes) at the start or the end, as
+ * RE2 reads it (code points, the engine's strings being UTF-8).
+ */
+const TRIMMED = '[\\t\\n\\x0B\\f\\r \\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}\\x{FEFF}]'
+const EDGE_SPACE = `^${TRIMMED}|${TRIMMED}$`
 
 /** profile-rows.ts's integer text (checked on the trimmed cell: a plain cell is its own trim). */
 const integerLooking = (v: string) => `match(${v}, '^[+-]?[0-9]+([.][0-9]+)?$')`

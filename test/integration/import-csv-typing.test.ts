@@ -64,6 +64,14 @@ const VALUES = [
   'x'.repeat(256),
   'é'.repeat(100),
   'naïve café',
+  'José',
+  'Zoë',
+  '\u00a0nbsp',
+  'ideographic\u3000',
+  '\u0085nel',
+  '\ufeffbom',
+  'ls\u2028',
+  '\u0001ctl',
   'a/b\\c',
   'tab\tinside',
   'x|y',
@@ -79,7 +87,7 @@ const SETS = [
   '01|2',
   '+1|2',
   '-1|-1',
-  '[1,2]',
+  '[1]',
   'a||b',
   '|',
   ' a|b',
@@ -121,6 +129,21 @@ function cellsOf(r: number): string[] {
   ]
 }
 
+/** Each value alone in each column (beside a plain integer in another, so the row changes something). */
+function singles(): string[][] {
+  const rows: string[][] = []
+  const lists = [VALUES, VALUES, VALUES, VALUES, SETS, EMAILS, VALUES, VALUES]
+  for (const [k, list] of lists.entries())
+    for (const value of list) {
+      const cells = Array.from({ length: 9 }, () => '')
+      cells[0] = `single-${rows.length}`
+      cells[k + 1] = value
+      cells[k === 7 ? 3 : 8] = '7'
+      rows.push(cells)
+    }
+  return rows
+}
+
 /** Rows a plain import gives in the usual case: the engine must type these itself. */
 const PLAIN: string[][] = [
   ['p1', 'gold', '0042', '41', '2024-02-29', 'vip|beta|vip', 'User@Example.COM', 'Ann Lee', '7'],
@@ -139,7 +162,7 @@ interface Staged {
 
 describe('CSV lines typed by the engine', () => {
   it('stages only rows JavaScript accepts, typed exactly as JavaScript types them', async () => {
-    const rows = [...PLAIN, ...Array.from({ length: 600 }, (_, r) => cellsOf(r))]
+    const rows = [...PLAIN, ...singles(), ...Array.from({ length: 600 }, (_, r) => cellsOf(r))]
     const importId = 'typing-test'
     const writer = new RowBinaryWriter()
     for (const [i, cells] of rows.entries()) {
@@ -162,7 +185,7 @@ describe('CSV lines typed by the engine', () => {
     const byLine = new Map(staged.map((s) => [Number(s.line), s]))
     // The usual rows are the engine's; so are many of the generated ones.
     for (const line of [2, 3, 4]) expect(byLine.has(line)).toBe(true)
-    expect(staged.length).toBeGreaterThan(60)
+    expect(staged.length).toBeGreaterThan(150)
     let left = 0
     for (const [i, cells] of rows.entries()) {
       const line = i + 2
