@@ -62,6 +62,11 @@ export interface TypingStatement {
  * The INSERT … SELECT typing the staged lines of one round (`{import:String}`, `{round:UInt64}`)
  * into import_rows, for lines under `header`. Column names and keys travel as parameters; the SQL
  * is built only from column positions and the fixed per-type expressions below.
+ *
+ * In layers, each reading the columns of the one below (a cell, then its facts, then its kind,
+ * JSON and type, then the row's): an alias used twice in one SELECT is its whole expression twice
+ * in the query tree, and a single layer of 20 columns took the engine over a second to plan and
+ * ran each regular expression several times per cell.
  */
 export function typingStatement(header: CsvHeader): TypingStatement {
   const params: Record<string, string> = {
@@ -70,7 +75,9 @@ export function typingStatement(header: CsvHeader): TypingStatement {
     email_pattern: EMAIL.source,
     set_separator: SET_SEPARATOR,
   }
-  const cellExprs: string[] = []
+  const cells: string[] = [`cells[${header.customerIndex + 1}] AS customer_id`]
+  const cellFacts: string[] = []
+  const typed: string[] = []
   const pairs: string[] = []
   const types: string[] = []
   const deletes: string[] = []
@@ -81,35 +88,44 @@ export function typingStatement(header: CsvHeader): TypingStatement {
     const i = kinds.length
     params[`a${i}`] = column.attr
     params[`k${i}`] = JSON.stringify(column.attr)
-    const v = `v${i}`
-    const typed = cellTyping(column, v)
-    cellExprs.push(
-      `cells[${index + 1}] AS ${v}`,
-      `multiIf(${v} = '', 0, ${v} = {delete_cell:String}, 1, ${typed.certain}, 2, 3) AS kind${i}`,
+    const c = cellTyping(column, i, index)
+    cells.push(`cells[${index + 1}] AS v${i}`, ...c.cells)
+    cellFacts.push(...c.facts)
+    typed.push(
+      `multiIf(v${i} = '', 0, v${i} = {delete_cell:String}, 1, ${c.certain}, 2, 3) AS kind${i}`,
+      `${c.json} AS json${i}`,
+      `${c.type} AS type${i}`,
     )
     kinds.push(`kind${i}`)
-    pairs.push(`if(kind${i} = 2, concat({k${i}:String}, ':', ${typed.json}), '')`)
-    types.push(`{a${i}:String}, if(kind${i} = 2, ${typed.type}, '')`)
+    pairs.push(`if(kind${i} = 2, concat({k${i}:String}, ':', json${i}), '')`)
+    types.push(`{a${i}:String}, if(kind${i} = 2, type${i}, '')`)
     deletes.push(`if(kind${i} = 1, {a${i}:String}, '')`)
-    if (column.attr === '$email') email = `if(kind${i} = 2, lower(${v}), '')`
+    if (column.attr === '$email') email = `if(kind${i} = 2, lower(v${i}), '')`
   }
-  const all = kinds.join(', ')
   // greatest() of one argument is that argument, but the function wants two or more.
-  const most = kinds.length === 1 ? kinds[0]! : `greatest(${all})`
+  const most = kinds.length === 1 ? kinds[0]! : `greatest(${kinds.join(', ')})`
+  const list = (items: string[]) => items.map((x) => `,\n        ${x}`).join('')
   const sql = `
 INSERT INTO import_rows (import_id, round, block, line, customer_id, updates, update_types, deletes, email)
 SELECT import_id, round, block, line, customer_id, updates, update_types, deletes, email
 FROM (
-  SELECT import_id, round, block, line, cells[${header.customerIndex + 1}] AS customer_id,
-    ${cellExprs.join(',\n    ')},
-    ${most} AS most,
+  SELECT import_id, round, block, line, customer_id, ${most} AS most,
     concat('{', arrayStringConcat(arrayFilter(x -> x != '', [${pairs.join(', ')}]), ','), '}') AS updates,
     mapFilter((k, t) -> t != '', map(${types.join(', ')})) AS update_types,
     arrayFilter(x -> x != '', [${deletes.join(', ')}]) AS deletes,
     ${email} AS email
   FROM (
-    SELECT import_id, round, block, line, splitByChar(',', raw) AS cells
-    FROM import_raw FINAL WHERE import_id = {import:String} AND round = {round:UInt64}
+    SELECT *${list(typed)}
+    FROM (
+      SELECT *${list(cellFacts)}
+      FROM (
+        SELECT import_id, round, block, line${list(cells)}
+        FROM (
+          SELECT import_id, round, block, line, splitByChar(',', raw) AS cells
+          FROM import_raw FINAL WHERE import_id = {import:String} AND round = {round:UInt64}
+        )
+      )
+    )
   )
 )
 WHERE most BETWEEN 1 AND 2`
@@ -119,79 +135,103 @@ WHERE most BETWEEN 1 AND 2`
 const MAX_BYTES = PROFILE_LIMITS.stringMaxChars
 
 /**
- * A string the PATCH rules keep as it is: at most 255 bytes (so at most 255 characters), not
- * empty, and nothing String.prototype.trim removes at either end: the edge bytes are visible
- * ASCII, or (a character beyond ASCII at an edge) the pattern of JavaScript's white space finds
- * none there. Control characters at an edge are left to JavaScript.
- */
-const plain = (v: string) => {
-  const first = `reinterpretAsUInt8(substring(${v}, 1, 1))`
-  const last = `reinterpretAsUInt8(substring(${v}, length(${v}), 1))`
-  return (
-    `(length(${v}) BETWEEN 1 AND ${MAX_BYTES} AND (${first} BETWEEN 33 AND 126 OR ${first} >= 128) ` +
-    `AND (${last} BETWEEN 33 AND 126 OR ${last} >= 128) ` +
-    `AND ((${first} < 128 AND ${last} < 128) OR NOT match(${v}, {edge_space:String})))`
-  )
-}
-
-/**
  * JavaScript's white space and line terminators (what trim removes) at the start or the end, as
- * RE2 reads it (code points, the engine's strings being UTF-8).
+ * RE2 reads it (code points, the engine's strings being UTF-8). Run only on a cell with a byte
+ * beyond ASCII at an edge.
  */
 const TRIMMED = '[\\t\\n\\x0B\\f\\r \\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}\\x{FEFF}]'
 const EDGE_SPACE = `^${TRIMMED}|${TRIMMED}$`
 
-/** profile-rows.ts's integer text (checked on the trimmed cell: a plain cell is its own trim). */
-const integerLooking = (v: string) => `match(${v}, '^[+-]?[0-9]+([.][0-9]+)?$')`
 /**
- * Integers whose value the SQL finds exactly as Number() and Math.trunc do: up to 15 digits (below
- * 2^53), or up to 9 with up to 6 decimals (never rounded up to the next integer as a double).
+ * The typing is made of byte tests and round trips through the engine's own parsers, not of
+ * regular expressions (a regular expression per cell made typing cost several times the engine's
+ * whole CSV insert):
+ *
+ * - plain: a string the PATCH rules keep as it is: 1..255 bytes (so at most 255 characters), and
+ *   nothing String.prototype.trim removes at either end: the edge bytes are visible ASCII, or (a
+ *   byte beyond ASCII at an edge) the pattern of JavaScript's white space finds none there;
+ * - an integer: the engine's Int64 written back is the cell, of at most 15 digits (below 2^53,
+ *   as Number() reads it); `007`, `+5`, `-0` and decimals are JavaScript's;
+ * - a date: 10 bytes that the engine's Date32 written back is (`YYYY-MM-DD`, a real day);
+ * - a cell of an untyped column starting with anything but a digit or a sign is no integer and no
+ *   date for profile-rows.ts either (its integer text and ISO 8601 date begin so): a string.
  */
-const integerCertain = (v: string) =>
-  `(match(${v}, '^[+-]?[0-9]{1,15}$') OR match(${v}, '^[+-]?[0-9]{1,9}[.][0-9]{1,6}$'))`
-/** Truncated toward zero; -0 is 0 as for the PATCH. */
-const integerJson = (v: string) =>
-  `toString(if(startsWith(${v}, '-'), -1, 1) * toInt64OrZero(extract(${v}, '[0-9]+')))`
-/** attribute-rules.ts's ISO 8601 pattern begins so: anything else is not a date. */
-const dateLooking = (v: string) => `match(${v}, '^[0-9]{4}-[0-9]{2}-[0-9]{2}')`
-/** A calendar date alone that names a real day (the engine reads it back unchanged). */
-const dateCertain = (v: string) =>
-  `(match(${v}, '^[0-9]{4}-[0-9]{2}-[0-9]{2}$') AND toString(toDate32OrZero(${v})) = ${v})`
-const dateJson = (v: string) => `concat('"', ${v}, '"')`
+const facts = (i: number) => [
+  `reinterpretAsUInt8(v${i}) AS first${i}`,
+  `reinterpretAsUInt8(substring(v${i}, -1)) AS last${i}`,
+  `length(v${i}) AS bytes${i}`,
+]
+const integerFact = (i: number) =>
+  `bytes${i} - (first${i} = 45) <= 15 AND toString(toInt64OrZero(v${i})) = v${i} AS int${i}`
+const dateFact = (i: number) => `bytes${i} = 10 AND toString(toDate32OrZero(v${i})) = v${i} AS date${i}`
+const numeric = (byte: string) => `(${byte} BETWEEN 48 AND 57 OR ${byte} IN (43, 45))`
+const plain = (i: number) =>
+  `(bytes${i} BETWEEN 1 AND ${MAX_BYTES} AND (first${i} BETWEEN 33 AND 126 OR first${i} >= 128) ` +
+  `AND (last${i} BETWEEN 33 AND 126 OR last${i} >= 128) ` +
+  `AND ((first${i} < 128 AND last${i} < 128) OR NOT match(v${i}, {edge_space:String})))`
+/** A set item kept as it is: 1..255 bytes, visible ASCII at both ends. */
+const plainItem = (x: string) =>
+  `(length(${x}) BETWEEN 1 AND ${MAX_BYTES} AND reinterpretAsUInt8(${x}) BETWEEN 33 AND 126 ` +
+  `AND reinterpretAsUInt8(substring(${x}, -1)) BETWEEN 33 AND 126)`
 
-function cellTyping(column: CsvColumn, v: string): { certain: string; json: string; type: string } {
+interface CellTyping {
+  /** Columns beside the cell `v<i>` (its set items). */
+  cells: string[]
+  /** Facts of the cell, computed once each. */
+  facts: string[]
+  /** Over the cell and its facts: typed for certain; the value's JSON; its type. */
+  certain: string
+  json: string
+  type: string
+}
+
+/** Column `i` of the attributes, cell `index` of the line. */
+function cellTyping(column: CsvColumn, i: number, index: number): CellTyping {
+  const v = `v${i}`
   if (isSpecialKey(column.attr)) {
     // One string each whatever the column's type; $email one address of the PATCH's pattern
     // (which has one @: at most 64 characters before it, at most 254 in all).
     const address =
       column.attr === '$email'
-        ? ` AND length(${v}) <= 254 AND position(${v}, '@') BETWEEN 2 AND 65 AND match(${v}, {email_pattern:String})`
+        ? ` AND bytes${i} <= 254 AND position(${v}, '@') BETWEEN 2 AND 65 AND match(${v}, {email_pattern:String})`
         : ''
-    return { certain: `${plain(v)}${address}`, json: `toJSONString(${v})`, type: `'string'` }
+    return { cells: [], facts: facts(i), certain: `${plain(i)}${address}`, json: `toJSONString(${v})`, type: `'string'` }
   }
   switch (column.type) {
     case 'string':
-      return { certain: plain(v), json: `toJSONString(${v})`, type: `'string'` }
+      return { cells: [], facts: facts(i), certain: plain(i), json: `toJSONString(${v})`, type: `'string'` }
     case 'integer':
-      return { certain: integerCertain(v), json: integerJson(v), type: `'integer'` }
+      return { cells: [], facts: [...facts(i), integerFact(i)], certain: `int${i}`, json: v, type: `'integer'` }
     case 'date':
-      return { certain: dateCertain(v), json: dateJson(v), type: `'date'` }
+      return {
+        cells: [],
+        facts: [...facts(i), dateFact(i)],
+        certain: `date${i}`,
+        json: `concat('"', ${v}, '"')`,
+        type: `'date'`,
+      }
     case 'auto':
       return {
-        certain: `multiIf(NOT ${plain(v)}, 0, ${integerLooking(v)}, ${integerCertain(v)}, ${dateLooking(v)}, ${dateCertain(v)}, 1)`,
-        json: `multiIf(${integerLooking(v)}, ${integerJson(v)}, ${dateLooking(v)}, ${dateJson(v)}, toJSONString(${v}))`,
-        type: `multiIf(${integerLooking(v)}, 'integer', ${dateLooking(v)}, 'date', 'string')`,
+        cells: [],
+        facts: [...facts(i), integerFact(i), dateFact(i)],
+        certain: `multiIf(NOT ${plain(i)}, 0, NOT ${numeric(`first${i}`)}, 1, int${i} OR date${i}, 1, 0)`,
+        json: `multiIf(int${i}, ${v}, date${i}, concat('"', ${v}, '"'), toJSONString(${v}))`,
+        type: `multiIf(int${i}, 'integer', date${i}, 'date', 'string')`,
       }
     case 'set': {
-      // Items of plain strings; all canonical integers (a set of numbers) or none integer-looking
-      // (a set of strings); duplicates dropped, first kept. A JSON array cell is JavaScript's.
-      const items = `splitByChar({set_separator:String}, ${v})`
-      const canonical = `arrayAll(x -> match(x, '^(0|[1-9][0-9]{0,14})$'), ${items})`
+      // Items all integers written plainly (a set of numbers), or all plain strings of which none
+      // begins with a digit or a sign (a set of strings); duplicates dropped, the first kept. A
+      // JSON array cell, or any other, is JavaScript's.
+      const items = `items${i}`
       return {
-        certain:
-          `(${plain(v)} AND NOT startsWith(${v}, '[') AND arrayAll(x -> ${plain('x')}, ${items}) ` +
-          `AND (${canonical} OR NOT arrayExists(x -> match(x, '^[+-]?[0-9]+$'), ${items})))`,
-        json: `if(${canonical}, concat('[', arrayStringConcat(arrayDistinct(${items}), ','), ']'), toJSONString(arrayDistinct(${items})))`,
+        cells: [`splitByChar({set_separator:String}, cells[${index + 1}]) AS ${items}`],
+        facts: [
+          ...facts(i),
+          `arrayAll(x -> length(x) <= 15 AND toString(toUInt64OrZero(x)) = x, ${items}) AS numbers${i}`,
+          `arrayAll(x -> ${plainItem('x')} AND NOT ${numeric('reinterpretAsUInt8(x)')}, ${items}) AS words${i}`,
+        ],
+        certain: `${plain(i)} AND first${i} != 91 AND (numbers${i} OR words${i})`,
+        json: `if(numbers${i}, concat('[', arrayStringConcat(arrayDistinct(${items}), ','), ']'), toJSONString(arrayDistinct(${items})))`,
         type: `'set'`,
       }
     }
