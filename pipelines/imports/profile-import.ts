@@ -129,7 +129,11 @@ export async function runProfileImport(job: ImportJob, deps: ProfileImportDeps):
   const stagePlain = async () => {
     if (plainRows.length === 0) return
     await deps.store.insert('import_raw', plain.view(), { rowBinary: RAW_COLUMNS })
-    await deps.store.command(typing!.sql, { ...typing!.params, import: job.id, round })
+    await deps.store.command(
+      typing!.sql,
+      { ...typing!.params, import: job.id, round },
+      { insertConnection: true },
+    )
     const [typed] = await deps.store.query<{ lines: string }>(
       `SELECT arrayStringConcat(groupArray(toString(line)), ',') AS lines
        FROM import_rows WHERE import_id = {import:String} AND round = {round:UInt64}`,

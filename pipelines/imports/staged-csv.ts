@@ -139,7 +139,8 @@ const MAX_BYTES = PROFILE_LIMITS.stringMaxChars
  * RE2 reads it (code points, the engine's strings being UTF-8). Run only on a cell with a byte
  * beyond ASCII at an edge.
  */
-const TRIMMED = '[\\t\\n\\x0B\\f\\r \\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}\\x{FEFF}]'
+const TRIMMED =
+  '[\\t\\n\\x0B\\f\\r \\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}\\x{FEFF}]'
 const EDGE_SPACE = `^${TRIMMED}|${TRIMMED}$`
 
 /**
@@ -195,13 +196,25 @@ function cellTyping(column: CsvColumn, i: number, index: number): CellTyping {
       column.attr === '$email'
         ? ` AND bytes${i} <= 254 AND position(${v}, '@') BETWEEN 2 AND 65 AND match(${v}, {email_pattern:String})`
         : ''
-    return { cells: [], facts: facts(i), certain: `${plain(i)}${address}`, json: `toJSONString(${v})`, type: `'string'` }
+    return {
+      cells: [],
+      facts: facts(i),
+      certain: `${plain(i)}${address}`,
+      json: `toJSONString(${v})`,
+      type: `'string'`,
+    }
   }
   switch (column.type) {
     case 'string':
       return { cells: [], facts: facts(i), certain: plain(i), json: `toJSONString(${v})`, type: `'string'` }
     case 'integer':
-      return { cells: [], facts: [...facts(i), integerFact(i)], certain: `int${i}`, json: v, type: `'integer'` }
+      return {
+        cells: [],
+        facts: [...facts(i), integerFact(i)],
+        certain: `int${i}`,
+        json: v,
+        type: `'integer'`,
+      }
     case 'date':
       return {
         cells: [],

@@ -198,7 +198,10 @@ describe('CSV lines typed by the engine', () => {
       expect(js, `line ${line}: ${cells.join(',')}`).toMatchObject({ ok: true })
       if (!js.ok) continue
       const [, , , , customer, updates, types, deletes, email] = JSON.parse(
-        stagedRow({ import: importId, round: 0, block: 0 }, { line, customer: js.customer, changes: js.changes })!,
+        stagedRow(
+          { import: importId, round: 0, block: 0 },
+          { line, customer: js.customer, changes: js.changes },
+        )!,
       ) as [string, number, number, number, string, string, Record<string, string>, string[], string]
       const what = `line ${line}: ${cells.join(',')}`
       expect(engine.customer_id, what).toBe(customer)
@@ -239,7 +242,14 @@ describe('CSV lines typed by the engine', () => {
       b: 7,
     })
     expect(byLine.get(3)).toMatchObject({ updates: '{}', update_types: {}, deletes: ['b'] })
-    expect(JSON.parse(byLine.get(4)!.updates)).toEqual({ a: -5, s: 'x', i: 12, d: '1999-12-31', t: [3, 1], b: '2024-01-01' })
+    expect(JSON.parse(byLine.get(4)!.updates)).toEqual({
+      a: -5,
+      s: 'x',
+      i: 12,
+      d: '1999-12-31',
+      t: [3, 1],
+      b: '2024-01-01',
+    })
   })
 
   it('finds the customer_id cell of a plain line, or none when the line has another number of cells', () => {

@@ -121,7 +121,11 @@ describe('CSV bodies read as plain lines', () => {
     const rows: SourceRow[] = []
     const read = plainLines ? readPlainRows : readRows
     for await (const row of read(Readable.from(chunks), 'csv', 'none'))
-      rows.push(row.kind === 'plain' ? { kind: 'cells', line: row.line, cells: row.bytes.toString().split(',') } : row)
+      rows.push(
+        row.kind === 'plain'
+          ? { kind: 'cells', line: row.line, cells: row.bytes.toString().split(',') }
+          : row,
+      )
     return rows
   }
 
@@ -144,7 +148,11 @@ describe('CSV bodies read as plain lines', () => {
 
   it('reads a body without a quote as plain lines only', async () => {
     const rows: SourceRow['kind'][] = []
-    for await (const row of readPlainRows(Readable.from([Buffer.from('customer_id,a\nc1,1\nc2,2')]), 'csv', 'none'))
+    for await (const row of readPlainRows(
+      Readable.from([Buffer.from('customer_id,a\nc1,1\nc2,2')]),
+      'csv',
+      'none',
+    ))
       rows.push(row.kind)
     expect(rows).toEqual(['plain', 'plain', 'plain'])
   })
