@@ -9,6 +9,7 @@ const STEPS = [
   'campaigns',
   'exports',
   'imports',
+  'dashboard',
   'baselines',
   'edge',
   'sdk',

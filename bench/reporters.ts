@@ -1,5 +1,6 @@
 import type { Reporters } from './report.ts'
 import { campaignReporter } from './scenarios/campaigns.ts'
+import { dashboardReporter } from './scenarios/dashboard.ts'
 import { exportReporter } from './scenarios/exports.ts'
 import { freshnessReporter } from './scenarios/freshness-report.ts'
 import { importReporter } from './scenarios/imports.ts'
@@ -20,5 +21,6 @@ export const REPORTERS: Reporters = [
   campaignReporter,
   exportReporter,
   importReporter,
+  dashboardReporter,
   storageReporter,
 ]

@@ -255,6 +255,105 @@ describe('the dashboard: campaigns and push, in Chromium', { timeout: 180_000 },
     await shot(page, '13-inapp-campaign')
   })
 
+  it("edits a campaign through its form, the API's message under the field of an edit it refuses", async () => {
+    // A draft another client made through the API (a draft never sends).
+    const created = await fetch(`${sluice.url}/api/v6/orgs/${tenant.orgId}/apps/${APP}/push/campaigns`, {
+      method: 'POST',
+      headers: { Authorization: tenant.auth, 'Content-Type': 'application/json' },
+      body: JSON.stringify({
+        name: 'Autumn draft',
+        status: 'draft',
+        goal: 'notify',
+        audiences: { campaign_type: 'everyone', control_group_percent: 10 },
+        schedule: { on_schedule: { begin_date: '2031-03-01T09:00:00Z' } },
+        creatives: [
+          { title: 'Autumn', build_attributes: { push_message: 'Leaves are falling', push_title: 'Autumn' } },
+        ],
+      }),
+    })
+    expect(created.status).toBe(201)
+    const id = ((await created.json()) as { id: number }).id
+    interface Stored {
+      name: string
+      status: string
+      audiences: { control_group_percent: number }
+      schedule: Record<string, unknown>
+      creatives: { id: number; letter: string; title: string; build_attributes: Record<string, string> }[]
+    }
+    const before = await api<Stored>(`/push/campaigns/${id}`)
+
+    await page.goto(`${sluice.url}/dashboard/campaigns?org=${tenant.orgId}&app=${APP}`)
+    await page.getByRole('link', { name: `open campaign ${id}` }).click()
+    await page.getByRole('link', { name: 'Edit', exact: true }).click()
+    // The form holds what the API answered.
+    expect(await page.getByLabel('Name', { exact: true }).inputValue()).toBe('Autumn draft')
+    expect(await page.getByLabel('When').inputValue()).toBe('on_schedule')
+    expect(await page.getByLabel(/^Begin/).inputValue()).toBe('2031-03-01T09:00:00Z')
+    expect(await page.getByLabel('Creative A message').inputValue()).toBe('Leaves are falling')
+    expect(await page.getByLabel('Control group (% held out)').inputValue()).toBe('10')
+
+    // A new name and message, and a recurring schedule whose end comes before its begin: the API
+    // refuses the whole edit, its message under End, and the form keeps what was typed.
+    await page.getByLabel('Name', { exact: true }).fill('Autumn sale')
+    await page.getByLabel('Creative A message').fill('Autumn sale: 30% off')
+    await page.getByLabel('When').selectOption('recurring')
+    await page.getByLabel(/^Begin/).fill('2031-03-01T09:00:00Z')
+    await page.getByLabel('End (recurring)').fill('2031-02-01T09:00:00Z')
+    await page
+      .getByLabel('Intervals (recurring, JSON)')
+      .fill('[{"interval": "weekly", "day_of_week": "monday"}]')
+    await page.getByRole('button', { name: 'Save campaign' }).click()
+    await expect
+      .poll(() => page.locator('#f-schedule-end_date-error').textContent())
+      .toBe('must be after begin_date')
+    expect(await page.getByLabel('End (recurring)').getAttribute('aria-invalid')).toBe('true')
+    expect(await page.getByLabel('Name', { exact: true }).inputValue()).toBe('Autumn sale')
+    expect(await page.getByLabel('End (recurring)').inputValue()).toBe('2031-02-01T09:00:00Z')
+    await shot(page, '16-campaign-edit-refused')
+    expect(await api<Stored>(`/push/campaigns/${id}`)).toEqual(before)
+
+    await page.getByLabel('End (recurring)').fill('2031-06-01T09:00:00Z')
+    await page.getByRole('button', { name: 'Save campaign' }).click()
+    await expect.poll(() => page.getByRole('status').first().textContent()).toBe(`campaign ${id} saved`)
+    const after = await api<Stored>(`/push/campaigns/${id}`)
+    expect(after).toMatchObject({
+      name: 'Autumn sale',
+      status: 'draft',
+      audiences: { control_group_percent: 10 },
+      schedule: {
+        recurring: {
+          begin_date: '2031-03-01T09:00:00Z',
+          end_date: '2031-06-01T09:00:00Z',
+          intervals: [expect.objectContaining({ interval: 'weekly', day_of_week: 'monday' })],
+        },
+      },
+    })
+    expect(after.schedule).not.toHaveProperty('on_schedule')
+    // The creative is the same one (its id kept), with the new message and its title untouched.
+    expect(after.creatives.map((c) => [c.id, c.letter, c.title, c.build_attributes])).toEqual([
+      [
+        before.creatives[0]!.id,
+        'A',
+        'Autumn',
+        { push_message: 'Autumn sale: 30% off', push_title: 'Autumn' },
+      ],
+    ])
+
+    // The campaign's page shows the saved campaign.
+    expect(await page.locator('main h2').first().textContent()).toMatch(/^Autumn sale /)
+    const schedule = await page.locator('dl.facts dd code').nth(1).textContent()
+    expect(JSON.parse(schedule!)).toEqual(after.schedule)
+    const creatives = await page.locator('table:has(caption:text("Creatives")) tbody tr').all()
+    expect(
+      await Promise.all(creatives.map(async (r) => await trimmed(r.locator('td').allTextContents()))),
+    ).toEqual([['A', 'Autumn', '100', 'Autumn sale: 30% off']])
+    // And its form, opened again, what was saved.
+    await page.getByRole('link', { name: 'Edit', exact: true }).click()
+    expect(await page.getByLabel('When').inputValue()).toBe('recurring')
+    expect(await page.getByLabel('End (recurring)').inputValue()).toBe('2031-06-01T09:00:00Z')
+    expect(await page.getByLabel('Creative A message').inputValue()).toBe('Autumn sale: 30% off')
+  })
+
   it('sends a test push to a customer and shows it in its campaign key report', async () => {
     await page.getByRole('navigation').getByRole('link', { name: 'Push' }).click()
     await page.getByLabel('Org', { exact: true }).selectOption(String(tenant.orgId))

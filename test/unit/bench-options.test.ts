@@ -11,6 +11,8 @@ describe('bench --skip', () => {
     for (const list of [
       'segmentation,push,campaigns,exports,sdk,plain,gzip,freshness,profiles,overload,sustained',
       'segmentation,push,campaigns,exports,baselines,edge,plain,gzip,freshness,profiles,overload',
+      // The dashboard alone.
+      'segmentation,query,push,campaigns,exports,imports,baselines,edge,sdk,plain,gzip,freshness,profiles,overload,sustained,storage',
     ])
       expect(skipOf(['--quick', '--skip', list])).toEqual(list.split(','))
     expect(skipOf(['--skip', ' edge , baselines '])).toEqual(['edge', 'baselines'])
@@ -20,7 +22,7 @@ describe('bench --skip', () => {
     const command = parseOptions(['--skip', 'edge,sustain'])
     expect(command.kind).toBe('invalid')
     expect(command.kind === 'invalid' && command.message).toMatch(
-      /no step sustain; steps: segmentation,query,push,.*,sustained,storage$/m,
+      /no step sustain; steps: segmentation,query,push,campaigns,exports,imports,dashboard,baselines,.*,sustained,storage$/m,
     )
   })
 

@@ -14,6 +14,7 @@ import {
 import type { ScenarioReporter } from '../../bench/figures.ts'
 import { REPORTERS } from '../../bench/reporters.ts'
 import type { BenchContext } from '../../bench/scenarios/context.ts'
+import { dashboardFigures } from '../../bench/scenarios/dashboard.ts'
 import { profiles } from '../../bench/scenarios/profiles.ts'
 import { segmentationFigures, type SegmentationResult } from '../../bench/scenarios/segmentation.ts'
 
@@ -281,6 +282,31 @@ function results(over: Partial<BenchResults['scenarios']> = {}): BenchResults {
           rssGrowthMb: 30,
         },
       },
+      dashboard: {
+        name: 'dashboard',
+        runs: 5,
+        chromium: '140.0.7339.185',
+        loadAverage: [12.3, 14.1],
+        rows: 120,
+        pages: [
+          {
+            page: 'sign_in',
+            path: '/dashboard/sign-in',
+            loadMs: { ...latency, count: 5, min: 180.2, p50: 212.4, max: 260 },
+            firstByteMs: { ...latency, count: 5, p50: 8.2 },
+            jsBytes: 17_300,
+            scripts: 1,
+          },
+          {
+            page: 'analytics',
+            path: '/dashboard/analytics?org=1&app=a',
+            loadMs: { ...latency, count: 5, min: 905, p50: 1180.6, max: 1400 },
+            firstByteMs: { ...latency, count: 5, p50: 840 },
+            jsBytes: 41_000,
+            scripts: 3,
+          },
+        ],
+      },
       ...over,
     },
     durations: {},
@@ -351,6 +377,11 @@ describe('bench report', () => {
       "import_100k_ratio 0.04 (target >= 0.8: not met; Sluice's rows/s ÷ the engine reading the same file into profiles (50000 rows/s))",
       'import_100k_rss_growth_mb 120 (target <= 150: met; the Sluice process (the embedded engine included), largest sample minus the first, during the import)',
       'import_audience_100k_s 12.3 (no target; 100,000 customer ids: receipt 1000 known / 99000 unknown, user_count 1000 exact; RSS +30 MB)',
+      // Each page's median first load against 1 s; the slowest and the heaviest page as ratios of their targets.
+      'dashboard_sign_in_load_ms 212 (target <= 1000: met; median of 5 first loads (min 180, max 260 ms); first byte 8 ms; 16.9 KB of JS gzipped (1 script))',
+      'dashboard_analytics_load_ms 1181 (target <= 1000: not met; median of 5 first loads (min 905, max 1400 ms); first byte 840 ms; 40 KB of JS gzipped (3 scripts))',
+      "dashboard_load_ratio 1.18 (target <= 1: not met; the slowest page's median first load ÷ 1,000 ms: analytics 1181 ms; Chromium 140.0.7339.185, loopback, load average 12.3 → 14.1)",
+      "dashboard_js_ratio 0.16 (target <= 1: met; the heaviest page's scripts, gzipped as served, ÷ 250 KB: analytics 40 KB (the lightest 16.9 KB))",
       'bytes_per_event_on_disk skipped: not measured',
     ])
   })
@@ -419,6 +450,38 @@ describe('bench report', () => {
     ).map(formatFigure)
     expect(p50).toBe(
       "segmentation_100k_p50_ms 420 (no target; 100,000 installs, 2,000,000 events, 10 runs; engine CPU per query p50 912 ms (hand-written 1306 ms), load average 13.0; the 1,000 ms target is the 1M-install set's)",
+    )
+  })
+
+  it('gives every dashboard page skipped with its reason when there is no chromium, and a line per run in report.md', () => {
+    const why = 'no chromium at /usr/bin/chromium (Debian package chromium)'
+    expect(dashboardFigures({ name: 'dashboard', skipped: why }, 'unused').map(formatFigure)).toEqual(
+      [
+        'sign_in',
+        'health',
+        'orgs',
+        'app_settings',
+        'analytics',
+        'dead_letters',
+        'exports',
+        'audiences',
+        'audience_new',
+        'audience_edit',
+        'campaigns',
+        'campaign_new',
+        'campaign',
+        'campaign_edit',
+        'push',
+      ]
+        .map((page) => `dashboard_${page}_load_ms skipped: ${why}`)
+        .concat([`dashboard_load_ratio skipped: ${why}`, `dashboard_js_ratio skipped: ${why}`]),
+    )
+    expect(markdownReport(results({ dashboard: { name: 'dashboard', skipped: why } }), REPORTERS)).toContain(
+      `- **dashboard**: skipped (${why}).`,
+    )
+    expect(markdownReport(results(), REPORTERS)).toContain(
+      '- **dashboard** (5 first loads a page in fresh Chromium 140.0.7339.185 contexts, median / max; load average 12.3 → 14.1; 120 SDK rows): ' +
+        'sign_in 212 / 260 ms (16.9 KB JS); analytics 1181 / 1400 ms (40 KB JS).',
     )
   })
 
