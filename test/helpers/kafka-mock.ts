@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
 
 /**
  * Kafka for tests without Docker: librdkafka's mock cluster, started through kcat (Debian package
@@ -101,4 +102,63 @@ export async function kafkaForTests(): Promise<TestKafka> {
   if (fromEnv.length > 0) return { brokers: fromEnv, source: 'KAFKA_BROKERS', stop: async () => {} }
   const mock = await startKafkaMock()
   return { brokers: mock.brokers, source: 'kcat-mock', stop: () => mock.stop() }
+}
+
+const MOCK_CLUSTER_SCRIPT = fileURLToPath(new URL('../fixtures/rdkafka-mock-cluster.py', import.meta.url))
+
+/**
+ * librdkafka's mock cluster (the same library kcat runs) with these topics created up front at
+ * their partition counts: through kcat every topic is auto-created with 4 partitions, and the mock
+ * answers no CreateTopics. Started by test/fixtures/rdkafka-mock-cluster.py (python3's ctypes over
+ * librdkafka1, which kcat depends on); it exits when its stdin closes, so it never outlives the
+ * test process.
+ */
+export async function startKafkaMockWithTopics(
+  numBrokers: number,
+  topics: readonly { topic: string; partitions: number }[],
+): Promise<KafkaMock> {
+  const args = [MOCK_CLUSTER_SCRIPT, String(numBrokers), ...topics.map((t) => `${t.topic}:${t.partitions}`)]
+  const child = spawn(process.env.PYTHON3_BIN ?? 'python3', args, { stdio: ['pipe', 'pipe', 'pipe'] })
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  let output = ''
+  const brokers = await new Promise<string[]>((resolve, reject) => {
+    let settled = false
+    const timer = setTimeout(() => fail(`no bootstrap list within ${START_TIMEOUT_MS} ms`), START_TIMEOUT_MS)
+    const fail = (why: string): void => {
+      if (settled) return
+      settled = true
+      clearTimeout(timer)
+      child.stdin?.end()
+      child.kill('SIGKILL')
+      reject(
+        new Error(`kafka mock (python3 ${MOCK_CLUSTER_SCRIPT}): ${why}; output: ${output.slice(0, 2000)}`),
+      )
+    }
+    child.once('error', (err) => fail(`cannot run python3 (${err.message})`))
+    child.once('exit', (code) => fail(`exited early (code ${code})`))
+    child.stderr?.on('data', (d: Buffer) => (output += d.toString()))
+    child.stdout?.on('data', (d: Buffer) => {
+      output += d.toString()
+      const match = /^BOOTSTRAP (\S+)$/m.exec(output)
+      if (!match?.[1] || settled) return
+      settled = true
+      clearTimeout(timer)
+      resolve(match[1].split(','))
+    })
+  })
+  child.on('error', () => {})
+  let stopping: Promise<void> | undefined
+  return {
+    brokers,
+    stop() {
+      stopping ??= (async () => {
+        if (child.exitCode !== null || child.signalCode !== null) return
+        child.stdin?.end()
+        const killed = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS)
+        await exited
+        clearTimeout(killed)
+      })()
+      return stopping
+    },
+  }
 }

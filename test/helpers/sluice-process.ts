@@ -4,11 +4,12 @@ import { fileURLToPath } from 'node:url'
 const BIN = fileURLToPath(new URL('../../bin/sluice.js', import.meta.url))
 
 /**
- * Time limits of the helpers, each well below vitest's 60 s test timeout, so a child that hangs
+ * Time limits of the helpers, each well below vitest's 120 s test timeout, so a child that hangs
  * fails its own step with the child's output in the error instead of timing out the whole test
- * without a word. A start takes ~2 s and a stop ~2 s on a busy 2-core machine.
+ * without a word. A start takes ~2 s on an idle 2-core machine, but two workers starting side by
+ * side on a saturated one took 29–31 s: the limit bounds a hang, not a start's speed.
  */
-export const START_TIMEOUT_MS = 30_000
+export const START_TIMEOUT_MS = 60_000
 /** Above the child's own graceful-shutdown limit (SLUICE_SHUTDOWN_TIMEOUT_MS, 15 s by default). */
 export const STOP_TIMEOUT_MS = 20_000
 export const RUN_TIMEOUT_MS = 20_000

@@ -287,6 +287,40 @@ describe('KafkaBus', () => {
     expect(values(got)).toEqual(valuesOf(sent))
   })
 
+  it('a group of more members than partitions settles, and its members share every record once', async () => {
+    const topic = uniq('crowd')
+    const group = uniq('g')
+    await bus.ensureTopics([{ topic, partitions: PARTITIONS }])
+    // One member more than there are partitions: one of them gets none. librdkafka's mock completes
+    // a rebalance only once the leader has given every member an assignment, empty or not.
+    const got = new Map<number, BusRecord[]>()
+    const members = await Promise.all(
+      Array.from({ length: PARTITIONS + 1 }, (_, member) =>
+        bus.consume({
+          group,
+          topics: [topic],
+          handler: async (batch) => void got.set(member, [...(got.get(member) ?? []), ...batch.records]),
+        }),
+      ),
+    )
+    try {
+      const sent = spread('crowd', 20, keysCoveringPartitions(PARTITIONS))
+      await bus.produce(topic, sent)
+      await waitFor('every record handled', () => [...got.values()].flat().length >= sent.length)
+      await waitFor('commit', async () => (await bus.lag(group, topic)) === 0)
+      expect(values([...got.values()].flat())).toEqual(valuesOf(sent))
+      // Every partition is one member's: its records all reached one member.
+      const owners = new Map<number, Set<number>>()
+      for (const [member, records] of got)
+        for (const r of records) owners.set(r.partition, (owners.get(r.partition) ?? new Set()).add(member))
+      expect([...owners.keys()].sort()).toEqual(Array.from({ length: PARTITIONS }, (_, p) => p))
+      expect([...owners.values()].every((m) => m.size === 1)).toBe(true)
+      expect(got.size).toBeLessThanOrEqual(PARTITIONS)
+    } finally {
+      await Promise.all(members.map((m) => m.stop()))
+    }
+  })
+
   it('lag counts produced records until their batch is committed; stop() commits the batch in flight', async () => {
     const topic = uniq('lag')
     const group = uniq('g')

@@ -17,6 +17,8 @@
  * - A group's first JoinGroup is held for 3 s (the mock's group.initial.rebalance.delay.ms), and a
  *   rebalance of a group that already has members waits sessionTimeout - 1 s; any session timeout
  *   is accepted.
+ * - A SyncGroup completes only once the leader has given every member an assignment, and a member's
+ *   SyncGroup after the leader's is answered INVALID_REQUEST: assigner.ts fits both.
  */
 import type { Bus, ConsumeOptions, Consumer, ProduceMessage, TopicSpec } from '../bus.ts'
 import { TopicAdmin } from './admin.ts'
