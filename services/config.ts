@@ -167,7 +167,7 @@ const ingestion = {
   SLUICE_IMPORT_MAX_INFLATED_BYTES: int(16 * 1024 * 1024 * 1024, 1).describe(
     'Largest gzip import body once inflated (413 at or above it; docs/imports.md).',
   ),
-  SLUICE_IMPORT_ROUND_ROWS: int(5000, 1).describe(
+  SLUICE_IMPORT_ROUND_ROWS: int(20_000, 1).describe(
     'Rows of a profile import handed to the profile writer at a time (a round): a live PATCH waits behind at most about one round (docs/imports.md).',
   ),
   SLUICE_UPLOAD_RATE_PER_KEY: int(150, 1).describe('Event upload transactions per second per API key (429).'),

@@ -1,9 +1,10 @@
 import type { Readable } from 'node:stream'
 import { IMPORT_LIMITS, type RejectedRow } from '../../schemas/imports.ts'
-import { partitionForKey, type Bus, type ProduceMessage } from '../connectors/bus/bus.ts'
+import { partitionForKey, type Bus } from '../connectors/bus/bus.ts'
 import type { Store } from '../connectors/store/store.ts'
 import { commandKey } from '../profiles/commands.ts'
 import type { NormalizedChange, ProfileScope } from '../profiles/validate-changes.ts'
+import { RowBinaryWriter } from '../events/row-binary.ts'
 import { encodeImportBlock, serialiseRow, STAGED_ROW_COLUMNS, stagedRow } from './import-blocks.ts'
 import {
   keepRejected,
@@ -13,8 +14,16 @@ import {
   type ImportJob,
   type ImportRow,
 } from './import-jobs.ts'
-import { csvRow, jsonRow, parseCsvHeader, type CsvHeader, type RowResult } from './profile-rows.ts'
-import { readRows, type SourceRow } from './read-rows.ts'
+import {
+  checkCustomer,
+  csvRow,
+  jsonRow,
+  parseCsvHeader,
+  type CsvHeader,
+  type RowResult,
+} from './profile-rows.ts'
+import { readPlainRows, type SourceRow } from './read-rows.ts'
+import { plainLineCustomer, RAW_COLUMNS, typingStatement, type TypingStatement } from './staged-csv.ts'
 
 export interface ProfileImportDeps {
   store: Store
@@ -28,7 +37,7 @@ export interface ProfileImportDeps {
   writerBacklog: () => Promise<number>
   sleep: (ms: number) => Promise<void>
   now: () => number
-  /** Rows per round (what a live PATCH may wait behind); default 5,000. */
+  /** Rows per round (what a live PATCH may wait behind); default 20,000. */
   roundRows?: number
   /** Largest block in bytes (a bus record; Kafka's default limit is 1 MB); default 512 KB. */
   blockBytes?: number
@@ -53,11 +62,16 @@ export interface ProfileImportDeps {
  * and block numbers, so a round handed on again is recognised by the writer (import_blocks) and
  * not applied twice; rejected rows are kept by (import, line). The file is read to the end before
  * the import is marked `read`, and the import is done once every block is applied.
+ *
+ * A CSV line without a quote is not typed here: the round's such lines are staged as they are in
+ * `import_raw` and the engine types them into `import_rows` (staged-csv.ts); the lines it leaves
+ * (those it cannot type for certain) are typed here, by the same rules as every other row, after
+ * it. A round's blocks are encoded once both are done, with the count of rows each staged.
  */
 export async function runProfileImport(job: ImportJob, deps: ProfileImportDeps): Promise<void> {
   let row = (await readImport(deps.store, job.id)) ?? newImportRow(job, deps.now())
   if (row.state !== 'queued' && row.state !== 'processing') return
-  const roundRows = deps.roundRows ?? 5000
+  const roundRows = deps.roundRows ?? 20_000
   const blockBytes = deps.blockBytes ?? 512 * 1024
   const maxBacklog = deps.maxBacklog ?? deps.partitions
   const scope: ProfileScope = job.app === '' ? 'org' : 'app'
@@ -69,14 +83,21 @@ export async function runProfileImport(job: ImportJob, deps: ProfileImportDeps):
   let round = row.rounds
   let blocks = row.blocks
   let header: CsvHeader | undefined
+  let typing: TypingStatement | undefined
+  // The round's rejected rows, all of them: kept (the import's first 1,000 by line) at its end,
+  // since the engine's leftovers are judged after the rows that follow them.
   let rejected: RejectedRow[] = []
+  let rejectedBefore = rowsRejected
   let lastLine = resumeAfter
   // The round being filled: per partition, its open block (rows serialised, or staged in the
   // engine), and the blocks closed so far. Blocks are numbered as they open, so a resumed round
   // numbers them alike.
   const open = new Map<number, OpenBlock>()
-  let closed: ProduceMessage[] = []
+  let closed: { partition: number; block: OpenBlock }[] = []
   let staged: string[] = []
+  // Plain CSV lines of the round as import_raw rows (RowBinary), and where each line's text is.
+  const plain = new RowBinaryWriter(1024 * 1024)
+  let plainRows: PlainRow[] = []
   let nextBlock = 0
   let roundCount = 0
   // Customers of the round: a customer's second row starts a new round, so a round's staged rows
@@ -92,28 +113,69 @@ export async function runProfileImport(job: ImportJob, deps: ProfileImportDeps):
   })
   const close = (partition: number) => {
     const pending = open.get(partition)
-    if (!pending || pending.count === 0) return
-    closed.push(
-      pending.staged
-        ? encodeImportBlock({ ...head(), block: pending.block, staged: pending.count }, [], partition)
-        : encodeImportBlock({ ...head(), block: pending.block }, pending.rows, partition),
-    )
+    if (!pending) return
+    if (pending.count > 0) closed.push({ partition, block: pending })
     open.delete(partition)
+  }
+  const encode = ({ partition, block }: { partition: number; block: OpenBlock }) =>
+    block.staged
+      ? encodeImportBlock({ ...head(), block: block.block, staged: block.count }, [], partition)
+      : encodeImportBlock({ ...head(), block: block.block }, block.rows, partition)
+
+  /**
+   * The round's plain lines: staged as they are, typed by the engine into import_rows, and those
+   * it left typed here (staged with the others, or rejected: their block counts one row less).
+   */
+  const stagePlain = async () => {
+    if (plainRows.length === 0) return
+    await deps.store.insert('import_raw', plain.view(), { rowBinary: RAW_COLUMNS })
+    await deps.store.command(
+      typing!.sql,
+      { ...typing!.params, import: job.id, round },
+      { insertConnection: true },
+    )
+    const [typed] = await deps.store.query<{ lines: string }>(
+      `SELECT arrayStringConcat(groupArray(toString(line)), ',') AS lines
+       FROM import_rows WHERE import_id = {import:String} AND round = {round:UInt64}`,
+      { import: job.id, round },
+    )
+    const done = new Set(typed?.lines ? typed.lines.split(',').map(Number) : [])
+    const text = plain.view()
+    const blocksByNumber = new Map(closed.map(({ block }) => [block.block, block]))
+    for (const row of plainRows) {
+      if (done.has(row.line)) continue
+      const result = csvRow(header!, text.toString('utf8', row.start, row.end).split(','))
+      const line = result.ok
+        ? stagedRow(
+            { import: job.id, round, block: row.block },
+            { line: row.line, customer: result.customer, changes: result.changes },
+          )
+        : undefined
+      if (line !== undefined) staged.push(line)
+      else {
+        refuse(row.line, result.customer, result.ok ? 'the row cannot be staged' : result.reason)
+        blocksByNumber.get(row.block)!.count--
+      }
+    }
   }
 
   const flushRound = async () => {
     for (const partition of [...open.keys()].sort((a, b) => a - b)) close(partition)
+    await stagePlain()
     // The staged rows first, in one insert, while the writer may still apply the round before.
     if (staged.length > 0)
       await deps.store.insert('import_rows', Buffer.from(`${staged.join('\n')}\n`), {
         compactColumns: STAGED_ROW_COLUMNS,
       })
-    if (closed.length > 0) {
+    const messages = closed.filter(({ block }) => block.count > 0).map(encode)
+    if (messages.length > 0) {
       await waitForWriter(deps, maxBacklog)
-      await deps.bus.produce(deps.topic, closed)
+      await deps.bus.produce(deps.topic, messages)
     }
-    await keepRejected(deps.store, job.id, rejected)
-    blocks += closed.length
+    rejected.sort((a, b) => a.line - b.line)
+    const room = Math.max(0, IMPORT_LIMITS.keptRejectedRows - rejectedBefore)
+    await keepRejected(deps.store, job.id, rejected.slice(0, room))
+    blocks += messages.length
     round++
     row = await writeImport(
       deps.store,
@@ -131,6 +193,9 @@ export async function runProfileImport(job: ImportJob, deps: ProfileImportDeps):
     closed = []
     staged = []
     rejected = []
+    rejectedBefore = rowsRejected
+    plain.clear()
+    plainRows = []
     nextBlock = 0
     roundCount = 0
     customers.clear()
@@ -164,6 +229,21 @@ export async function runProfileImport(job: ImportJob, deps: ProfileImportDeps):
     customers.add(customer)
     roundCount++
   }
+  /** A plain line into its partition's staged block, as import_raw's row (typed at the round's end). */
+  const addPlain = (line: number, customer: string, bytes: Buffer) => {
+    const partition = partitionForKey(commandKey(job.db, customer), deps.partitions, 0)
+    if (open.get(partition)?.staged === false) close(partition)
+    const block = open.get(partition) ?? openBlock(partition, true)
+    plain.string(job.id)
+    plain.uint(round, 8)
+    plain.uint(block.block, 4)
+    plain.uint(line, 8)
+    plain.stringBytes(bytes, 0, bytes.length)
+    plainRows.push({ line, block: block.block, start: plain.length - bytes.length, end: plain.length })
+    block.count++
+    customers.add(customer)
+    roundCount++
+  }
   const openBlock = (partition: number, isStaged: boolean): OpenBlock => {
     const block: OpenBlock = { block: nextBlock++, staged: isStaged, rows: [], bytes: 0, count: 0 }
     open.set(partition, block)
@@ -172,25 +252,37 @@ export async function runProfileImport(job: ImportJob, deps: ProfileImportDeps):
 
   const refuse = (line: number, customer: string | undefined, reason: string) => {
     rowsRejected++
-    if (rowsRejected <= IMPORT_LIMITS.keptRejectedRows)
+    if (rejectedBefore < IMPORT_LIMITS.keptRejectedRows)
       rejected.push({ line, ...(customer !== undefined && { customer_id: customer }), reason })
   }
 
   try {
-    for await (const source of readRows(deps.open(job.path), job.format, job.compression)) {
+    const rows = readPlainRows(deps.open(job.path), job.format, job.compression)
+    for await (const source of rows) {
       if (job.format === 'csv' && !header) {
         // The header is read again on a resume; the edge checked it before its 202.
-        const parsed = source.kind === 'cells' ? parseCsvHeader(source.cells, scope) : undefined
+        const cells = sourceCells(source)
+        const parsed = cells ? parseCsvHeader(cells, scope) : undefined
         if (!parsed?.ok)
           throw new ImportRefused(
             parsed ? parsed.reason : `line ${source.line}: the header row is unreadable`,
           )
         header = parsed.value
+        typing = typingStatement(header)
         continue
       }
       if (source.line <= resumeAfter) continue
       rowsRead++
       lastLine = source.line
+      if (source.kind === 'plain') {
+        const customer = plainLineCustomer(source.bytes, header!)
+        if (customer !== undefined && checkCustomer(customer).ok) {
+          if (customers.has(customer)) await flushRound()
+          addPlain(source.line, customer, source.bytes)
+          if (roundCount + rejected.length >= roundRows) await flushRound()
+          continue
+        }
+      }
       const result = typed(source, header, scope)
       if (!result.ok) {
         refuse(source.line, result.customer, result.reason)
@@ -215,6 +307,14 @@ export async function runProfileImport(job: ImportJob, deps: ProfileImportDeps):
   await writeImport(deps.store, { ...row, state: blocks === 0 ? 'done' : 'read' }, deps.now())
 }
 
+interface PlainRow {
+  line: number
+  block: number
+  /** The line's bytes in the round's import_raw rows. */
+  start: number
+  end: number
+}
+
 interface OpenBlock {
   block: number
   /** Its rows are staged in import_rows (the block carries none), or serialised in `rows`. */
@@ -227,7 +327,14 @@ interface OpenBlock {
 function typed(source: SourceRow, header: CsvHeader | undefined, scope: ProfileScope): RowResult {
   if (source.kind === 'bad') return { ok: false, customer: undefined, reason: source.reason }
   if (source.kind === 'text') return jsonRow(source.text, scope)
-  return csvRow(header!, source.cells)
+  return csvRow(header!, sourceCells(source)!)
+}
+
+/** A CSV row's cells (a plain line's are its text split at commas). */
+function sourceCells(source: SourceRow): string[] | undefined {
+  if (source.kind === 'cells') return source.cells
+  if (source.kind === 'plain') return source.bytes.toString('utf8').split(',')
+  return undefined
 }
 
 /** Waits (polling, with backoff) until the writer's backlog is at most `max` records. */

@@ -175,7 +175,8 @@ export function jsonRow(text: string, scope: ProfileScope): RowResult {
   return { ok: true, customer: id.value, changes: patch.changes }
 }
 
-function checkCustomer(raw: unknown): Checked<string> {
+/** A customer_id as a row must give it: a string, 1..128 characters. */
+export function checkCustomer(raw: unknown): Checked<string> {
   if (raw === undefined) return no('customer_id is missing')
   if (typeof raw !== 'string') return no('customer_id must be a string')
   if (raw === '') return no('customer_id is empty')

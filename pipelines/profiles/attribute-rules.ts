@@ -125,7 +125,7 @@ export function checkSpecialValue(key: SpecialKey, raw: unknown): Checked<Profil
 }
 
 // The WHATWG form-validation address syntax, with a dot required in the domain.
-const EMAIL =
+export const EMAIL =
   /^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/
 
 export function isEmail(s: string): boolean {

@@ -45,6 +45,10 @@ export const CLUSTER_LAYOUT: Readonly<Record<string, TablePlacement>> = {
     placement: 'everywhere',
     why: 'profile import rows staged for two days: the profile writer joins a round of them to the profiles of any shard in one INSERT … SELECT (docs/imports.md)',
   },
+  import_raw: {
+    placement: 'everywhere',
+    why: 'profile import CSV lines of one round, typed into import_rows by one INSERT … SELECT on any node right after their insert (docs/imports.md)',
+  },
   invalid_push_tokens: {
     placement: 'everywhere',
     why: 'dead tokens only, and every push fan-out joins it against devices of any shard',

@@ -216,6 +216,54 @@ describe('staged import rows, applied by the profile writer in the engine', () =
     expect((await changes('imp-b')).map((c) => c.change_id)).toEqual(['import:imp-b:10', 'import:imp-b:11'])
   })
 
+  it('writes a round of customers without profiles straight from the rows, and replays it once', async () => {
+    const write = profileWriter({ store })
+    const block = await stagedBlock('imp-d', 2, 0, [
+      [5, ['n1', 'gold', 'u/v', 'a|b|a', '', '', 'N1@Example.io']],
+      // A new profile's delete changes nothing: its profile is written, no change is logged.
+      [6, ['n2', '', '', '', '', '\\N', '']],
+    ])
+    await write(batchOf([block]))
+    expect(await profile('n1')).toEqual({
+      attributes: { plan: 'gold', url: 'u/v', tags: ['a', 'b'], $email: 'N1@Example.io' },
+      types: { plan: 'string', url: 'string', tags: 'set', $email: 'string' },
+      email: 'n1@example.io',
+    })
+    expect(await profile('n2')).toEqual({ attributes: {}, types: {}, email: '' })
+    const stored = await store.query<{ customer_id: string; source_offset: string; version: number }>(
+      `SELECT customer_id, source_offset, version FROM profiles FINAL
+       WHERE profiledb_id = {db:UInt64} AND customer_id IN ('n1', 'n2') ORDER BY customer_id`,
+      { db: DB },
+    )
+    expect(stored.map((r) => [r.customer_id, String(r.source_offset), Number(r.version)])).toEqual([
+      ['n1', block.offset, 1],
+      ['n2', block.offset, 1],
+    ])
+    expect(await changes('imp-d')).toEqual([
+      {
+        customer_id: 'n1',
+        change_id: 'import:imp-d:5',
+        updates: { plan: 'gold', url: 'u/v', tags: ['a', 'b'], $email: 'N1@Example.io' },
+        deletes: [],
+      },
+    ])
+    expect(await blocksOf('imp-d')).toEqual([{ block: 0, rows: 2, applied: 1, ignored: 1 }])
+    // Replayed as after a crash before it was marked applied: the profiles exist now, so the rows
+    // meet them (recorded at this offset) and are counted applied, not written again.
+    await store.command(
+      `ALTER TABLE import_blocks DELETE WHERE import_id = 'imp-d' SETTINGS mutations_sync = 1`,
+    )
+    await write(batchOf([block]))
+    expect((await profile('n1'))?.attributes).toEqual({
+      plan: 'gold',
+      url: 'u/v',
+      tags: ['a', 'b'],
+      $email: 'N1@Example.io',
+    })
+    expect(await blocksOf('imp-d')).toEqual([{ block: 0, rows: 2, applied: 2, ignored: 0 }])
+    expect(await changes('imp-d')).toHaveLength(1)
+  })
+
   it('retries a block whose staged rows are not all readable yet, rather than marking it applied', async () => {
     const write = profileWriter({ store })
     const block = await stagedBlock('imp-c', 0, 0, [[2, ['m1', 'gold', '', '', '', '', '']]])

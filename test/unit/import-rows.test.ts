@@ -1,7 +1,9 @@
+import { Readable } from 'node:stream'
 import { describe, expect, it } from 'vitest'
 import { csvRow, jsonRow, parseCsvHeader } from '../../pipelines/imports/profile-rows.ts'
 import { jsonMember, normaliseMember } from '../../pipelines/imports/audience-members.ts'
 import { STAGED_ROW_COLUMNS, stagedRow } from '../../pipelines/imports/import-blocks.ts'
+import { readPlainRows, readRows, type SourceRow } from '../../pipelines/imports/read-rows.ts'
 
 describe('profile import rows', () => {
   it('types CSV cells by the header and the PATCH rules; \\N deletes, empty leaves alone', () => {
@@ -110,5 +112,48 @@ describe('staged import rows', () => {
       if (!row.ok) throw new Error(row.reason)
       expect(stagedRow(at, { line: 2, customer: row.customer, changes: row.changes })).toBeUndefined()
     }
+  })
+})
+
+describe('CSV bodies read as plain lines', () => {
+  /** The rows of a body, a plain line as the cells it splits into. */
+  async function rowsOf(chunks: Buffer[], plainLines: boolean) {
+    const rows: SourceRow[] = []
+    const read = plainLines ? readPlainRows : readRows
+    for await (const row of read(Readable.from(chunks), 'csv', 'none'))
+      rows.push(
+        row.kind === 'plain'
+          ? { kind: 'cells', line: row.line, cells: row.bytes.toString().split(',') }
+          : row,
+      )
+    return rows
+  }
+
+  it('gives the records the CSV parser gives, line numbers included, in any chunking', async () => {
+    const body = Buffer.concat([
+      Buffer.from([0xef, 0xbb, 0xbf]),
+      Buffer.from('customer_id,plan\r\nc1,gold\n\nc2,\\N\r\n'),
+      Buffer.from([0x63, 0x33, 0x2c, 0xff, 0x0a]),
+      Buffer.from('c4,a;b\n\r\nc5,"two\nlines"\nc6,plain\nc7,last'),
+    ])
+    const parsed = await rowsOf([body], false)
+    expect(parsed.map((r) => r.line)).toEqual([1, 2, 4, 5, 6, 9, 10, 11])
+    expect(parsed[6]).toEqual({ kind: 'cells', line: 10, cells: ['c6', 'plain'] })
+    for (const size of [1, 2, 3, 7, 64, body.length]) {
+      const chunks: Buffer[] = []
+      for (let at = 0; at < body.length; at += size) chunks.push(body.subarray(at, at + size))
+      expect(await rowsOf(chunks, true), `chunks of ${size}`).toEqual(parsed)
+    }
+  })
+
+  it('reads a body without a quote as plain lines only', async () => {
+    const rows: SourceRow['kind'][] = []
+    for await (const row of readPlainRows(
+      Readable.from([Buffer.from('customer_id,a\nc1,1\nc2,2')]),
+      'csv',
+      'none',
+    ))
+      rows.push(row.kind)
+    expect(rows).toEqual(['plain', 'plain', 'plain'])
   })
 })

@@ -8,6 +8,7 @@ import {
   piecesColumns,
   type InsertOptions,
   type ClosableExecutor,
+  type CommandOptions,
   type QueryParams,
   type RawExecutor,
   type RowPieces,
@@ -84,8 +85,13 @@ export class ChdbStore implements Store, RawExecutor {
     return new Session(this.path, { connectionArgs })
   }
 
-  async command(sql: string, params?: QueryParams): Promise<void> {
-    await this.run(sql, params, 'TSV')
+  async command(sql: string, params?: QueryParams, options: CommandOptions = {}): Promise<void> {
+    if (!options.insertConnection) {
+      await this.run(sql, params, 'TSV')
+      return
+    }
+    if (this.insertFault) throw this.insertFault()
+    await runOn(this.insertSession, sql, params, 'TSV')
   }
 
   async query<T = Record<string, unknown>>(sql: string, params?: QueryParams): Promise<T[]> {

@@ -30,10 +30,19 @@ export interface InsertOptions {
   rowBinary?: readonly (readonly [name: string, type: string])[]
 }
 
+export interface CommandOptions {
+  /**
+   * An `INSERT … SELECT` that need not wait behind the pipelines' queries: chdb runs it on the
+   * connection its inserts have (beside the main one, so on another core, and failing as inserts
+   * fail); a server runs every request concurrently anyway.
+   */
+  insertConnection?: boolean
+}
+
 export interface Store {
   readonly kind: 'chdb' | 'clickhouse'
   /** DDL and other statements that return nothing. */
-  command(sql: string, params?: QueryParams): Promise<void>
+  command(sql: string, params?: QueryParams, options?: CommandOptions): Promise<void>
   /** A query whose rows come back as objects (JSONEachRow; 64-bit integers as strings). */
   query<T = Record<string, unknown>>(sql: string, params?: QueryParams): Promise<T[]>
   /**

@@ -1,0 +1,146 @@
+import { Readable } from 'node:stream'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Bus } from '../../pipelines/connectors/bus/bus.ts'
+import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
+import { migrate } from '../../pipelines/connectors/store/migrations.ts'
+import { readReceipt, type ImportJob } from '../../pipelines/imports/import-jobs.ts'
+import { runProfileImport, type ProfileImportDeps } from '../../pipelines/imports/profile-import.ts'
+import { profileWriter } from '../../pipelines/profiles/profile-writer.ts'
+import { localLogTestbed } from '../helpers/local-log-testbed.ts'
+import { tempDir } from '../helpers/temp.ts'
+import { waitFor } from '../helpers/wait-for.ts'
+
+/**
+ * A CSV profile import through the processor and the profile writer, on chdb and the local log:
+ * plain lines typed by the engine, the lines it leaves typed in JavaScript (accepted or rejected
+ * with their reasons), quoted lines by the CSV parser; the processor failing between two rounds
+ * and run again, as a redelivered job is, applies every row once.
+ */
+const TOPIC = 'test.profile-changes'
+const GROUP = 'test-profile-writer'
+const DB = 11
+const T0 = Date.UTC(2026, 0, 20, 9, 0, 0)
+const testbed = localLogTestbed('profile-import-csv', { partitions: 2 })
+
+let store: ChdbStore
+let cleanup: () => Promise<void>
+beforeAll(async () => {
+  const dir = await tempDir('profile-import-csv')
+  store = await ChdbStore.open(dir.path)
+  await migrate(store)
+  cleanup = async () => {
+    await store.close()
+    await dir.cleanup()
+  }
+})
+afterAll(() => cleanup())
+
+const BODY = [
+  'customer_id,plan,age,renewal:date,tags:set',
+  'c1,gold,41,2025-12-31,vip|beta|vip', // the engine's
+  'c2,silver,7,2025-12-31T10:00:00Z,a|b', // a date-time: JavaScript's, accepted
+  'c3,x,1,2023-02-30,', // JavaScript's: rejected
+  'c4,,,,', // rejected: changes nothing
+  'c5,bronze,3,,a|2', // a mixed set: JavaScript's, accepted
+  'c6,"quoted, plan",9,,', // a quote: the CSV parser from here on
+  'c7,plain,2,,',
+].join('\n')
+
+async function profile(customer: string) {
+  const [row] = await store.query<{ attributes: string }>(
+    `SELECT attributes FROM profiles FINAL WHERE profiledb_id = {db:UInt64} AND customer_id = {c:String}`,
+    { db: DB, c: customer },
+  )
+  return row && (JSON.parse(row.attributes) as unknown)
+}
+
+describe('CSV profile import, processor and writer', () => {
+  it('types plain lines in the engine and the rest in JavaScript, and resumes after a failure without applying a row twice', async () => {
+    const log = testbed.openLog(await testbed.tempDir())
+    await log.ensureTopics([{ topic: TOPIC, partitions: 2 }])
+    const write = profileWriter({ store })
+    const consumer = await log.consume({
+      group: GROUP,
+      topics: [TOPIC],
+      handler: async (batch) => {
+        const report = await write(batch)
+        if (report.outcomes.length > 0) throw new Error(`writer outcomes: ${JSON.stringify(report.outcomes)}`)
+      },
+    })
+    // The real log, failing the second hand-over once (a processor that dies between rounds).
+    let produced = 0
+    const failing: Bus = {
+      kind: log.kind,
+      ensureTopics: (topics) => log.ensureTopics(topics),
+      produce: async (topic, messages) => {
+        if (++produced === 2) throw new Error('processor died')
+        await log.produce(topic, messages)
+      },
+      consume: (options) => log.consume(options),
+      partitionCount: (topic) => log.partitionCount(topic),
+      lag: (group, topic) => log.lag(group, topic),
+      close: () => log.close(),
+    }
+    const job: ImportJob = {
+      v: 1,
+      id: 'imp-csv',
+      kind: 'profiles',
+      org: 1,
+      app: '',
+      db: DB,
+      format: 'csv',
+      compression: 'none',
+      path: 'imports/imp-csv',
+      bytes: BODY.length,
+      receivedAt: T0,
+    }
+    const deps: ProfileImportDeps = {
+      store,
+      bus: failing,
+      open: () => Readable.from([Buffer.from(BODY)]),
+      topic: TOPIC,
+      partitions: 2,
+      writerBacklog: () => log.lag(GROUP, TOPIC),
+      sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
+      now: () => T0 + 1000,
+      roundRows: 2,
+    }
+    await expect(runProfileImport(job, deps)).rejects.toThrow('processor died')
+    await runProfileImport(job, deps)
+
+    const receipt = await waitFor(
+      () => readReceipt(store, 1, job.id),
+      (r) => r?.state === 'done',
+      { what: 'the import done', timeoutMs: 60_000 },
+    )
+    await consumer.stop()
+    expect(receipt).toMatchObject({ rows_read: 7, rows_applied: 5, rows_ignored: 0, rows_rejected: 2 })
+    expect(receipt!.rejected_rows).toEqual([
+      { line: 4, customer_id: 'c3', reason: 'renewal: not a valid ISO 8601 date: "2023-02-30"' },
+      { line: 5, customer_id: 'c4', reason: 'the row changes no attribute (every cell is empty)' },
+    ])
+    expect(await profile('c1')).toEqual({
+      plan: 'gold',
+      age: 41,
+      renewal: '2025-12-31',
+      tags: ['vip', 'beta'],
+    })
+    expect(await profile('c2')).toEqual({ plan: 'silver', age: 7, renewal: '2025-12-31', tags: ['a', 'b'] })
+    expect(await profile('c5')).toEqual({ plan: 'bronze', age: 3, tags: ['a', '2'] })
+    expect(await profile('c6')).toEqual({ plan: 'quoted, plan', age: 9 })
+    expect(await profile('c7')).toEqual({ plan: 'plain', age: 2 })
+    expect(await profile('c3')).toBeUndefined()
+    expect(await profile('c4')).toBeUndefined()
+    // Each applied row logged once, by its line.
+    const changes = await store.query<{ change_id: string }>(
+      `SELECT change_id FROM profile_changes FINAL WHERE profiledb_id = {db:UInt64} ORDER BY change_id`,
+      { db: DB },
+    )
+    expect(changes.map((c) => c.change_id)).toEqual([2, 3, 6, 7, 8].map((line) => `import:imp-csv:${line}`))
+    // The plain lines went through import_raw (the engine's typing); c1's row is the engine's.
+    const raw = await store.query<{ line: string }>(
+      `SELECT DISTINCT line FROM import_raw WHERE import_id = 'imp-csv' ORDER BY line`,
+    )
+    expect(raw.map((r) => Number(r.line))).toEqual([2, 3, 4, 5, 6])
+  })
+})
