@@ -292,6 +292,9 @@ const campaigns = {
   SLUICE_CAMPAIGN_TICK_MS: int(2000, 200).describe(
     'How often the campaign executor looks for occurrences to plan (up to a minute ahead of their start) and slots to dispatch (the `campaign-tick` job). A planned occurrence starting before the next tick is dispatched at its start (docs/campaigns.md, "Execution").',
   ),
+  SLUICE_CAMPAIGN_PLAN_AHEAD_MS: int(60_000, 1000).describe(
+    'How long before its start an occurrence is planned (its audience read, creatives and control assigned, slots made): longer for audiences whose plan takes longer (about 2 s a million installs on 2 cores); an edit before the first dispatch plans it again (docs/campaigns.md, "Execution").',
+  ),
 }
 
 const memory = {

@@ -44,6 +44,8 @@ export interface ExecutorDeps {
    * (DISPATCH_AHEAD_MS; 0: at the moment).
    */
   dispatchAheadMs?: number
+  /** How long before its start an occurrence is planned (PLAN_AHEAD_MS by default). */
+  planAheadMs?: number
   onPlanned?: (info: { campaignId: number; occurrence: string; ms: number } & PlanCounts) => void
   onFailed?: (info: { campaignId: number; occurrence: string; error: unknown }) => void
 }
@@ -94,6 +96,7 @@ export interface OccurrenceRow {
 export function campaignExecutor(deps: ExecutorDeps): StageHandler {
   const now = deps.now ?? Date.now
   const ahead = Math.max(0, deps.dispatchAheadMs ?? 0)
+  const planAhead = deps.planAheadMs ?? PLAN_AHEAD_MS
   const { store } = deps
 
   const writeOccurrence = (row: OccurrenceRow) => store.insert('campaign_occurrences', [row])
@@ -233,7 +236,7 @@ export function campaignExecutor(deps: ExecutorDeps): StageHandler {
     )
     for (const { row, body } of campaigns) {
       const known = occurrences.get(row.id) ?? new Map<string, OccurrenceRow>()
-      for (const due of dueOccurrences(row, body, at, PLAN_AHEAD_MS)) {
+      for (const due of dueOccurrences(row, body, at, planAhead)) {
         const existing = known.get(due.key)
         if (existing && existing.state !== 'planning' && !supersededPlan(row, existing)) continue
         try {
@@ -285,7 +288,7 @@ export function campaignExecutor(deps: ExecutorDeps): StageHandler {
 
 /**
  * A plan made before the campaign's last edit, of which nothing was dispatched yet (it was
- * planned ahead of its start, PLAN_AHEAD_MS): the edit may change its audience, creatives or
+ * planned ahead of its start, planAheadMs): the edit may change its audience, creatives or
  * start, so it is planned again instead of sent.
  */
 function supersededPlan(campaign: CampaignRow, occ: OccurrenceRow): boolean {

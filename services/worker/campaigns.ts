@@ -17,6 +17,7 @@ export const campaignsPipeline: WorkerPipeline = {
       store,
       startOnTimeWithinMs: runtime.config.SLUICE_CAMPAIGN_TICK_MS,
       dispatchAheadMs: DISPATCH_AHEAD_MS,
+      planAheadMs: runtime.config.SLUICE_CAMPAIGN_PLAN_AHEAD_MS,
       produce: (records) => bus.produce(topology.topics.pushRequests.topic, records.map(encodePushRequest)),
       onPlanned: (info) =>
         logger.info({ campaign_id: info.campaignId, ...info }, 'campaign occurrence planned'),

@@ -1,7 +1,6 @@
 import { join } from 'node:path'
 import { expect } from 'vitest'
 import { variantOf } from '../../pipelines/campaigns/assign-variant.ts'
-import { PLAN_AHEAD_MS } from '../../pipelines/campaigns/occurrences.ts'
 import { lines, sessionRow } from './ingestion-scenario.ts'
 import { pushFileLines } from './push-file-lines.ts'
 import { waitFor } from './wait-for.ts'
@@ -16,9 +15,16 @@ const CREATIVES = [
   { letter: 'B', percent: 50 },
 ]
 
+/**
+ * How long before their moment the campaigns are planned here: a quarter of the default minute,
+ * so that the scenario waits less for its moment (its plans take well under a second).
+ */
+const PLAN_AHEAD_MS = 15_000
+
 /** The settings of a Sluice the campaign crash scenario runs against, in either mode. */
 export const CAMPAIGN_CRASH_ENV = {
   SLUICE_CAMPAIGN_TICK_MS: '300',
+  SLUICE_CAMPAIGN_PLAN_AHEAD_MS: String(PLAN_AHEAD_MS),
   // Slow enough that the second kill lands mid-send, with many batches still to go.
   SLUICE_PUSH_SEND_RATE_PER_APP: '400',
   SLUICE_PUSH_BATCH_SIZE: String(BATCH),
@@ -73,7 +79,7 @@ export async function runCampaignCrashScenario(t: CampaignCrashTarget): Promise<
   // All scheduled for one moment far enough ahead that creating them all (at once: the control
   // applier takes them together) takes less time than the wait until their plan-ahead window
   // opens: the executor then plans all of them in one pass.
-  const begin = Date.now() + PLAN_AHEAD_MS + 45_000
+  const begin = Date.now() + PLAN_AHEAD_MS + 30_000
   const ids = await Promise.all(
     Array.from({ length: CAMPAIGNS }, async (_, c) => {
       const res = await fetch(`${t.url}/api/v6/orgs/${t.orgId}/apps/${app}/push/campaigns`, {

@@ -97,12 +97,24 @@ describe('a campaign plan cut short, embedded mode', () => {
           { id, plan },
         )
 
-      // The first worker writes its plan, then dies before recording it.
+      // 30 s before the start: not yet due for an executor planning 15 s ahead…
+      const early = campaignExecutor({
+        store,
+        now: () => begin - 30_000,
+        planAheadMs: 15_000,
+        produce: async () => undefined,
+      })
+      await early(tickBatch())
+      expect(await occurrences()).toEqual([])
+
+      // …due for one planning 45 s ahead: the first worker writes its plan, then dies before
+      // recording it.
       const failures: unknown[] = []
       const dispatchedByFirst: PushRequestRecord[] = []
       const first = campaignExecutor({
         store: dyingStore(store),
-        now: () => Date.now() + HOUR + 1000,
+        now: () => begin - 30_000,
+        planAheadMs: 45_000,
         produce: async (records) => void dispatchedByFirst.push(...records),
         onFailed: (info) => void failures.push(info.error),
       })
