@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
-import { migrate } from '../../pipelines/connectors/store/migrations.ts'
 import { RowBinaryWriter } from '../../pipelines/events/row-binary.ts'
 import { stagedRow } from '../../pipelines/imports/import-blocks.ts'
 import { csvRow, parseCsvHeader } from '../../pipelines/imports/profile-rows.ts'
 import { plainLineCustomer, RAW_COLUMNS, typingStatement } from '../../pipelines/imports/staged-csv.ts'
-import { tempDir } from '../helpers/temp.ts'
+import { openMigratedChdb } from '../helpers/migrated-chdb.ts'
 
 /**
  * CSV lines typed by the engine (staged-csv.ts) against the JavaScript rules (profile-rows.ts) on
@@ -15,13 +14,7 @@ import { tempDir } from '../helpers/temp.ts'
 let store: ChdbStore
 let cleanup: () => Promise<void>
 beforeAll(async () => {
-  const dir = await tempDir('import-csv-typing')
-  store = await ChdbStore.open(dir.path)
-  await migrate(store)
-  cleanup = async () => {
-    await store.close()
-    await dir.cleanup()
-  }
+  ;({ store, cleanup } = await openMigratedChdb('import-csv-typing'))
 })
 afterAll(() => cleanup())
 

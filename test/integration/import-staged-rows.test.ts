@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { BusRecord, ProduceMessage, RecordBatch } from '../../pipelines/connectors/bus/bus.ts'
 import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
-import { migrate } from '../../pipelines/connectors/store/migrations.ts'
 import {
   encodeImportBlock,
   STAGED_ROW_COLUMNS,
@@ -12,7 +11,7 @@ import { csvRow, parseCsvHeader } from '../../pipelines/imports/profile-rows.ts'
 import { encodeCommand, type ProfileCommand } from '../../pipelines/profiles/commands.ts'
 import { profileWriter } from '../../pipelines/profiles/profile-writer.ts'
 import { validatePatch } from '../../pipelines/profiles/validate-changes.ts'
-import { tempDir } from '../helpers/temp.ts'
+import { openMigratedChdb } from '../helpers/migrated-chdb.ts'
 
 /**
  * Staged import rows (import_rows) applied by the profile writer in the engine, between the live
@@ -25,13 +24,7 @@ const DB = 7
 let store: ChdbStore
 let cleanup: () => Promise<void>
 beforeAll(async () => {
-  const dir = await tempDir('import-staged')
-  store = await ChdbStore.open(dir.path)
-  await migrate(store)
-  cleanup = async () => {
-    await store.close()
-    await dir.cleanup()
-  }
+  ;({ store, cleanup } = await openMigratedChdb('import-staged'))
 })
 afterAll(() => cleanup())
 

@@ -2,13 +2,12 @@ import { Readable } from 'node:stream'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { Bus } from '../../pipelines/connectors/bus/bus.ts'
 import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
-import { migrate } from '../../pipelines/connectors/store/migrations.ts'
 import { readReceipt, type ImportJob } from '../../pipelines/imports/import-jobs.ts'
 import { runProfileImport, type ProfileImportDeps } from '../../pipelines/imports/profile-import.ts'
 import { profileWriter } from '../../pipelines/profiles/profile-writer.ts'
 import { localLogTestbed } from '../helpers/local-log-testbed.ts'
-import { tempDir } from '../helpers/temp.ts'
 import { waitFor } from '../helpers/wait-for.ts'
+import { openMigratedChdb } from '../helpers/migrated-chdb.ts'
 
 /**
  * A CSV profile import through the processor and the profile writer, on chdb and the local log:
@@ -25,13 +24,7 @@ const testbed = localLogTestbed('profile-import-csv', { partitions: 2 })
 let store: ChdbStore
 let cleanup: () => Promise<void>
 beforeAll(async () => {
-  const dir = await tempDir('profile-import-csv')
-  store = await ChdbStore.open(dir.path)
-  await migrate(store)
-  cleanup = async () => {
-    await store.close()
-    await dir.cleanup()
-  }
+  ;({ store, cleanup } = await openMigratedChdb('profile-import-csv'))
 })
 afterAll(() => cleanup())
 

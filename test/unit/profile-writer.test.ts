@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { BusRecord, RecordBatch } from '../../pipelines/connectors/bus/bus.ts'
 import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
-import { migrate } from '../../pipelines/connectors/store/migrations.ts'
 import type { Store } from '../../pipelines/connectors/store/store.ts'
 import { encodeCommand, type ProfileCommand } from '../../pipelines/profiles/commands.ts'
 import { profileWriter } from '../../pipelines/profiles/profile-writer.ts'
 import { validatePatch } from '../../pipelines/profiles/validate-changes.ts'
-import { tempDir } from '../helpers/temp.ts'
+import { openMigratedChdb } from '../helpers/migrated-chdb.ts'
 
 const TOPIC = 'test.profile-changes'
 const T0 = Date.UTC(2024, 0, 15, 12, 0, 0)
@@ -14,13 +13,7 @@ const T0 = Date.UTC(2024, 0, 15, 12, 0, 0)
 let store: ChdbStore
 let cleanup: () => Promise<void>
 beforeAll(async () => {
-  const dir = await tempDir('profile-writer')
-  store = await ChdbStore.open(dir.path)
-  await migrate(store)
-  cleanup = async () => {
-    await store.close()
-    await dir.cleanup()
-  }
+  ;({ store, cleanup } = await openMigratedChdb('profile-writer'))
 })
 afterAll(() => cleanup())
 
