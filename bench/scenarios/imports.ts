@@ -41,6 +41,8 @@ export type ImportBenchResult =
       sampled: number
       sampleMatched: number
       rssGrowthMb: number
+      /** Where the engine's memory went during the profile import (engineMemory). */
+      engine: EngineMemory
       baseline: { ms: number; rows: number }
       audience: {
         members: number
@@ -118,6 +120,89 @@ function rssGrowth(pid: number) {
   }
 }
 
+/** The engine's memory during an import, each the largest sample (MB; growth: minus the first). */
+export interface EngineMemory {
+  /** ClickHouse's MemoryTracking: queries, merges, caches. */
+  trackedGrowthMb: number
+  /** The merges running at once, and the table of the largest one. */
+  mergesMb: number
+  mergeTable: string
+  /** The largest query running, and its first words. */
+  queryMb: number
+  query: string
+  /** jemalloc's resident and retained memory, where the engine's asynchronous metrics have them. */
+  jemallocResidentGrowthMb: number
+  jemallocRetainedGrowthMb: number
+  /** The caches' sizes, where the engine reports them (`system.asynchronous_metrics`, `…CacheBytes`). */
+  cachesMb: number
+}
+
+/**
+ * Samples the engine's memory every 500 ms through the SQL port (system tables), to tell its
+ * parts apart: what queries and merges hold, jemalloc's retained pages, the caches.
+ */
+function engineMemory(sut: SluiceUnderTest) {
+  const mb = (bytes: number) => round(bytes / 1048576, 1)
+  const m: EngineMemory = {
+    trackedGrowthMb: 0,
+    mergesMb: 0,
+    mergeTable: '',
+    queryMb: 0,
+    query: '',
+    jemallocResidentGrowthMb: 0,
+    jemallocRetainedGrowthMb: 0,
+    cachesMb: 0,
+  }
+  let first: { tracked: number; resident: number; retained: number } | undefined
+  let polling = true
+  const once = async () => {
+    const [row] = await sut.query<Record<string, string | number>>(
+      `SELECT
+         (SELECT value FROM system.metrics WHERE metric = 'MemoryTracking') AS tracked,
+         (SELECT sum(memory_usage) FROM system.merges) AS merges,
+         (SELECT argMax(table, memory_usage) FROM system.merges) AS merge_table,
+         (SELECT max(memory_usage) FROM system.processes) AS query_memory,
+         (SELECT argMax(substring(query, 1, 60), memory_usage) FROM system.processes) AS query,
+         (SELECT sumIf(value, metric = 'jemalloc.resident') FROM system.asynchronous_metrics) AS resident,
+         (SELECT sumIf(value, metric = 'jemalloc.retained') FROM system.asynchronous_metrics) AS retained,
+         (SELECT sumIf(value, metric LIKE '%CacheBytes') FROM system.asynchronous_metrics) AS caches`,
+    )
+    if (!row) return
+    const n = (k: string) => Number(row[k] ?? 0)
+    first ??= { tracked: n('tracked'), resident: n('resident'), retained: n('retained') }
+    m.trackedGrowthMb = Math.max(m.trackedGrowthMb, mb(n('tracked') - first.tracked))
+    m.jemallocResidentGrowthMb = Math.max(m.jemallocResidentGrowthMb, mb(n('resident') - first.resident))
+    m.jemallocRetainedGrowthMb = Math.max(m.jemallocRetainedGrowthMb, mb(n('retained') - first.retained))
+    m.cachesMb = Math.max(m.cachesMb, mb(n('caches')))
+    if (mb(n('merges')) > m.mergesMb) {
+      m.mergesMb = mb(n('merges'))
+      m.mergeTable = String(row.merge_table ?? '')
+    }
+    if (mb(n('query_memory')) > m.queryMb) {
+      m.queryMb = mb(n('query_memory'))
+      m.query = String(row.query ?? '').replace(/\s+/g, ' ')
+    }
+  }
+  const loop = (async () => {
+    while (polling) {
+      await once().catch(() => undefined)
+      await sleep(500)
+    }
+  })()
+  return {
+    stop: async () => {
+      polling = false
+      await loop
+      return m
+    },
+  }
+}
+
+/** The engine's memory in a figure's detail. */
+const engineDetail = (e: EngineMemory) =>
+  `engine: tracked +${e.trackedGrowthMb} MB, merges up to ${e.mergesMb} MB (${e.mergeTable || 'none'}), ` +
+  `a query up to ${e.queryMb} MB (${e.query || 'none'}), jemalloc resident +${e.jemallocResidentGrowthMb} / retained +${e.jemallocRetainedGrowthMb} MB, caches ${e.cachesMb} MB`
+
 async function profileImport(run: BenchRun, sut: SluiceUnderTest, tenant: Tenant, csv: string, rows: number) {
   const auth = { Authorization: tenant.auth }
   const body = readFileSync(csv)
@@ -133,6 +218,7 @@ async function profileImport(run: BenchRun, sut: SluiceUnderTest, tenant: Tenant
       `${typeof receipt.state === 'string' ? receipt.state : 'sending'}, ${Number(receipt.rows_applied ?? 0)}/${rows} applied, ${stored} stored`,
   )
   const rss = rssGrowth(sut.pid)
+  const engine = engineMemory(sut)
   const started = performance.now()
   try {
     const sent = await sut.http.request(
@@ -163,6 +249,7 @@ async function profileImport(run: BenchRun, sut: SluiceUnderTest, tenant: Tenant
     }
     const ms = performance.now() - started
     const rssGrowthMb = rss.stop()
+    const engineMb = await engine.stop()
     // Then a sample read back through the API (not timed: a GET's time is the profiles scenario's).
     let matched = 0
     const sample = Array.from({ length: 100 }, (_, i) => Math.floor((i * rows) / 100) + (i % 7))
@@ -184,9 +271,11 @@ async function profileImport(run: BenchRun, sut: SluiceUnderTest, tenant: Tenant
       sampled: sample.length,
       sampleMatched: matched,
       rssGrowthMb,
+      engine: engineMb,
     }
   } finally {
     rss.stop()
+    await engine.stop()
     run.progress.stop()
   }
 }
@@ -320,7 +409,7 @@ export async function runImportBench(run: BenchRun): Promise<void> {
   run.results.scenarios.imports = r
   run.log(
     `    ${r.set}: ${Math.round(r.rows / (r.ms / 1000))} rows/s readable (baseline ${Math.round(r.baseline.rows / (r.baseline.ms / 1000))}), ` +
-      `RSS +${r.rssGrowthMb} MB; audience of ${r.audience.members} exact after ${(r.audience.ms / 1000).toFixed(1)} s`,
+      `RSS +${r.rssGrowthMb} MB (${engineDetail(r.engine)}); audience of ${r.audience.members} exact after ${(r.audience.ms / 1000).toFixed(1)} s`,
   )
 }
 
@@ -364,8 +453,7 @@ export function importFigures(r: ImportBenchResult | undefined, skipped: string,
       value: r.rssGrowthMb,
       target: IMPORT_TARGETS.rssGrowthMb,
       met: r.rssGrowthMb <= IMPORT_TARGETS.rssGrowthMb.value,
-      detail:
-        'the Sluice process (the embedded engine included), largest sample minus the first, during the import',
+      detail: `the Sluice process (the embedded engine included), largest sample minus the first, during the import; ${engineDetail(r.engine)}`,
     },
     {
       name: `import_audience_${r.set}_s`,

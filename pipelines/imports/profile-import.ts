@@ -23,7 +23,8 @@ import {
   type RowResult,
 } from './profile-rows.ts'
 import { readPlainRows, type SourceRow } from './read-rows.ts'
-import { plainLineCustomer, RAW_COLUMNS, typingStatement, type TypingStatement } from './staged-csv.ts'
+import type { InsertSelect } from '../connectors/store/store.ts'
+import { plainLineCustomer, RAW_COLUMNS, typingStatement } from './staged-csv.ts'
 
 export interface ProfileImportDeps {
   store: Store
@@ -63,8 +64,8 @@ export interface ProfileImportDeps {
  * not applied twice; rejected rows are kept by (import, line). The file is read to the end before
  * the import is marked `read`, and the import is done once every block is applied.
  *
- * A CSV line without a quote is not typed here: the round's such lines are staged as they are in
- * `import_raw` and the engine types them into `import_rows` (staged-csv.ts); the lines it leaves
+ * A CSV line without a quote is not typed here: the round's such lines are handed to the engine as
+ * they are, and it types them into `import_rows` as it reads them (staged-csv.ts); the lines it leaves
  * (those it cannot type for certain) are typed here, by the same rules as every other row, after
  * it. A round's blocks are encoded once both are done, with the count of rows each staged.
  */
@@ -83,7 +84,7 @@ export async function runProfileImport(job: ImportJob, deps: ProfileImportDeps):
   let round = row.rounds
   let blocks = row.blocks
   let header: CsvHeader | undefined
-  let typing: TypingStatement | undefined
+  let typing: InsertSelect | undefined
   // The round's rejected rows, all of them: kept (the import's first 1,000 by line) at its end,
   // since the engine's leftovers are judged after the rows that follow them.
   let rejected: RejectedRow[] = []
@@ -95,7 +96,7 @@ export async function runProfileImport(job: ImportJob, deps: ProfileImportDeps):
   const open = new Map<number, OpenBlock>()
   let closed: { partition: number; block: OpenBlock }[] = []
   let staged: string[] = []
-  // Plain CSV lines of the round as import_raw rows (RowBinary), and where each line's text is.
+  // Plain CSV lines of the round as the engine reads them (RowBinary), and where each line's text is.
   const plain = new RowBinaryWriter(1024 * 1024)
   let plainRows: PlainRow[] = []
   let nextBlock = 0
@@ -123,17 +124,13 @@ export async function runProfileImport(job: ImportJob, deps: ProfileImportDeps):
       : encodeImportBlock({ ...head(), block: block.block }, block.rows, partition)
 
   /**
-   * The round's plain lines: staged as they are, typed by the engine into import_rows, and those
-   * it left typed here (staged with the others, or rejected: their block counts one row less).
+   * The round's plain lines: typed by the engine as it reads them, into import_rows (one insert),
+   * and those it left typed here (staged with the others, or rejected: their block counts one
+   * row less).
    */
   const stagePlain = async () => {
     if (plainRows.length === 0) return
-    await deps.store.insert('import_raw', plain.view(), { rowBinary: RAW_COLUMNS })
-    await deps.store.command(
-      typing!.sql,
-      { ...typing!.params, import: job.id, round },
-      { insertConnection: true },
-    )
+    await deps.store.insert('import_rows', plain.view(), { rowBinary: RAW_COLUMNS, select: typing! })
     const [typed] = await deps.store.query<{ lines: string }>(
       `SELECT arrayStringConcat(groupArray(toString(line)), ',') AS lines
        FROM import_rows WHERE import_id = {import:String} AND round = {round:UInt64}`,
@@ -229,7 +226,7 @@ export async function runProfileImport(job: ImportJob, deps: ProfileImportDeps):
     customers.add(customer)
     roundCount++
   }
-  /** A plain line into its partition's staged block, as import_raw's row (typed at the round's end). */
+  /** A plain line into its partition's staged block, as a row for the engine to type at the round's end. */
   const addPlain = (line: number, customer: string, bytes: Buffer) => {
     const partition = partitionForKey(commandKey(job.db, customer), deps.partitions, 0)
     if (open.get(partition)?.staged === false) close(partition)
@@ -310,7 +307,7 @@ export async function runProfileImport(job: ImportJob, deps: ProfileImportDeps):
 interface PlainRow {
   line: number
   block: number
-  /** The line's bytes in the round's import_raw rows. */
+  /** The line's bytes in the round's RowBinary rows. */
   start: number
   end: number
 }

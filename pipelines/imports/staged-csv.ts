@@ -1,12 +1,14 @@
 import { isSpecialKey, PROFILE_LIMITS } from '../../schemas/profiles.ts'
+import type { InsertSelect } from '../connectors/store/store.ts'
 import { EMAIL } from '../profiles/attribute-rules.ts'
 import type { CsvColumn, CsvHeader } from './profile-rows.ts'
 import { DELETE_CELL, SET_SEPARATOR } from './profile-rows.ts'
 
 /**
- * CSV lines typed by the engine (pure): the columns a plain line is staged under in `import_raw`
- * (migration 032), the customer_id cell the processor places it by, and the INSERT … SELECT that
- * types a round of staged lines into `import_rows` by the PATCH rules (profile-rows.ts).
+ * CSV lines typed by the engine (pure): the columns a round's plain lines are handed to the engine
+ * under, the customer_id cell the processor places a line by, and the SELECT that types the lines,
+ * as the engine reads them, into `import_rows` by the PATCH rules (profile-rows.ts): one insert
+ * per round, the lines read once, with no table in between.
  *
  * The engine types what it can type for certain and leaves the rest: a row is typed only when
  * every cell is empty, `\N`, or a value the SQL below proves valid and types exactly as
@@ -18,13 +20,26 @@ import { DELETE_CELL, SET_SEPARATOR } from './profile-rows.ts'
  * reason. Being conservative costs only speed: the JavaScript rules stay the one definition.
  */
 
-/** import_raw's columns as the processor writes them (RowBinary). */
+/** A round's plain lines as the processor hands them to the engine (RowBinary): `raw` is the line. */
 export const RAW_COLUMNS = [
   ['import_id', 'String'],
   ['round', 'UInt64'],
   ['block', 'UInt32'],
   ['line', 'UInt64'],
   ['raw', 'String'],
+] as const
+
+/** import_rows' columns the typing fills. */
+const TYPED_COLUMNS = [
+  'import_id',
+  'round',
+  'block',
+  'line',
+  'customer_id',
+  'updates',
+  'update_types',
+  'deletes',
+  'email',
 ] as const
 
 const COMMA = 0x2c
@@ -52,15 +67,10 @@ export function plainLineCustomer(bytes: Buffer, header: CsvHeader): string | un
   return bytes.toString('utf8', customerStart, customerEnd)
 }
 
-export interface TypingStatement {
-  sql: string
-  /** Besides `import` and `round`: the attribute names, their JSON keys, the fixed texts. */
-  params: Record<string, string>
-}
-
 /**
- * The INSERT … SELECT typing the staged lines of one round (`{import:String}`, `{round:UInt64}`)
- * into import_rows, for lines under `header`. Column names and keys travel as parameters; the SQL
+ * The SELECT typing plain lines under `header` (RAW_COLUMNS, read as the insert's rows) into
+ * import_rows: store.insert('import_rows', lines, { rowBinary: RAW_COLUMNS, select }). Column names
+ * and keys travel as parameters (the attribute names, their JSON keys, the fixed texts); the SQL
  * is built only from column positions and the fixed per-type expressions below.
  *
  * In layers, each reading the columns of the one below (a cell, then its facts, then its kind,
@@ -68,7 +78,7 @@ export interface TypingStatement {
  * in the query tree, and a single layer of 20 columns took the engine over a second to plan and
  * ran each regular expression several times per cell.
  */
-export function typingStatement(header: CsvHeader): TypingStatement {
+export function typingStatement(header: CsvHeader): InsertSelect {
   const params: Record<string, string> = {
     delete_cell: DELETE_CELL,
     edge_space: EDGE_SPACE,
@@ -105,9 +115,8 @@ export function typingStatement(header: CsvHeader): TypingStatement {
   // greatest() of one argument is that argument, but the function wants two or more.
   const most = kinds.length === 1 ? kinds[0]! : `greatest(${kinds.join(', ')})`
   const list = (items: string[]) => items.map((x) => `,\n        ${x}`).join('')
-  const sql = `
-INSERT INTO import_rows (import_id, round, block, line, customer_id, updates, update_types, deletes, email)
-SELECT import_id, round, block, line, customer_id, updates, update_types, deletes, email
+  const sql = (rows: string) => `
+SELECT ${TYPED_COLUMNS.join(', ')}
 FROM (
   SELECT import_id, round, block, line, customer_id, ${most} AS most,
     concat('{', arrayStringConcat(arrayFilter(x -> x != '', [${pairs.join(', ')}]), ','), '}') AS updates,
@@ -122,14 +131,14 @@ FROM (
         SELECT import_id, round, block, line${list(cells)}
         FROM (
           SELECT import_id, round, block, line, splitByChar(',', raw) AS cells
-          FROM import_raw FINAL WHERE import_id = {import:String} AND round = {round:UInt64}
+          FROM ${rows}
         )
       )
     )
   )
 )
 WHERE most BETWEEN 1 AND 2`
-  return { sql, params }
+  return { columns: TYPED_COLUMNS, sql, params }
 }
 
 const MAX_BYTES = PROFILE_LIMITS.stringMaxChars

@@ -103,7 +103,7 @@ export class WritableExecution implements StatementExecution {
 
     const statement = SETTINGS_KINDS.has(kind) ? withSettings(sql, analysis, http.settings) : sql
     if (kind === 'INSERT' && data && analysis.format && isBinaryFormat(analysis.format.name)) {
-      const bytes = await this.insertBinary(statement, data, target.database ?? this.options.defaultDatabase)
+      const bytes = await this.insertBinary(statement, data, target.database ?? this.options.defaultDatabase, params)
       return { bytes, format: target.format }
     }
     const bytes = await this.run(
@@ -118,14 +118,31 @@ export class WritableExecution implements StatementExecution {
   /**
    * `INSERT INTO t (…) [SETTINGS …] FORMAT RowBinary` (or Native…) with the rows as the body, as a
    * ClickHouse server takes it. chdb reads statements as text, so the rows go through a file:
-   * `INSERT INTO t (…) [SETTINGS …] SELECT * FROM file(…, fmt, '<the columns' types>')`.
+   * `INSERT INTO t (…) [SETTINGS …] SELECT * FROM file(…, fmt, '<the columns' types>')`. An
+   * `INSERT INTO t (…) SELECT … FROM input('<structure>') FORMAT fmt` reads the file in place of
+   * `input(…)`, with the request's query parameters.
    */
-  private async insertBinary(sql: string, data: Buffer, database: string): Promise<Buffer> {
+  private async insertBinary(
+    sql: string,
+    data: Buffer,
+    database: string,
+    params: QueryParams,
+  ): Promise<Buffer> {
     const analysis = analyzeStatement(sql)
     const { tokens, format } = analysis
     const formatKeyword = tokens.at(-2)
     if (!format || !formatKeyword) throw new SqlPortError(ErrorCode.SYNTAX_ERROR, 'INSERT without a format')
     const head = sql.slice(0, formatKeyword.start)
+    const input = inputCall(tokens)
+    if (input)
+      return this.withFile(data, (file) =>
+        this.run(
+          `${sql.slice(0, input.start)}file(${literal(file)}, ${literal(format.name)}, ${input.structure})${sql.slice(input.end, formatKeyword.start)}`,
+          { params, format: 'TabSeparated', body: undefined },
+          database,
+          false,
+        ),
+      )
     const target = insertTarget(tokens)
     const types = await this.columnTypes(target.database ?? database, target.table)
     const columns = target.columns ?? [...types.keys()]
@@ -140,16 +157,23 @@ export class WritableExecution implements StatementExecution {
         return `${column} ${type}`
       })
       .join(', ')
-    const dir = await mkdtemp(join(tmpdir(), 'standin-insert-'))
-    const file = join(dir, 'rows')
-    try {
-      await writeFile(file, data)
-      return await this.run(
+    return this.withFile(data, (file) =>
+      this.run(
         `${head} SELECT * FROM file(${literal(file)}, ${literal(format.name)}, ${literal(structure)})`,
         { params: {}, format: 'TabSeparated', body: undefined },
         database,
         false,
-      )
+      ),
+    )
+  }
+
+  /** `data` in a temporary file for the engine to read, removed once `use` is done. */
+  private async withFile(data: Buffer, use: (file: string) => Promise<Buffer>): Promise<Buffer> {
+    const dir = await mkdtemp(join(tmpdir(), 'standin-insert-'))
+    const file = join(dir, 'rows')
+    try {
+      await writeFile(file, data)
+      return await use(file)
     } finally {
       await rm(dir, { recursive: true, force: true })
     }
@@ -257,6 +281,24 @@ function insertTarget(tokens: StatementAnalysis['tokens']): {
     }
   }
   return { database, table, columns }
+}
+
+/** `input('<structure>')` in an INSERT's SELECT: where it is, and its structure literal as written. */
+function inputCall(
+  tokens: StatementAnalysis['tokens'],
+): { start: number; end: number; structure: string } | undefined {
+  for (let i = 0; i + 3 < tokens.length; i++) {
+    const [name, open, structure, close] = [tokens[i]!, tokens[i + 1]!, tokens[i + 2]!, tokens[i + 3]!]
+    if (
+      name.kind === 'word' &&
+      name.text.toLowerCase() === 'input' &&
+      open.text === '(' &&
+      structure.kind === 'string' &&
+      close.text === ')'
+    )
+      return { start: name.start, end: close.end, structure: structure.text }
+  }
+  return undefined
 }
 
 const literal = (s: string) => `'${s.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`

@@ -167,9 +167,8 @@ describe('CSV lines typed by the engine', () => {
       writer.uint(i + 2, 8)
       writer.stringBytes(bytes, 0, bytes.length)
     }
-    await store.insert('import_raw', writer.view(), { rowBinary: RAW_COLUMNS })
-    const typing = typingStatement(header)
-    await store.command(typing.sql, { ...typing.params, import: importId, round: 0 })
+    // Typed as the engine reads them, straight into import_rows.
+    await store.insert('import_rows', writer.view(), { rowBinary: RAW_COLUMNS, select: typingStatement(header) })
     const staged = await store.query<Staged>(
       `SELECT line, customer_id, updates, update_types, deletes, email FROM import_rows FINAL
        WHERE import_id = {import:String} ORDER BY line`,

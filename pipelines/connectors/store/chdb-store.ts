@@ -15,6 +15,7 @@ import {
   type Store,
 } from './store.ts'
 import {
+  insertSelectStatement,
   insertSettings,
   parseJsonEachRow,
   rowBinaryColumns,
@@ -33,8 +34,9 @@ const STREAM_BLOCK_ROWS = 8192
  * never with SET, because SET would stick to the connection.
  *
  * chdb's insert() takes text formats only; RowBinary rows reach the engine through a file it reads
- * (`INSERT … SELECT * FROM file(…, RowBinary, …)` on the insert connection), written to a spool
- * directory beside the engine's data and removed once the insert is done.
+ * (`INSERT … SELECT * FROM file(…, RowBinary, …)` on the insert connection, or the insert's own
+ * SELECT over that file), written to a spool directory beside the engine's data and removed once
+ * the insert is done.
  */
 export class ChdbStore implements Store, RawExecutor {
   readonly kind = 'chdb' as const
@@ -137,6 +139,7 @@ export class ChdbStore implements Store, RawExecutor {
     options: InsertOptions = {},
   ): Promise<void> {
     if (this.insertFault) throw this.insertFault()
+    if (options.select && !options.rowBinary) throw new Error('an insert through a SELECT takes RowBinary rows')
     if (isRowPieces(rows)) return this.insertRowBinary(table, rows, piecesColumns(options), options)
     if (Buffer.isBuffer(rows) && options.rowBinary)
       return this.insertRowBinary(table, rows, options.rowBinary, options)
@@ -170,10 +173,15 @@ export class ChdbStore implements Store, RawExecutor {
       } finally {
         await handle.close()
       }
-      await this.insertSession.queryAsync(
-        `INSERT INTO ${table} (${names})${settingsClause(insertSettings(options))}
-         SELECT * FROM file(${stringLiteral(file)}, 'RowBinary', ${stringLiteral(structure)})`,
-      )
+      const rowsRead = `file(${stringLiteral(file)}, 'RowBinary', ${stringLiteral(structure)})`
+      if (options.select) {
+        const sql = insertSelectStatement(table, options.select, insertSettings(options), rowsRead)
+        await runOn(this.insertSession, sql, options.select.params, 'TSV')
+      } else
+        await this.insertSession.queryAsync(
+          `INSERT INTO ${table} (${names})${settingsClause(insertSettings(options))}
+           SELECT * FROM ${rowsRead}`,
+        )
     } finally {
       await rm(file, { force: true })
     }

@@ -8,7 +8,7 @@ import {
   type RowPieces,
   type Store,
 } from './store.ts'
-import { insertSettings, rowBinaryColumns, toJsonEachRow } from './rows.ts'
+import { insertSelectStatement, insertSettings, rowBinaryColumns, stringLiteral, toJsonEachRow } from './rows.ts'
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_.]*$/
 const FORMAT_NAME = /^[A-Za-z][A-Za-z0-9]*$/
@@ -134,6 +134,7 @@ export class ClickHouseStore implements Store {
     options: InsertOptions = {},
   ): Promise<void> {
     const settings = insertSettings(options)
+    if (options.select && !options.rowBinary) throw new Error('an insert through a SELECT takes RowBinary rows')
     // The HTTP body is sent as one buffer: pieces are copied into it (their buffer is reused).
     const rows = isRowPieces(given) ? await wholeRows(given, options) : given
     if (Buffer.isBuffer(rows)) {
@@ -143,16 +144,22 @@ export class ClickHouseStore implements Store {
       for (const column of columns ?? []) {
         if (!IDENTIFIER.test(column)) throw new Error(`invalid column name: ${column}`)
       }
-      const target = options.rowBinary
-        ? `${table} (${rowBinaryColumns(table, options.rowBinary).names}) FORMAT RowBinary`
-        : columns
-          ? `${table} (${columns.join(', ')}) FORMAT JSONCompactEachRow`
-          : `${table} FORMAT JSONEachRow`
+      const query =
+        options.rowBinary && options.select
+          ? `${insertSelectStatement(table, options.select, {}, `input(${stringLiteral(rowBinaryColumns(table, options.rowBinary).structure)})`)}\nFORMAT RowBinary`
+          : `INSERT INTO ${
+              options.rowBinary
+                ? `${table} (${rowBinaryColumns(table, options.rowBinary).names}) FORMAT RowBinary`
+                : columns
+                  ? `${table} (${columns.join(', ')}) FORMAT JSONCompactEachRow`
+                  : `${table} FORMAT JSONEachRow`
+            }`
       // insert() would JSON-encode a stream item by item; exec() sends the bytes as they are,
       // so the server loads the ready rows itself (RowBinary over HTTP, as the native clients do).
       const result = await this.client.exec({
-        query: `INSERT INTO ${target}`,
+        query,
         values: Readable.from([rows], { objectMode: false }),
+        ...(options.select?.params ? { query_params: options.select.params } : {}),
         clickhouse_settings: settings,
       })
       for await (const _ of result.stream) {

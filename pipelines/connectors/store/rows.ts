@@ -1,4 +1,5 @@
 import { wellFormed } from '../../text/unicode.ts'
+import type { InsertSelect } from './store.ts'
 
 /**
  * Serialise rows as JSONEachRow, the one insert format both engines parse natively. The last
@@ -72,6 +73,23 @@ export function rowBinaryColumns(table: string, columns: readonly (readonly [str
     names: columns.map(([name]) => name).join(', '),
     structure: columns.map(([name, type]) => `${name} ${type}`).join(', '),
   }
+}
+
+/**
+ * `INSERT INTO table (columns)[ SETTINGS …] SELECT … FROM <rows>` of an insert through a SELECT
+ * (InsertOptions.select), `rows` being the engine's way to read the insert's rows as a table.
+ */
+export function insertSelectStatement(
+  table: string,
+  select: InsertSelect,
+  settings: Record<string, string | number>,
+  rows: string,
+): string {
+  if (!IDENTIFIER.test(table)) throw new Error(`invalid table name: ${table}`)
+  for (const name of select.columns) {
+    if (!IDENTIFIER.test(name)) throw new Error(`invalid column name: ${name}`)
+  }
+  return `INSERT INTO ${table} (${select.columns.join(', ')})${settingsClause(settings)}\n${select.sql(rows)}`
 }
 
 /** A SETTINGS clause (` SETTINGS k = 'v', …`, or '') with values as escaped string literals. */

@@ -28,6 +28,22 @@ export interface InsertOptions {
    * about half the CPU of a JSONCompactEachRow row (nothing to parse), a third of a JSONEachRow one.
    */
   rowBinary?: readonly (readonly [name: string, type: string])[]
+  /**
+   * With RowBinary rows: insert not the rows but what this SELECT makes of them, the engine reading
+   * the rows once, as an insert's, with no table in between.
+   */
+  select?: InsertSelect
+}
+
+/**
+ * A SELECT over an insert's rows (InsertOptions.select). `sql` is given the rows as a table
+ * function of the `rowBinary` columns (a file on chdb, `input(…)` on a server) to read FROM; its
+ * result fills `columns` of the table. `params` are its query parameters ({name:Type}).
+ */
+export interface InsertSelect {
+  columns: readonly string[]
+  sql: (rows: string) => string
+  params?: QueryParams
 }
 
 export interface CommandOptions {
