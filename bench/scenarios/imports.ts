@@ -124,16 +124,16 @@ function rssGrowth(pid: number) {
 export interface EngineMemory {
   /** ClickHouse's MemoryTracking: queries, merges, caches. */
   trackedGrowthMb: number
-  /** The merges running at once, and the table of the largest one. */
+  /** The merges running at once (`MergesMutationsMemoryTracking`), and the table of the largest one. */
   mergesMb: number
   mergeTable: string
   /** The largest query running, and its first words. */
   queryMb: number
   query: string
-  /** jemalloc's resident and retained memory, where the engine's asynchronous metrics have them. */
+  /** jemalloc's resident and retained memory (`system.jemalloc_stats`). */
   jemallocResidentGrowthMb: number
   jemallocRetainedGrowthMb: number
-  /** The caches' sizes, where the engine reports them (`system.asynchronous_metrics`, `…CacheBytes`). */
+  /** The caches' sizes (`system.metrics`: mark, primary index, query condition … `CacheBytes`). */
   cachesMb: number
 }
 
@@ -159,13 +159,14 @@ function engineMemory(sut: SluiceUnderTest) {
     const [row] = await sut.query<Record<string, string | number>>(
       `SELECT
          (SELECT value FROM system.metrics WHERE metric = 'MemoryTracking') AS tracked,
-         (SELECT sum(memory_usage) FROM system.merges) AS merges,
+         (SELECT value FROM system.metrics WHERE metric = 'MergesMutationsMemoryTracking') AS merges,
          (SELECT argMax(table, memory_usage) FROM system.merges) AS merge_table,
-         (SELECT max(memory_usage) FROM system.processes) AS query_memory,
-         (SELECT argMax(substring(query, 1, 60), memory_usage) FROM system.processes) AS query,
-         (SELECT sumIf(value, metric = 'jemalloc.resident') FROM system.asynchronous_metrics) AS resident,
-         (SELECT sumIf(value, metric = 'jemalloc.retained') FROM system.asynchronous_metrics) AS retained,
-         (SELECT sumIf(value, metric LIKE '%CacheBytes') FROM system.asynchronous_metrics) AS caches`,
+         (SELECT sumIf(value, metric LIKE '%CacheBytes') FROM system.metrics) AS caches,
+         (SELECT max(memory_usage) FROM system.processes WHERE query NOT LIKE '%system.processes%') AS query_memory,
+         (SELECT argMax(substring(query, 1, 60), memory_usage) FROM system.processes
+           WHERE query NOT LIKE '%system.processes%') AS query,
+         (SELECT toUInt64OrZero(extract(stats, 'resident: (\\d+)')) FROM system.jemalloc_stats) AS resident,
+         (SELECT toUInt64OrZero(extract(stats, 'retained: (\\d+)')) FROM system.jemalloc_stats) AS retained`,
     )
     if (!row) return
     const n = (k: string) => Number(row[k] ?? 0)

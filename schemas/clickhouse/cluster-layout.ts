@@ -47,7 +47,7 @@ export const CLUSTER_LAYOUT: Readonly<Record<string, TablePlacement>> = {
   },
   import_raw: {
     placement: 'everywhere',
-    why: 'profile import CSV lines of one round, typed into import_rows by one INSERT … SELECT on any node right after their insert (docs/imports.md)',
+    why: 'profile import CSV lines of one round, typed into import_rows by one INSERT … SELECT on any node right after their insert (migration 032; dropped by 034: the lines are typed as the insert reads them)',
   },
   invalid_push_tokens: {
     placement: 'everywhere',

@@ -45,6 +45,13 @@ describe('ChdbStore (embedded engine)', () => {
     expect(events?.engine_full).toMatch(/merge_selector_base = 20/)
     // Migration 020: inserts of up to 64 MB written as compact parts (one write buffer, not one per column).
     expect(events?.engine_full).toMatch(/min_bytes_for_wide_part = 67108864/)
+    // Migration 034: the tables an import writes a round at a time take compact parts too; the
+    // CSV lines are typed as the insert reads them, so import_raw is gone.
+    const imports = await store.query<{ name: string; engine_full: string }>(
+      "SELECT name, engine_full FROM system.tables WHERE database = currentDatabase() AND name IN ('import_rows', 'profiles', 'profile_changes', 'import_raw') ORDER BY name",
+    )
+    expect(imports.map((t) => t.name)).toEqual(['import_rows', 'profile_changes', 'profiles'])
+    for (const t of imports) expect(t.engine_full, t.name).toMatch(/min_bytes_for_wide_part = 67108864/)
   })
 
   it.each([
