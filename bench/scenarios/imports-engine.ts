@@ -9,7 +9,7 @@ import { baselineInsertSql } from './imports-data.ts'
  * argv = data dir, the gzip CSV. In Sluice's schema in chdb, the engine reads the file itself
  * (its CSV input format, through gzip) into `profiles`, the attributes built as Sluice stores them.
  * One untimed run first (code loaded, for a fair start), into another profile db; the timed one
- * is the second. Prints one JSON line: { ms, rows }.
+ * is the second. Prints one JSON line: { ms, cpuMs (the process's CPU time meanwhile), rows }.
  */
 const [dataDir, csv] = process.argv.slice(2)
 if (!dataDir || !csv) {
@@ -25,12 +25,15 @@ try {
   await store.command(baselineInsertSql(1, 1, csv))
   process.stderr.write("baseline: the engine's CSV insert\n")
   const started = performance.now()
+  const cpu = process.cpuUsage()
   await store.command(baselineInsertSql(2, 2, csv))
   const ms = performance.now() - started
+  const used = process.cpuUsage(cpu)
+  const cpuMs = (used.user + used.system) / 1000
   const [row] = await store.query<{ n: string | number }>(
     'SELECT count() AS n FROM profiles WHERE profiledb_id = 2',
   )
-  process.stdout.write(`${JSON.stringify({ ms, rows: Number(row?.n ?? 0) })}\n`)
+  process.stdout.write(`${JSON.stringify({ ms, cpuMs, rows: Number(row?.n ?? 0) })}\n`)
 } finally {
   await store.close()
   rmSync(dataDir, { recursive: true, force: true })

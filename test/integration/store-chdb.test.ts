@@ -45,13 +45,21 @@ describe('ChdbStore (embedded engine)', () => {
     expect(events?.engine_full).toMatch(/merge_selector_base = 20/)
     // Migration 020: inserts of up to 64 MB written as compact parts (one write buffer, not one per column).
     expect(events?.engine_full).toMatch(/min_bytes_for_wide_part = 67108864/)
-    // Migration 034: the tables an import writes a round at a time take compact parts too; the
-    // CSV lines are typed as the insert reads them, so import_raw is gone.
+    // Migration 034: the tables an import writes a round at a time take compact parts too, and
+    // vertical merges; the CSV lines are typed as the insert reads them, so import_raw is gone.
     const imports = await store.query<{ name: string; engine_full: string }>(
       "SELECT name, engine_full FROM system.tables WHERE database = currentDatabase() AND name IN ('import_rows', 'profiles', 'profile_changes', 'import_raw') ORDER BY name",
     )
     expect(imports.map((t) => t.name)).toEqual(['import_rows', 'profile_changes', 'profiles'])
-    for (const t of imports) expect(t.engine_full, t.name).toMatch(/min_bytes_for_wide_part = 67108864/)
+    for (const t of imports) {
+      expect(t.engine_full, t.name).toMatch(/min_bytes_for_wide_part = 67108864/)
+      // Merged a column at a time whatever the parts' rows and the table's columns.
+      expect(t.engine_full, t.name).toMatch(/vertical_merge_algorithm_min_columns_to_activate = 1/)
+      expect(t.engine_full, t.name).toMatch(/vertical_merge_algorithm_min_rows_to_activate = 1\b/)
+    }
+    // Staged rows merged into parts of at most 32 MB, dropped a part at a time when expired.
+    expect(imports[0]!.engine_full).toMatch(/max_bytes_to_merge_at_max_space_in_pool = 33554432/)
+    expect(imports[0]!.engine_full).toMatch(/ttl_only_drop_parts = 1/)
   })
 
   it.each([

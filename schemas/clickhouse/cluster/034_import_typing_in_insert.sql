@@ -8,3 +8,11 @@ ALTER TABLE import_rows ON CLUSTER sluice_cluster MODIFY SETTING min_bytes_for_w
 ALTER TABLE profiles_local ON CLUSTER sluice_cluster MODIFY SETTING min_bytes_for_wide_part = 67108864;
 
 ALTER TABLE profile_changes_local ON CLUSTER sluice_cluster MODIFY SETTING min_bytes_for_wide_part = 67108864;
+
+ALTER TABLE import_rows ON CLUSTER sluice_cluster MODIFY SETTING vertical_merge_algorithm_min_columns_to_activate = 1, vertical_merge_algorithm_min_rows_to_activate = 1;
+
+ALTER TABLE profiles_local ON CLUSTER sluice_cluster MODIFY SETTING vertical_merge_algorithm_min_columns_to_activate = 1, vertical_merge_algorithm_min_rows_to_activate = 1;
+
+ALTER TABLE profile_changes_local ON CLUSTER sluice_cluster MODIFY SETTING vertical_merge_algorithm_min_columns_to_activate = 1, vertical_merge_algorithm_min_rows_to_activate = 1;
+
+ALTER TABLE import_rows ON CLUSTER sluice_cluster MODIFY SETTING max_bytes_to_merge_at_max_space_in_pool = 33554432, ttl_only_drop_parts = 1;
