@@ -103,7 +103,12 @@ export class WritableExecution implements StatementExecution {
 
     const statement = SETTINGS_KINDS.has(kind) ? withSettings(sql, analysis, http.settings) : sql
     if (kind === 'INSERT' && data && analysis.format && isBinaryFormat(analysis.format.name)) {
-      const bytes = await this.insertBinary(statement, data, target.database ?? this.options.defaultDatabase, params)
+      const bytes = await this.insertBinary(
+        statement,
+        data,
+        target.database ?? this.options.defaultDatabase,
+        params,
+      )
       return { bytes, format: target.format }
     }
     const bytes = await this.run(

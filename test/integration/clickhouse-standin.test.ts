@@ -178,7 +178,9 @@ describe(`ClickHouseStore over HTTP (${target})`, () => {
     ])
     // A SELECT reads RowBinary rows only.
     await expect(
-      store.insert('t_selected', [{ id: 4 }], { select: { columns: ['id'], sql: (rows) => `SELECT 1 FROM ${rows}` } }),
+      store.insert('t_selected', [{ id: 4 }], {
+        select: { columns: ['id'], sql: (rows) => `SELECT 1 FROM ${rows}` },
+      }),
     ).rejects.toThrow('RowBinary rows')
   })
 

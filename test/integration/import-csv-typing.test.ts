@@ -168,7 +168,10 @@ describe('CSV lines typed by the engine', () => {
       writer.stringBytes(bytes, 0, bytes.length)
     }
     // Typed as the engine reads them, straight into import_rows.
-    await store.insert('import_rows', writer.view(), { rowBinary: RAW_COLUMNS, select: typingStatement(header) })
+    await store.insert('import_rows', writer.view(), {
+      rowBinary: RAW_COLUMNS,
+      select: typingStatement(header),
+    })
     const staged = await store.query<Staged>(
       `SELECT line, customer_id, updates, update_types, deletes, email FROM import_rows FINAL
        WHERE import_id = {import:String} ORDER BY line`,

@@ -139,7 +139,8 @@ export class ChdbStore implements Store, RawExecutor {
     options: InsertOptions = {},
   ): Promise<void> {
     if (this.insertFault) throw this.insertFault()
-    if (options.select && !options.rowBinary) throw new Error('an insert through a SELECT takes RowBinary rows')
+    if (options.select && !options.rowBinary)
+      throw new Error('an insert through a SELECT takes RowBinary rows')
     if (isRowPieces(rows)) return this.insertRowBinary(table, rows, piecesColumns(options), options)
     if (Buffer.isBuffer(rows) && options.rowBinary)
       return this.insertRowBinary(table, rows, options.rowBinary, options)

@@ -8,7 +8,13 @@ import {
   type RowPieces,
   type Store,
 } from './store.ts'
-import { insertSelectStatement, insertSettings, rowBinaryColumns, stringLiteral, toJsonEachRow } from './rows.ts'
+import {
+  insertSelectStatement,
+  insertSettings,
+  rowBinaryColumns,
+  stringLiteral,
+  toJsonEachRow,
+} from './rows.ts'
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_.]*$/
 const FORMAT_NAME = /^[A-Za-z][A-Za-z0-9]*$/
@@ -134,7 +140,8 @@ export class ClickHouseStore implements Store {
     options: InsertOptions = {},
   ): Promise<void> {
     const settings = insertSettings(options)
-    if (options.select && !options.rowBinary) throw new Error('an insert through a SELECT takes RowBinary rows')
+    if (options.select && !options.rowBinary)
+      throw new Error('an insert through a SELECT takes RowBinary rows')
     // The HTTP body is sent as one buffer: pieces are copied into it (their buffer is reused).
     const rows = isRowPieces(given) ? await wholeRows(given, options) : given
     if (Buffer.isBuffer(rows)) {
