@@ -60,8 +60,15 @@ describe('capped reads in embedded mode (the Query API’s connections to chdb)'
   it('keeps the caps on a reused connection: no SETTINGS clause lifts them', async () => {
     const { reads } = counted(1)
     const settings = `SELECT getSetting('readonly') AS readonly, getSetting('max_threads') AS threads,
-      getSetting('max_execution_time') AS seconds, getSetting('max_memory_usage') AS memory`
-    const caps = { readonly: 1, threads: 1, seconds: 1, memory: 64 * 1024 * 1024 }
+      getSetting('max_execution_time') AS seconds, getSetting('max_memory_usage') AS memory,
+      getSetting('optimize_use_implicit_projections') AS implicit_projections`
+    const caps = {
+      readonly: 1,
+      threads: 1,
+      seconds: 1,
+      memory: 64 * 1024 * 1024,
+      implicit_projections: false,
+    }
     expect(await reads.query(settings, {})).toEqual([caps])
     await expect(reads.query('SELECT 1 AS x SETTINGS max_threads = 8', {})).rejects.toThrow(/readonly/i)
     await expect(reads.query('SELECT 1 AS x SETTINGS max_execution_time = 100', {})).rejects.toThrow(
