@@ -345,11 +345,14 @@ export function compileQuery(q: ParsedQuery, ctx: QueryContext): CompiledQuery {
   }
 
   const joins: string[] = []
+  // Without FINAL: a raw log row stored twice (a replayed upload) is the same record, the same
+  // `at`, and max, min and "has a start" do not change with a copy; FINAL took a third of the
+  // query's engine CPU (docs/query-api.md, "Measured").
   if (lengths)
     joins.push(`LEFT JOIN (
     SELECT app_id, session_uuid, 1 AS found,
       (toUnixTimestamp64Milli(max(at)) - toUnixTimestamp64Milli(minIf(at, type = 's'))) / 1000 AS length
-    FROM raw_log FINAL WHERE app_id IN ${apps} AND session_uuid != ''
+    FROM raw_log WHERE app_id IN ${apps} AND session_uuid != ''
     GROUP BY app_id, session_uuid HAVING countIf(type = 's') > 0
   ) AS l ON l.app_id = f.app_id AND l.session_uuid = f.session_uuid`)
   if (birth)
