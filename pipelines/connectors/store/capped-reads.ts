@@ -42,7 +42,7 @@ export function chdbCapArgs(caps: ReadCaps): string[] {
  * settings (the engine refuses a change in readonly mode), never the pipelines' or the public APIs'
  * connections: a long analyst query never holds up their bound queries, which chdb runs one after
  * another. Up to `idle` connections are kept open between reads and reused: opening one and applying
- * its settings costs the engine about 11 ms, as much as a small query (docs/query-api.md,
+ * its settings costs the engine about 1.2 ms, a quarter of a small read (docs/query-api.md,
  * "Measured"). A connection keeps nothing of a read but the query parameters it set: each read
  * sets every parameter it names, and a read naming one it does not set is refused before it runs,
  * so no read sees another's values. A connection whose read failed (a cap, an engine error) is
