@@ -153,7 +153,7 @@ const retention = {
   ),
   SLUICE_RETENTION_PUSH_DELIVERIES_DAYS: keptDays('push deliveries (`push_deliveries`, by `planned_at`)'),
   SLUICE_RETENTION_UPLOAD_RECEIPTS_DAYS: int(30, 1, MAX_RETENTION_DAYS).describe(
-    "Days upload receipts and rejected lines (`upload_receipts`, `rejected_lines`, by `received_at`) are kept: how long `GET /v0/uploads/:transaction_id` can answer for an upload. A TTL on both tables (`ON CLUSTER` on the shards' tables with `CLICKHOUSE_CLUSTER`), changed by the migration step when this changes (docs/scaling.md, \"Retention per table\").",
+    'Days upload receipts and rejected lines (`upload_receipts`, `rejected_lines`, by `received_at`) are kept: how long `GET /v0/uploads/:transaction_id` can answer for an upload. A TTL on both tables (`ON CLUSTER` on the shards\' tables with `CLICKHOUSE_CLUSTER`), changed by the migration step when this changes (docs/scaling.md, "Retention per table").',
   ),
 }
 

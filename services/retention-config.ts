@@ -2,7 +2,7 @@ import type { Retention } from '../pipelines/connectors/store/retention.ts'
 import type { Config } from './config.ts'
 
 /**
- * Each retained table's TTL in days from its SLUICE_RETENTION_* setting (undefined: the table's
+ * Each retained table's TTL in days from its retention setting (undefined: the table's
  * migration default); the migration step applies them (docs/scaling.md, "Retention per table").
  * The receipts and their rejected lines share one setting: a receipt lists its rejections.
  */

@@ -94,7 +94,7 @@ export async function openRuntime(config: Config, logger: Logger): Promise<Runti
 
 /**
  * How migrations run: in their cluster form when CLICKHOUSE_CLUSTER names one; then each retained
- * table's TTL from its SLUICE_RETENTION_* setting.
+ * table's TTL from its retention setting (retention-config.ts).
  */
 export function migrateOptions(config: Config): MigrateOptions {
   const retention = retentionSettings(config)

@@ -1,6 +1,6 @@
 /**
  * The tables whose rows grow with traffic, and the time a row's age is counted from: what a
- * deployment bounds with the SLUICE_RETENTION_* settings (services/config.ts). The migration step
+ * deployment bounds with the retention settings (services/config.ts). The migration step
  * (pipelines/connectors/store/retention.ts) sets each one's TTL to `<time> + INTERVAL <days> DAY`.
  *
  * Left out on purpose: state that grows with installs or customers, not with traffic (`devices`,

@@ -45,12 +45,29 @@ function rowsAged(ageDays: number, tag: string): Record<RetainedTableName, objec
     // Filled by the events' and sessions' views.
     query_rollup: [],
     profile_changes: [
-      { profiledb_id: 1, org_id: 1, app_id: APP, customer_id: `c-${tag}`, change_id: `ch-${tag}`, at, applied_at: at },
+      {
+        profiledb_id: 1,
+        org_id: 1,
+        app_id: APP,
+        customer_id: `c-${tag}`,
+        change_id: `ch-${tag}`,
+        at,
+        applied_at: at,
+      },
     ],
-    upload_receipts: [{ transaction_id: `tx-${tag}`, org_id: 1, app_id: APP, received_at: at, processed_at: at }],
+    upload_receipts: [
+      { transaction_id: `tx-${tag}`, org_id: 1, app_id: APP, received_at: at, processed_at: at },
+    ],
     rejected_lines: [{ transaction_id: `tx-${tag}`, org_id: 1, app_id: APP, line: 1, received_at: at }],
     push_deliveries: [
-      { app_id: APP, request_id: `r-${tag}`, generation: 1, install_uuid: `i-${tag}`, planned_at: at, version: 1 },
+      {
+        app_id: APP,
+        request_id: `r-${tag}`,
+        generation: 1,
+        install_uuid: `i-${tag}`,
+        planned_at: at,
+        version: 1,
+      },
     ],
   }
 }
@@ -156,7 +173,9 @@ describe('retention per table on chdb (embedded mode)', () => {
       `SELECT name, engine_full FROM system.tables WHERE database = currentDatabase()
        AND name IN ('sessions', 'profile_changes', 'push_deliveries', 'rejected_lines') ORDER BY name`,
     )
-    expect(engines.map((t) => [t.name, /TTL (\S+) \+ toIntervalDay\((\d+)\)/.exec(t.engine_full)?.slice(1)])).toEqual([
+    expect(
+      engines.map((t) => [t.name, /TTL (\S+) \+ toIntervalDay\((\d+)\)/.exec(t.engine_full)?.slice(1)]),
+    ).toEqual([
       ['profile_changes', ['toDateTime(at)', '30']],
       ['push_deliveries', ['toDateTime(planned_at)', '30']],
       ['rejected_lines', ['toDateTime(received_at)', '7']],
@@ -190,12 +209,16 @@ describe('retention per table on chdb (embedded mode)', () => {
       expect(after.recent, `${table}: rows kept`).toBe(before.recent)
       expect(after.recent).toBeGreaterThan(0)
     }
-    const [events] = await store.query<{ uuids: string[] }>('SELECT groupArray(uuid) AS uuids FROM (SELECT uuid FROM events ORDER BY uuid)')
+    const [events] = await store.query<{ uuids: string[] }>(
+      'SELECT groupArray(uuid) AS uuids FROM (SELECT uuid FROM events ORDER BY uuid)',
+    )
     expect(events?.uuids).toEqual(['e-before-20d', 'e-before-new'])
 
     // The same settings again (every start of every process): nothing is altered.
     const again = recording(store)
-    expect((await migrate(again.store, undefined, { retention: retentionOf(SETTINGS) })).retention).toEqual([])
+    expect((await migrate(again.store, undefined, { retention: retentionOf(SETTINGS) })).retention).toEqual(
+      [],
+    )
     expect(again.commands.filter((c) => c.startsWith('ALTER'))).toEqual([])
 
     // Unset again: no TTL, and the receipts back to their migration's 30 days.
@@ -217,13 +240,17 @@ describe('retention per table on chdb (embedded mode)', () => {
     // A row older than the removed TTL now stays through a merge.
     await insertRows(store, rowsAged(600, 'unset-old'))
     await store.command('OPTIMIZE TABLE events FINAL')
-    const [kept600] = await store.query<{ n: string }>("SELECT count() AS n FROM events WHERE uuid = 'e-unset-old'")
+    const [kept600] = await store.query<{ n: string }>(
+      "SELECT count() AS n FROM events WHERE uuid = 'e-unset-old'",
+    )
     expect(Number(kept600?.n)).toBe(1)
   }, 120_000)
 
   it('refuses a retention that is not a whole number of days, in the configuration and in the step', async () => {
     for (const bad of ['0', '-3', '1.5', '30 DAY', '30; DROP TABLE events', '36501'])
-      expect(() => loadConfig({ SLUICE_RETENTION_EVENTS_DAYS: bad }), bad).toThrow(/SLUICE_RETENTION_EVENTS_DAYS/)
+      expect(() => loadConfig({ SLUICE_RETENTION_EVENTS_DAYS: bad }), bad).toThrow(
+        /SLUICE_RETENTION_EVENTS_DAYS/,
+      )
     await expect(migrate(store, undefined, { retention: { events: 2.5 } })).rejects.toThrow(
       /retention of events: 2.5 is not a whole number of days/,
     )

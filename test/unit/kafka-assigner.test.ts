@@ -7,7 +7,10 @@ const onePartition = { findTopicPartitionMetadata: () => [{ partitionId: 0 }] } 
 const config = { cluster: onePartition, groupId: 'g', logger: {} as Logger }
 const members = ['m-a', 'm-b', 'm-c'].map((memberId) => ({ memberId, memberMetadata: Buffer.alloc(0) }))
 const decoded = (assignment: { memberId: string; memberAssignment: Buffer }[]) =>
-  assignment.map((a) => [a.memberId, AssignerProtocol.MemberAssignment.decode(a.memberAssignment)?.assignment])
+  assignment.map((a) => [
+    a.memberId,
+    AssignerProtocol.MemberAssignment.decode(a.memberAssignment)?.assignment,
+  ])
 
 describe('roundRobinToEveryMember', () => {
   afterEach(() => vi.useRealTimers())
@@ -29,9 +32,7 @@ describe('roundRobinToEveryMember', () => {
       void promise.then(() => (done = true))
       return () => done
     }
-    const immediate = settled(
-      roundRobinToEveryMember()(config).assign({ members, topics: ['t'] }),
-    )
+    const immediate = settled(roundRobinToEveryMember()(config).assign({ members, topics: ['t'] }))
     await vi.advanceTimersByTimeAsync(0)
     expect(immediate()).toBe(true)
 

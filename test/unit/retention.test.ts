@@ -17,7 +17,9 @@ describe('retention statements', () => {
     expect(retentionStatement('events', 30)).toBe(
       'ALTER TABLE events MODIFY TTL toDateTime(event_time) + INTERVAL 30 DAY',
     )
-    expect(retentionStatement('query_rollup', 400)).toBe('ALTER TABLE query_rollup MODIFY TTL hour + INTERVAL 400 DAY')
+    expect(retentionStatement('query_rollup', 400)).toBe(
+      'ALTER TABLE query_rollup MODIFY TTL hour + INTERVAL 400 DAY',
+    )
     expect(retentionStatement('sessions', 0)).toBe('ALTER TABLE sessions REMOVE TTL')
     for (const bad of [1.5, -1, Number.NaN, 36_501, Number.POSITIVE_INFINITY])
       expect(() => retentionStatement('events', bad), String(bad)).toThrow(/not a whole number of days/)

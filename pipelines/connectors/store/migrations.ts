@@ -107,7 +107,7 @@ export interface MigrateOptions {
   /** Run the cluster form of every statement (CLICKHOUSE_CLUSTER); unset: the files as written. */
   cluster?: ClusterTarget
   /**
-   * The TTL of each table that grows with traffic (SLUICE_RETENTION_*; retention.ts), brought to
+   * The TTL of each table that grows with traffic (the retention settings; retention.ts), brought to
    * these after the migrations. Unset: no table's TTL is looked at.
    */
   retention?: Retention
@@ -215,7 +215,7 @@ function retentionGolden(migrations: readonly Migration[]): string {
   const catalog = new ClusterCatalog()
   clusterMigrations(migrations, GOLDEN_CLUSTER, catalog)
   const header =
-    `-- Cluster DDL of the retention settings (SLUICE_RETENTION_*) on cluster ${GOLDEN_CLUSTER.cluster}, database ` +
+    `-- Cluster DDL of the retention settings on cluster ${GOLDEN_CLUSTER.cluster}, database ` +
     `${GOLDEN_CLUSTER.database}: per retained table, what the migration step runs when its setting\n` +
     `-- becomes ${GOLDEN_RETENTION_DAYS} days, then what it runs when the setting is unset again (REMOVE TTL, or the TTL\n` +
     `-- its migration gave it; pipelines/connectors/store/retention.ts).\n` +

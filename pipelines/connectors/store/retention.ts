@@ -1,6 +1,6 @@
 /**
  * Retention per table: after the migrations, the migration step gives each table that grows with
- * traffic (schemas/clickhouse/retention.ts) the TTL its SLUICE_RETENTION_* setting asks for, as
+ * traffic (schemas/clickhouse/retention.ts) the TTL its retention setting (services/config.ts) asks for, as
  * `ALTER TABLE t MODIFY TTL <time> + INTERVAL <days> DAY`, or `ALTER TABLE t REMOVE TTL` when the
  * setting is unset again. On a cluster the statements take their cluster form (cluster-ddl.ts):
  * `ON CLUSTER`, on the shards' local tables.
@@ -35,7 +35,9 @@ export const RETAINED_TABLE_NAMES = Object.keys(RETAINED_TABLES) as RetainedTabl
 export function wantedDays(retention: Retention, table: RetainedTableName): number {
   const days = retention[table] ?? RETAINED_TABLES[table].migrationDays ?? 0
   if (days !== 0 && !(Number.isSafeInteger(days) && days >= 1 && days <= MAX_RETENTION_DAYS))
-    throw new Error(`retention of ${table}: ${days} is not a whole number of days from 1 to ${MAX_RETENTION_DAYS}`)
+    throw new Error(
+      `retention of ${table}: ${days} is not a whole number of days from 1 to ${MAX_RETENTION_DAYS}`,
+    )
   return days
 }
 
