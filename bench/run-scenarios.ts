@@ -152,6 +152,11 @@ function fixedInstance(body: Buffer, kinds: Uint8Array): BodyInstance {
 
 /** The main Sluice: SDK sessions, end to end, freshness, profiles, overload; its RSS throughout. */
 async function onMainSluice(run: BenchRun, load: BenchLoad, launcher: SluiceLauncher): Promise<void> {
+  // Distributed mode benches no other area (segmentation to dashboard are the embedded engine's),
+  // and its baselines, edge instance (three processes started one after another) and bursts take
+  // the ingestion part's whole quick budget on a shared machine: the main Sluice gets a budget of
+  // its own, as each area does.
+  if (run.options.distributed) run.startBudget('main Sluice')
   const sut = await launcher.start('start-sluice', 'main')
   if (!sut) return
   const rss = new RssSampler(sut.pid, run.wallStart)
@@ -190,7 +195,7 @@ async function endToEndScenarios(run: BenchRun, load: BenchLoad, ctx: BenchConte
       app,
       source,
       durationMs: profile.e2eMs,
-      concurrency: profile.concurrency,
+      concurrency: profile.e2eConcurrency,
       window: Math.max(profile.window, Math.round(profile.windowBodies * eventsPerBody)),
     })
     run.results.scenarios.e2e.push(r)
