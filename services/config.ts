@@ -111,6 +111,9 @@ const busAndStore = {
   CLICKHOUSE_URL: optionalUrl().describe(
     'A ClickHouse server, e.g. `http://clickhouse:8123`; set, it is the store (distributed mode). Unset: chdb in the process.',
   ),
+  SLUICE_ENGINE_MERGE_NICE: int(0, 0, 19).describe(
+    "Nice value of the embedded engine's merge threads (ClickHouse's `os_threads_nice_value_merge_mutate`): above 0, merges yield the CPU to the pipeline's inserts and to queries and run on what is left; 0 schedules them alike. Embedded mode only: a ClickHouse server reads it from its own configuration (docs/performance.md, \"Engine settings\").",
+  ),
   CLICKHOUSE_USER: z.string().default('default').describe('ClickHouse user.'),
   CLICKHOUSE_PASSWORD: z.string().default('').describe('ClickHouse password.'),
   CLICKHOUSE_DATABASE: z

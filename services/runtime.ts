@@ -113,7 +113,9 @@ export async function openStore(config: Config, dataDir: string): Promise<Store>
       ...(config.CLICKHOUSE_CLUSTER ? { cluster: config.CLICKHOUSE_CLUSTER } : {}),
     })
   }
-  return ChdbStore.open(join(dataDir, 'clickhouse'), config.CLICKHOUSE_DATABASE)
+  return ChdbStore.open(join(dataDir, 'clickhouse'), config.CLICKHOUSE_DATABASE, {
+    mergeNice: config.SLUICE_ENGINE_MERGE_NICE,
+  })
 }
 
 async function openBus(config: Config, dataDir: string, logger: Logger): Promise<Bus> {

@@ -25,6 +25,23 @@ import {
 
 const STREAM_BLOCK_ROWS = 8192
 
+/** Settings of the embedded engine itself, fixed for the life of the process. */
+export interface EngineOptions {
+  /**
+   * Nice value of the engine's merge threads (`os_threads_nice_value_merge_mutate`), 0-19. Merges
+   * are work that can wait: above 0 they take the CPU that inserts and queries leave, so on a busy
+   * machine the pipeline's inserts are not queued behind the merge of earlier parts.
+   */
+  mergeNice?: number
+}
+
+function engineArgs(options: EngineOptions): string[] {
+  const nice = options.mergeNice ?? 0
+  if (!Number.isInteger(nice) || nice < 0 || nice > 19)
+    throw new Error(`mergeNice must be an integer 0-19: ${nice}`)
+  return nice > 0 ? [`--os_threads_nice_value_merge_mutate=${nice}`] : []
+}
+
 /**
  * Store adapter over chdb: ClickHouse in this process, off the event loop. Two connections share
  * the one embedded server: inserts run on one of their own, so a large INSERT no longer queues
@@ -61,9 +78,11 @@ export class ChdbStore implements Store, RawExecutor {
     this.spool = join(path, 'insert-spool')
   }
 
-  static async open(path: string, database = 'sluice'): Promise<ChdbStore> {
+  static async open(path: string, database = 'sluice', options: EngineOptions = {}): Promise<ChdbStore> {
+    const connectionArgs = engineArgs(options)
     mkdirSync(path, { recursive: true })
-    const session = new Session(path)
+    // The first connection starts the process's one engine: server settings go there or nowhere.
+    const session = new Session(path, { connectionArgs })
     // The current database is sticky per connection, which is what every later unqualified name needs.
     await session.queryAsync(`CREATE DATABASE IF NOT EXISTS ${database}; USE ${database}`)
     const insertSession = new Session(path)
