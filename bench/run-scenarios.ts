@@ -152,11 +152,6 @@ function fixedInstance(body: Buffer, kinds: Uint8Array): BodyInstance {
 
 /** The main Sluice: SDK sessions, end to end, freshness, profiles, overload; its RSS throughout. */
 async function onMainSluice(run: BenchRun, load: BenchLoad, launcher: SluiceLauncher): Promise<void> {
-  // Distributed mode benches no other area (segmentation to dashboard are the embedded engine's),
-  // and its baselines, edge instance (three processes started one after another) and bursts take
-  // the ingestion part's whole quick budget on a shared machine: the main Sluice gets a budget of
-  // its own, as each area does.
-  if (run.options.distributed) run.startBudget('main Sluice')
   const sut = await launcher.start('start-sluice', 'main')
   if (!sut) return
   const rss = new RssSampler(sut.pid, run.wallStart)
@@ -164,6 +159,14 @@ async function onMainSluice(run: BenchRun, load: BenchLoad, launcher: SluiceLaun
   if (!ctx) {
     await sut.stop()
     return
+  }
+  // Distributed mode benches no other area (segmentation to dashboard are the embedded engine's),
+  // and its baselines, edge instance (three processes started one after another), bursts and the
+  // main Sluice's start take the ingestion part's whole quick budget on a shared machine: the main
+  // Sluice's scenarios get a budget of their own, as each area does.
+  if (run.options.distributed) {
+    run.startBudget('main Sluice scenarios')
+    ctx.budgetEnd = run.budgetEnd
   }
   if (!run.options.skip.has('sdk'))
     run.results.scenarios.sdk = await run.step('sdk-sessions', async () => {
