@@ -133,7 +133,7 @@ export async function startProcess(
       await runtime.bus.ensureTopics(runtime.topology.edgeTopics)
       const areas = edgeAreas(runtime, { adminToken: token })
       areas.start()
-      closers.push(async () => areas.stop())
+      closers.push(() => areas.stop())
       const edge = createEdge({
         control: runtime.control,
         logger,
@@ -218,7 +218,8 @@ export interface EdgeAreas {
   /** Routes the edge's server also takes before Hono's dispatch (the server-side upload). */
   direct: DirectRoute[]
   start(): void
-  stop(): void
+  /** Stops what they run in the background and closes what they keep open (after the server has drained). */
+  stop(): Promise<void>
 }
 
 /**
@@ -368,7 +369,10 @@ export function edgeAreas(runtime: Runtime, secrets: { adminToken: string | unde
     ],
     direct: [uploads.direct],
     start: () => shedder.start(),
-    stop: () => shedder.stop(),
+    stop: async () => {
+      shedder.stop()
+      await reads.close()
+    },
   }
 }
 
@@ -380,7 +384,8 @@ function analystReads(runtime: Runtime): CappedReads {
     maxMemoryBytes: config.SLUICE_QUERY_MAX_MEMORY_BYTES,
     maxThreads: config.SLUICE_QUERY_MAX_THREADS,
   }
-  if (store instanceof ChdbStore) return chdbCappedReads(store, caps)
+  // As many connections kept as reads may run at once (the edge's turns on the engine).
+  if (store instanceof ChdbStore) return chdbCappedReads(store, caps, config.SLUICE_QUERY_MAX_CONCURRENT)
   if (store instanceof ClickHouseStore) return clickhouseCappedReads(store, caps)
   throw new Error(`no capped reads for a ${store.kind} store`)
 }

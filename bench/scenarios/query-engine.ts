@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import { join } from 'node:path'
-import { ChdbSideConnection } from '../../pipelines/connectors/store/chdb-side-connection.ts'
+import { chdbCappedReads } from '../../pipelines/connectors/store/capped-reads.ts'
 import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
 import { loadMigrations, migrate } from '../../pipelines/connectors/store/migrations.ts'
 import { compileQuery, windowStart } from '../../pipelines/query/compile-query.ts'
@@ -25,7 +25,7 @@ import {
  *     mergeRollups), then for each shape runs the
  *     Query API's path (parameters parsed, compiled, run, rows keyed) and the hand-written SQL,
  *     alternately, `runs` times each after a warm-up, on one connection with the Query API's engine
- *     caps, and compares their answers.
+ *     caps (the Query API's capped reads), and compares their answers.
  *   query-engine upkeep <data dir> <seed> <events>
  *     The rollups' cost on the insert path: a fresh schema, `events` rows generated, then inserted
  *     again through `events_ingest` (the writer's way) in blocks of 50,000, stamped as live
@@ -41,7 +41,7 @@ if ((mode !== 'shapes' && mode !== 'upkeep') || !dataDir) {
 /** Bumped when the generator changes: data of an older generator is made again. */
 const GENERATOR_VERSION = 1
 /** The Query API's engine caps (their defaults in services/config.ts), for both sides. */
-const CAPS = ['--readonly=1', '--max_execution_time=30', '--max_memory_usage=1073741824', '--max_threads=1']
+const CAPS = { maxExecutionSeconds: 30, maxMemoryBytes: 1024 ** 3, maxThreads: 1 }
 
 const cpuMs = (since: NodeJS.CpuUsage) => {
   const used = process.cpuUsage(since)
@@ -138,7 +138,9 @@ async function shapes(args: string[]) {
     }
     await mergeRollups(store)
     const now = generated.anchor
-    const side = await ChdbSideConnection.open(store, CAPS)
+    // Both sides read as the Query API does (capped-reads.ts): a connection kept open between reads,
+    // opened read-only with the caps.
+    const reads = chdbCappedReads(store, CAPS, 1)
     const results = []
     for (const shape of queryShapes(thresholdArg!)) {
       const parsed = parseQuery(shape.params)
@@ -146,7 +148,7 @@ async function shapes(args: string[]) {
         // What the route does after authentication: parse, compile, run under the caps, key the rows.
         const q = parseQuery(shape.params)
         const compiled = compileQuery(q, { now, timeZone: 'UTC', profiledbId: 0 })
-        const rows = await side.query<Record<string, unknown>>(compiled.sql, compiled.params)
+        const rows = await reads.query<Record<string, unknown>>(compiled.sql, compiled.params)
         return { compiled, results: resultRows(rows, compiled.columns, q.limit).results }
       }
       const handParams = {
@@ -154,7 +156,7 @@ async function shapes(args: string[]) {
         from: windowStart(now, parsed.days ?? 90, 'UTC'),
         ...shape.extra,
       }
-      const hand = () => side.query<Record<string, unknown>>(shape.sql, handParams)
+      const hand = () => reads.query<Record<string, unknown>>(shape.sql, handParams)
       const time = async <T>(f: () => Promise<T>) => {
         const t = performance.now()
         const cpu = process.cpuUsage()
@@ -196,7 +198,7 @@ async function shapes(args: string[]) {
         ...(!equal && { api: apiRows.slice(0, 5), hand: handRows.slice(0, 5) }),
       })
     }
-    await side.close()
+    await reads.close()
     const [sizes] = await store.query<Record<string, string>>(
       `SELECT (SELECT count() FROM events) AS events, (SELECT count() FROM sessions) AS sessions,
               (SELECT count() FROM raw_log) AS raw_log,

@@ -47,12 +47,22 @@ export interface CompiledQuery {
   estimated: string[]
 }
 
+/**
+ * The query's parameters. A value bound twice with the same type is one parameter: each costs the
+ * engine a setting to parse per query (chdb-side-connection.ts), and an `in_groups` condition names
+ * its groups' members twice (the dimension's value and the condition).
+ */
 class Params {
   readonly values: Record<string, unknown> = {}
-  private n = 0
+  private readonly names = new Map<string, string>()
   bind(type: string, value: unknown): string {
-    const name = `p${this.n++}`
-    this.values[name] = value
+    const key = `${type}\u0000${typeof value === 'bigint' ? value.toString() : JSON.stringify(value)}`
+    let name = this.names.get(key)
+    if (name === undefined) {
+      name = `p${this.names.size}`
+      this.names.set(key, name)
+      this.values[name] = value
+    }
     return `{${name}:${type}}`
   }
 }
@@ -74,11 +84,11 @@ function timeText(unit: TimeUnit | 'birth', t: string, tz: string): string {
   }
 }
 
-/** Dimensions whose value is a Nullable(String) of the facts row. */
-function dimensionValue(d: Dimension, tz: string): string {
+/** Dimensions whose value is a Nullable(String) of the facts row (its time is `t`). */
+function dimensionValue(d: Dimension, tz: string, t: string): string {
   switch (d.kind) {
     case 'time':
-      return timeText(d.unit, 'f.t', tz)
+      return timeText(d.unit, t, tz)
     case 'birth_day':
       return `if(b.found = 1, ${timeText('birth', 'b.birth', tz)}, NULL)`
     case 'new_device':
@@ -93,8 +103,8 @@ function dimensionValue(d: Dimension, tz: string): string {
   }
 }
 
-function dimensionSql(params: Params, d: Dimension, tz: string): string {
-  const sql = dimensionValue(d, tz)
+function dimensionSql(params: Params, d: Dimension, tz: string, t = 'f.t'): string {
+  const sql = dimensionValue(d, tz, t)
   if (d.kind !== 'attribute') return sql
   const key = params.bind('String', d.key)
   return sql.replaceAll('$KEY', key)
@@ -160,21 +170,6 @@ function metricSql(
     case 'profiles':
       throw new Error('the profiles metric is compiled by compileProfiles')
   }
-}
-
-/**
- * The sums and states of a rollup's rows that the query's metrics read (`, a, b`). Only those: the
- * engine keeps a subquery's unread columns, and reading and decoding the `uniq` states nobody asked
- * for made a rollup answer slower than the raw events (docs/query-api.md, "Rollups and estimates").
- */
-function rollupColumns(q: ParsedQuery): string {
-  const read = new Set<string>()
-  for (const { metric: m } of q.metrics) {
-    if (m.kind !== 'simple') continue
-    if (m.metric === 'sessions_per_event') read.add('occurrences').add('sessions')
-    else read.add(m.metric)
-  }
-  return [...read].map((c) => `, ${c}`).join('')
 }
 
 /** A metric of the rollup's rows (rollup-fit.ts lists which it keeps). */
@@ -294,8 +289,17 @@ export function compileQuery(q: ParsedQuery, ctx: QueryContext): CompiledQuery {
       fromMs !== undefined
         ? `toDateTime(${params.bind('Int64', Math.floor(fromMs / 1000))}, 'UTC')`
         : undefined
-    const rows = `SELECT kind, hour AS t, event_name${rollupColumns(q)}
-    FROM query_rollup WHERE app_id IN ${apps}${readsSessions ? '' : ` AND kind = 'e'`}${hourFrom ? ` AND hour >= ${hourFrom}` : ''}`
+    // The rollup's rows read directly, not through a subquery: analysing and planning the subquery
+    // cost the engine more CPU than merging a month of its rows (docs/query-api.md, "Measured").
+    const rows = {
+      from: 'query_rollup AS f',
+      where: [
+        `f.app_id IN ${apps}`,
+        ...(readsSessions ? [] : [`f.kind = 'e'`]),
+        ...(hourFrom ? [`f.hour >= ${hourFrom}`] : []),
+      ],
+      t: 'f.hour',
+    }
     return {
       ...assemble(q, params, tz, rows, [], (m) => rollupMetricSql(m)),
       readsSessions,
@@ -341,11 +345,14 @@ export function compileQuery(q: ParsedQuery, ctx: QueryContext): CompiledQuery {
   }
 
   const joins: string[] = []
+  // Without FINAL: a raw log row stored twice (a replayed upload) is the same record, the same
+  // `at`, and max, min and "has a start" do not change with a copy; FINAL took a third of the
+  // query's engine CPU (docs/query-api.md, "Measured").
   if (lengths)
     joins.push(`LEFT JOIN (
     SELECT app_id, session_uuid, 1 AS found,
       (toUnixTimestamp64Milli(max(at)) - toUnixTimestamp64Milli(minIf(at, type = 's'))) / 1000 AS length
-    FROM raw_log FINAL WHERE app_id IN ${apps} AND session_uuid != ''
+    FROM raw_log WHERE app_id IN ${apps} AND session_uuid != ''
     GROUP BY app_id, session_uuid HAVING countIf(type = 's') > 0
   ) AS l ON l.app_id = f.app_id AND l.session_uuid = f.session_uuid`)
   if (birth)
@@ -357,7 +364,8 @@ export function compileQuery(q: ParsedQuery, ctx: QueryContext): CompiledQuery {
     ) WHERE uid != '' GROUP BY app_id, uid
   ) AS b ON b.app_id = f.app_id AND b.uid = f.uid`)
 
-  const assembled = assemble(q, params, tz, FACTS, joins, (m) => metricSql(params, m, q, tz, from))
+  const facts = { from: `(\n    ${FACTS}\n  ) AS f`, where: [], t: 'f.t' }
+  const assembled = assemble(q, params, tz, facts, joins, (m) => metricSql(params, m, q, tz, from))
   return {
     ...assembled,
     sql: assembled.sql.replace(FACTS, () => factsOf(assembled.sql)),
@@ -367,17 +375,24 @@ export function compileQuery(q: ParsedQuery, ctx: QueryContext): CompiledQuery {
   }
 }
 
-/** The SELECT over the rows `f` (facts or rollup rows) and their joins: dimensions, metrics, conditions. */
+/**
+ * The SELECT over the rows `f` and their joins: dimensions, metrics, conditions. `rows` names them:
+ * the FROM item (the facts subquery, or the rollup table), the conditions that select them, and the
+ * expression of their time.
+ */
 function assemble(
   q: ParsedQuery,
   params: Params,
   tz: string,
-  rows: string,
+  rows: { from: string; where: string[]; t: string },
   joins: string[],
   metricOf: (m: Metric) => string,
 ): Pick<CompiledQuery, 'sql' | 'params' | 'columns'> {
   const columns: CompiledQuery['columns'] = []
   const aliasOf = new Map<string, string>()
+  /** Dimensions asked for, by name: their alias holds the group (in_groups) or the value. */
+  const groupedAlias = new Map<string, string>()
+  const valueAlias = new Map<string, string>()
   const select: string[] = []
   const groupBy: string[] = []
   q.dimensions.forEach((d, i) => {
@@ -385,8 +400,10 @@ function assemble(
     const grouping = q.conditions.find(
       (c) => c.op === 'in_groups' && c.target.kind === 'dimension' && c.name === d.name,
     )
-    const value = dimensionSql(params, d.dimension, tz)
+    const value = dimensionSql(params, d.dimension, tz, rows.t)
     const expr = grouping ? groupValue(params, grouping, value) : value
+    if (grouping) groupedAlias.set(d.name, alias)
+    else valueAlias.set(d.name, alias)
     select.push(`CAST(${expr} AS Nullable(String)) AS ${alias}`)
     groupBy.push(alias)
     aliasOf.set(d.name, alias)
@@ -400,26 +417,32 @@ function assemble(
     columns.push({ alias, name: m.name, metric: true })
   })
 
-  const where: string[] = []
+  const where: string[] = [...rows.where]
   const having: string[] = []
   for (const c of q.conditions) {
     if (c.target.kind === 'metric') {
       having.push(conditionSql(params, c, aliasOf.get(c.name)!, true))
+    } else if (c.op === 'in_groups' && groupedAlias.has(c.name)) {
+      // The dimension's value is already its group (or NULL): the engine analyses the groups'
+      // expression once instead of twice, which took it longer than reading the rows.
+      where.push(`${groupedAlias.get(c.name)} IS NOT NULL`)
+    } else if (valueAlias.has(c.name)) {
+      // A condition on a dimension asked for reads its value by alias, for the same reason.
+      where.push(conditionSql(params, c, valueAlias.get(c.name)!, false))
     } else {
-      where.push(conditionSql(params, c, dimensionSql(params, c.target.dimension, tz), false))
+      where.push(conditionSql(params, c, dimensionSql(params, c.target.dimension, tz, rows.t), false))
     }
   }
+  // The joins' unmatched rows must read as defaults (found = 0), whatever the server's profile says.
+  const settings = joins.length > 0 ? '\nSETTINGS join_use_nulls = 0' : ''
   const sql = `SELECT ${select.join(',\n  ')}
-FROM (
-    ${rows}
-  ) AS f
+FROM ${rows.from}
   ${joins.join('\n  ')}
 ${where.length > 0 ? `WHERE ${where.map((w) => `(${w})`).join(' AND ')}` : ''}
 ${groupBy.length > 0 ? `GROUP BY ${groupBy.join(', ')}` : ''}
 ${having.length > 0 ? `HAVING ${having.map((h) => `(${h})`).join(' AND ')}` : ''}
 ${orderSql(q, aliasOf)}
-LIMIT ${params.bind('UInt32', q.limit + 1)}
-SETTINGS join_use_nulls = 0`
+LIMIT ${params.bind('UInt32', q.limit + 1)}${settings}`
   return { sql, params: params.values, columns }
 }
 

@@ -187,13 +187,16 @@ describe('query compiler', () => {
   })
 
   it('reads only the columns and states the metrics and dimensions use', () => {
-    // The rollup's rows: a count reads the sums, not the uniq states.
-    const count = compileQuery(fromQs('app_id=A&metrics=occurrences&dimensions=day'), ctx)
-    expect(count.sql).toMatch(/SELECT kind, hour AS t, event_name, occurrences\s+FROM query_rollup/)
+    // The rollup's rows, read directly (no subquery to analyse): a count reads the sums, not the
+    // uniq states.
+    const count = compileQuery(fromQs('app_id=A&metrics=occurrences&dimensions=day&days=7'), ctx)
+    expect(count.sql).toMatch(/\nFROM query_rollup AS f\s+WHERE \(f\.app_id IN \{p\d+:Array\(String\)\}\)/)
+    expect(count.sql).toContain('toDate(f.hour, ')
+    expect(count.sql).toContain('sum(f.occurrences)')
+    expect(count.sql).not.toMatch(/users|sessions|ltv/)
     const perEvent = compileQuery(fromQs('app_id=A&metrics=sessions_per_event'), ctx)
-    expect(perEvent.sql).toMatch(
-      /SELECT kind, hour AS t, event_name, occurrences, sessions\s+FROM query_rollup/,
-    )
+    expect(perEvent.sql).toContain('uniqMergeIf(f.sessions, ')
+    expect(perEvent.sql).not.toMatch(/users|ltv|FROM \(/)
     // The raw facts: a count by country reads neither attributes nor users nor times.
     const byCountry = compileQuery(fromQs('app_id=A&metrics=occurrences&dimensions=country'), ctx)
     expect(byCountry.source).toBe('raw')
@@ -205,6 +208,32 @@ describe('query compiler', () => {
     // An attribute asked: its map is read, from the events alone.
     const byPlan = compileQuery(fromQs('app_id=A&metrics=users&dimensions=a:plan'), ctx)
     expect(byPlan.sql).toMatch(/SELECT 'e' AS kind, [^\n]*AS uid, attributes\n/)
+  })
+
+  it('binds a value once however often the query names it, and names no parameter it does not bind', () => {
+    const groups = { Commerce: ['buy', 'cart'], Browse: ['view'] }
+    const c = compileQuery(
+      fromQs(
+        `app_id=A&metrics=occurrences,users&dimensions=event_name,day&days=30&conditions=${encodeURIComponent(
+          JSON.stringify({ event_name: ['in_groups', groups], day: ['!=', '2025-03-01'] }),
+        )}`,
+      ),
+      ctx,
+    )
+    const values = Object.values(c.params).map((v) => JSON.stringify(v))
+    expect(new Set(values).size).toBe(values.length)
+    expect(values).toEqual(expect.arrayContaining(['["buy","cart"]', '["view"]', '"Commerce"', '"Browse"']))
+    const named = new Set([...c.sql.matchAll(/\{(\w+):/g)].map((m) => m[1]))
+    expect([...named].sort()).toEqual(Object.keys(c.params).sort())
+    // The conditions on the dimensions asked read them by alias: each group's test is written once.
+    expect(c.sql.match(/multiIf/g)).toHaveLength(1)
+    expect(c.sql).toContain('(d0 IS NOT NULL)')
+    expect(c.sql).toMatch(/\(\(d1 IS NULL OR d1 != \{p\d+:String\}\)\)/)
+    // No join, no setting for joins (the rollup's rows); the facts' joins keep theirs.
+    expect(c.sql).not.toContain('SETTINGS')
+    const joined = compileQuery(fromQs('app_id=A&metrics=new_users&dimensions=day'), ctx)
+    expect(joined.sql).toContain('LEFT JOIN')
+    expect(joined.sql).toMatch(/SETTINGS join_use_nulls = 0$/)
   })
 
   it('asks the engine for one row more than the limit', () => {

@@ -8,7 +8,7 @@ import type { QueryParams } from './store.ts'
  * run beside the pipelines' queries instead of before or after them: chdb runs every *bound* query
  * of the process one after another (chdb-store.ts), so a bound count of a second would hold up
  * every look-up of the control applier, the writers and the edge meanwhile. Here the query's
- * parameters are set with `SET param_<name> = '<text>'` on this connection, in the text form
+ * parameters are set with one `SET param_<name> = '<text>', …` on this connection, in the text form
  * ClickHouse's HTTP interface takes them (`param_<name>=<text>`), and the query, whose values are
  * still only `{name:Type}` placeholders, runs unbound, on its own libuv thread. Calls on the
  * connection run one at a time, in order. A parameter stays set on the connection until a later
@@ -29,13 +29,15 @@ export class ChdbSideConnection {
 
   query<T = Record<string, unknown>>(sql: string, params: QueryParams = {}): Promise<T[]> {
     const run = this.tail.then(async () => {
-      const sets = Object.entries(params).map(([name, value]) => {
+      const assignments = Object.entries(params).map(([name, value]) => {
         if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new Error(`invalid query parameter name ${name}`)
-        return `SET param_${name} = ${sqlStringLiteral(paramText(value))}`
+        return `param_${name} = ${sqlStringLiteral(paramText(value))}`
       })
-      // One call for the SETs and the query: each call costs the engine a round of its own (about
-      // 1 ms, a tenth of a small query: docs/performance.md, "Query API and its rollups").
-      const result = await this.session.queryAsync([...sets, sql].join(';\n'), { format: 'JSONEachRow' })
+      // One call for the parameters and the query, and one SET for all the parameters: each call
+      // costs the engine a round of its own (about 1 ms, a tenth of a small query), and each
+      // statement of a call about 0.25 ms (docs/query-api.md, "Measured").
+      const statements = assignments.length > 0 ? [`SET ${assignments.join(', ')}`, sql] : [sql]
+      const result = await this.session.queryAsync(statements.join(';\n'), { format: 'JSONEachRow' })
       return parseJsonEachRow<T>(result.text())
     })
     this.tail = run.catch(() => undefined)
