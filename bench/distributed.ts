@@ -73,6 +73,8 @@ export async function startLocalServices(): Promise<
     throw err
   })
   Object.assign(process.env, {
+    // The settings a Sluice on the mock cluster needs (KAFKA_LEADER_SYNC_DELAY_MS), unless set.
+    ...Object.fromEntries(Object.entries(kafka.env).filter(([name]) => process.env[name] === undefined)),
     KAFKA_BROKERS: kafka.brokers.join(','),
     CLICKHOUSE_URL: clickhouse.url,
     CLICKHOUSE_USER: clickhouse.username,

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util'
-import { PROFILES, type BenchProfile } from './scenarios/context.ts'
+import { DISTRIBUTED_QUICK, PROFILES, type BenchProfile } from './scenarios/context.ts'
 
 /** The steps `--skip` names, in the order a run takes them. */
 const STEPS = [
@@ -101,7 +101,8 @@ export function parseOptions(argv: string[]): BenchCommand {
     }
   const seed = Number(values.seed)
   if (!Number.isInteger(seed)) return { kind: 'invalid', message: `--seed must be an integer\n` }
-  const profile = PROFILES[values.quick ? 'quick' : 'full']
+  const profile =
+    values.quick && values.distributed ? DISTRIBUTED_QUICK : PROFILES[values.quick ? 'quick' : 'full']
   const sustainedEvents = values.sustained === undefined ? profile.sustainedEvents : Number(values.sustained)
   if (!Number.isInteger(sustainedEvents) || sustainedEvents < 0)
     return { kind: 'invalid', message: `--sustained must be a number of events (0 or more)\n` }

@@ -160,6 +160,14 @@ async function onMainSluice(run: BenchRun, load: BenchLoad, launcher: SluiceLaun
     await sut.stop()
     return
   }
+  // Distributed mode benches no other area (segmentation to dashboard are the embedded engine's),
+  // and its baselines, edge instance (three processes started one after another), bursts and the
+  // main Sluice's start take the ingestion part's whole quick budget on a shared machine: the main
+  // Sluice's scenarios get a budget of their own, as each area does.
+  if (run.options.distributed) {
+    run.startBudget('main Sluice scenarios')
+    ctx.budgetEnd = run.budgetEnd
+  }
   if (!run.options.skip.has('sdk'))
     run.results.scenarios.sdk = await run.step('sdk-sessions', async () => {
       const r = await sdkSessions(ctx, load.sdk, {
@@ -190,7 +198,7 @@ async function endToEndScenarios(run: BenchRun, load: BenchLoad, ctx: BenchConte
       app,
       source,
       durationMs: profile.e2eMs,
-      concurrency: profile.concurrency,
+      concurrency: profile.e2eConcurrency,
       window: Math.max(profile.window, Math.round(profile.windowBodies * eventsPerBody)),
     })
     run.results.scenarios.e2e.push(r)

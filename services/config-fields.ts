@@ -18,8 +18,12 @@ export const int = (def: number, min = 0, max?: number) =>
 /** A TCP port; 0 picks a free one. */
 export const port = (def: number) => int(def, 0, 65535)
 
-/** An integer at least `min`, undefined when unset (the code picks a default that depends on more). */
-export const optionalInt = (min: number) => z.coerce.number().int().min(min).optional()
+/** An integer at least `min` (and at most `max`), undefined when unset (the code picks a default that depends on more). */
+export const optionalInt = (min: number, max?: number) =>
+  (max === undefined
+    ? z.coerce.number().int().min(min)
+    : z.coerce.number().int().min(min).max(max)
+  ).optional()
 
 /** Text, undefined when unset or blank; `format` names what the text is (docs/configuration.md). */
 export const optionalText = (format?: string) =>

@@ -2,6 +2,7 @@ import { isIP } from 'node:net'
 import { z } from 'zod'
 import { flag, int, optionalInt, optionalText, optionalUrl, port, splitList } from './config-fields.ts'
 import { exportConfig } from './exports-config.ts'
+import { MAX_RETENTION_DAYS } from '../schemas/clickhouse/retention.ts'
 
 const isAddressOrRange = (entry: string): boolean => {
   const [address = '', bits, extra] = entry.split('/')
@@ -100,6 +101,9 @@ const busAndStore = {
   KAFKA_SESSION_TIMEOUT_MS: int(30_000, 1000).describe(
     "Consumer-group session timeout: how long a dead worker holds its partitions before the group moves them (Kafka's minimum: 6000).",
   ),
+  KAFKA_LEADER_SYNC_DELAY_MS: int(0, 0, 60_000).describe(
+    "How long a consumer group's leader waits before sending the group's assignment, when the group has other members. `0` on Kafka. Set `1000` on librdkafka's mock cluster (the tests and the bench do): it answers a member's SyncGroup that comes after the leader's with INVALID_REQUEST, where a broker hands the member its assignment (docs/scaling.md, \"How consumers ride a rebalance\").",
+  ),
   SLUICE_TOPIC_PREFIX: z.string().default('sluice.').describe('Prefix of every topic.'),
   SLUICE_PARTITIONS: optionalInt(1).describe(
     'Partitions of the topics Sluice creates. Unset: 1 on the local log (one engine runs one query at a time, so fewer, bigger batches win) and 8 on Kafka (spread over workers).',
@@ -128,6 +132,32 @@ const busAndStore = {
     .describe(
       "A ClickHouse cluster's name (its `remote_servers` entry): migrations run their cluster form (ON CLUSTER, replicated tables, Distributed tables in front of sharded ones; docs/scaling.md). Needs `CLICKHOUSE_URL`. Unset: one ClickHouse server, the migrations as written.",
     ),
+}
+
+/*
+ * Retention: the migration step (every start, and `sluice migrate`) sets each table's TTL from
+ * these, and changes it only when a setting changed (pipelines/connectors/store/retention.ts).
+ */
+const keptDays = (what: string) =>
+  optionalInt(1, MAX_RETENTION_DAYS).describe(
+    `Days ${what} are kept (a TTL on the table, \`ON CLUSTER\` on the shards' tables with \`CLICKHOUSE_CLUSTER\`), counted from the time named; older rows go at the engine's next merges. Unset: kept until deleted (docs/scaling.md, "Retention per table").`,
+  )
+
+const retention = {
+  SLUICE_RETENTION_EVENTS_DAYS: keptDays(
+    'events (`events`, by `event_time`; keep it above `SLUICE_EVENT_PAST_WINDOW_HOURS`, or late events expire on arrival)',
+  ),
+  SLUICE_RETENTION_SESSIONS_DAYS: keptDays('sessions (`sessions`, by `started_at`)'),
+  SLUICE_RETENTION_ROLLUP_DAYS: keptDays(
+    "the Query API rollup's hours (`query_rollup`, by `hour`; kept longer than events, it still answers the queries it fits for hours whose events are gone: docs/query-api.md)",
+  ),
+  SLUICE_RETENTION_PROFILE_CHANGES_DAYS: keptDays(
+    'profile changes (`profile_changes`, by `at`; profiles themselves are state and are kept)',
+  ),
+  SLUICE_RETENTION_PUSH_DELIVERIES_DAYS: keptDays('push deliveries (`push_deliveries`, by `planned_at`)'),
+  SLUICE_RETENTION_UPLOAD_RECEIPTS_DAYS: int(30, 1, MAX_RETENTION_DAYS).describe(
+    'Days upload receipts and rejected lines (`upload_receipts`, `rejected_lines`, by `received_at`) are kept: how long `GET /v0/uploads/:transaction_id` can answer for an upload. A TTL on both tables (`ON CLUSTER` on the shards\' tables with `CLICKHOUSE_CLUSTER`), changed by the migration step when this changes (docs/scaling.md, "Retention per table").',
+  ),
 }
 
 const sqlPort = {
@@ -316,6 +346,7 @@ export const configSchema = z.object({
   ...processes,
   ...security,
   ...busAndStore,
+  ...retention,
   ...sqlPort,
   ...ingestion,
   ...profiles,
@@ -344,6 +375,12 @@ export const configAreas: readonly { title: string; about: string; settings: Rec
     about:
       'Set `KAFKA_BROKERS` and `CLICKHOUSE_URL` for distributed mode; unset, Sluice runs embedded on its local log and chdb.',
     settings: busAndStore,
+  },
+  {
+    title: 'Retention',
+    about:
+      'How long the tables that grow with traffic keep their rows: a TTL per table that the migration step sets at start, in both modes (docs/scaling.md, "Retention per table").',
+    settings: retention,
   },
   {
     title: 'SQL port',

@@ -11,6 +11,7 @@ import type { Store } from '../pipelines/connectors/store/store.ts'
 import { CommandClient, type CommandSender } from './control/command-client.ts'
 import { ControlStore } from './control/control-store.ts'
 import type { Config } from './config.ts'
+import { retentionSettings } from './retention-config.ts'
 import type { Logger } from './shared/logger.ts'
 import { createMetrics, type Metrics } from './shared/metrics.ts'
 import { topology, type Topology } from './topology.ts'
@@ -47,6 +48,7 @@ export async function openRuntime(config: Config, logger: Logger): Promise<Runti
   try {
     const migrated = await migrate(store, undefined, migrateOptions(config))
     if (migrated.applied.length > 0) logger.info({ applied: migrated.applied }, 'migrations applied')
+    if (migrated.retention?.length) logger.info({ retention: migrated.retention }, 'table retention changed')
   } catch (err) {
     await bus.close()
     await store.close()
@@ -90,11 +92,15 @@ export async function openRuntime(config: Config, logger: Logger): Promise<Runti
   }
 }
 
-/** How migrations run: in their cluster form when CLICKHOUSE_CLUSTER names one. */
+/**
+ * How migrations run: in their cluster form when CLICKHOUSE_CLUSTER names one; then each retained
+ * table's TTL from its retention setting (retention-config.ts).
+ */
 export function migrateOptions(config: Config): MigrateOptions {
+  const retention = retentionSettings(config)
   return config.CLICKHOUSE_CLUSTER
-    ? { cluster: { cluster: config.CLICKHOUSE_CLUSTER, database: config.CLICKHOUSE_DATABASE } }
-    : {}
+    ? { cluster: { cluster: config.CLICKHOUSE_CLUSTER, database: config.CLICKHOUSE_DATABASE }, retention }
+    : { retention }
 }
 
 export async function openStore(config: Config, dataDir: string): Promise<Store> {
@@ -120,6 +126,7 @@ async function openBus(config: Config, dataDir: string, logger: Logger): Promise
       defaultPartitions: config.SLUICE_PARTITIONS ?? 8,
       sessionTimeoutMs: config.KAFKA_SESSION_TIMEOUT_MS,
       heartbeatIntervalMs: Math.max(500, Math.floor(config.KAFKA_SESSION_TIMEOUT_MS / 10)),
+      leaderSyncDelayMs: config.KAFKA_LEADER_SYNC_DELAY_MS,
       logger,
     })
   }

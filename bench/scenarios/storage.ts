@@ -12,6 +12,11 @@ export interface StorageResult {
   events: { rows: number; bytesOnDisk: number; uncompressedBytes: number; parts: number }
   /** Every table of the database with parts: bytes on disk and rows. */
   tables: { table: string; rows: number; bytesOnDisk: number }[]
+  /**
+   * Records dead-lettered during the run, by stage and topic, with one error of each (absent in
+   * older results): a stored-event figure is only what it seems if nothing was set aside.
+   */
+  deadLetters?: { stage: string; topic: string; records: number; error: string }[]
 }
 
 interface PartsRow {
@@ -42,7 +47,15 @@ export async function measureStorage(sut: SluiceUnderTest): Promise<StorageResul
     { db: sut.database },
   )
   const events = rows.find((r) => r.table === 'events')
+  // A failed read leaves the figure unmeasured rather than failing the storage step.
+  const dead = await sut
+    .query<{ stage: string; topic: string; records: string | number; error: string }>(
+      `SELECT stage, topic, count() AS records, any(substring(error, 1, 300)) AS error
+       FROM dead_letters FINAL GROUP BY stage, topic ORDER BY records DESC`,
+    )
+    .catch(() => undefined)
   return {
+    ...(dead ? { deadLetters: dead.map((d) => ({ ...d, records: Number(d.records) })) } : {}),
     optimized,
     ...(notOptimized ? { notOptimized } : {}),
     events: {
@@ -66,9 +79,33 @@ export async function runStorage(run: BenchRun, sut: SluiceUnderTest): Promise<v
 
 const perEvent = (bytes: number, r: StorageResult) => (r.events.rows > 0 ? bytes / r.events.rows : NaN)
 
+function deadLetterFigure(r: StorageResult | undefined, skipped: string): Figure {
+  if (!r?.deadLetters) return { name: 'dead_letters', unit: '', skipped: r ? 'not measured' : skipped }
+  const records = r.deadLetters.reduce((sum, d) => sum + d.records, 0)
+  return {
+    name: 'dead_letters',
+    unit: '',
+    target: { op: '<=', value: 0 },
+    met: records === 0,
+    value: records,
+    ...(records > 0
+      ? {
+          detail: r.deadLetters
+            .map(
+              (d) => `${d.stage} on ${d.topic}: ${d.records} (${d.error.replace(/\s+/g, ' ').slice(0, 160)})`,
+            )
+            .join('; '),
+        }
+      : {}),
+  }
+}
+
 function storageFigures(r: StorageResult | undefined, skipped: string): Figure[] {
   if (!r || r.events.rows === 0)
-    return [{ name: 'bytes_per_event_on_disk', unit: 'B', skipped: r ? 'no event stored' : skipped }]
+    return [
+      { name: 'bytes_per_event_on_disk', unit: 'B', skipped: r ? 'no event stored' : skipped },
+      deadLetterFigure(r, skipped),
+    ]
   const total = r.tables.reduce((sum, t) => sum + t.bytesOnDisk, 0)
   const top = r.tables
     .filter((t) => t.table !== 'events')
@@ -85,6 +122,7 @@ function storageFigures(r: StorageResult | undefined, skipped: string): Figure[]
         `${perEvent(r.events.uncompressedBytes, r).toFixed(0)} B uncompressed; every table of the database ÷ events: ` +
         `${perEvent(total, r).toFixed(1)} B (${top.join(', ')})`,
     },
+    deadLetterFigure(r, skipped),
   ]
 }
 

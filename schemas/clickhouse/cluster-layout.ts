@@ -53,6 +53,10 @@ export const CLUSTER_LAYOUT: Readonly<Record<string, TablePlacement>> = {
     placement: 'everywhere',
     why: 'dead tokens only, and every push fan-out joins it against devices of any shard',
   },
+  table_retention: {
+    placement: 'everywhere',
+    why: 'one row per retained table: the TTL the migration step last set, read by every process at start',
+  },
 
   events: {
     placement: 'sharded',

@@ -90,6 +90,11 @@ export async function startSqlPort(options: SqlPortOptions): Promise<SqlPortServ
     {
       headersTimeout,
       requestTimeout,
+      // Writable (the stand-in): a ClickHouse server reads URIs up to `http_max_uri_size` (1 MiB),
+      // and clients send query parameters in the URI: the events writer's look-up of a block's
+      // 5,000 uuids is ~200 KB of it. Node's 16 KB default closed such requests with no answer,
+      // which the writer took for a poison block and dead-lettered.
+      ...(options.readOnly ? {} : { maxHeaderSize: MB }),
       connectionsCheckingInterval: Math.max(10, Math.min(1000, Math.floor(headersTimeout / 4))),
     },
     handler.listener,

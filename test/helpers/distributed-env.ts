@@ -19,6 +19,7 @@ export function distributedEnv(name: string): DistributedEnv {
   const suffix = randomBytes(4).toString('hex')
   const clickhouse = inject('clickhouse')
   return {
+    ...inject('kafkaEnv'),
     KAFKA_BROKERS: inject('kafkaBrokers'),
     CLICKHOUSE_URL: clickhouse.url,
     CLICKHOUSE_USER: clickhouse.username,

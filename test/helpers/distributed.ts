@@ -3,7 +3,8 @@ import { kafkaForTests } from './kafka-mock.ts'
 import { clickhouseForTests } from './clickhouse-standin.ts'
 
 export interface DistributedServices {
-  kafka: { brokers: string[]; source: string }
+  /** `env`: settings a Sluice on this Kafka needs (MOCK_KAFKA_ENV on librdkafka's mock). */
+  kafka: { brokers: string[]; source: string; env: Record<string, string> }
   clickhouse: { url: string; username: string; password: string; source: string }
   stop(): Promise<void>
 }
@@ -45,11 +46,11 @@ export async function startDistributedServices(): Promise<DistributedServices> {
       .withWaitStrategy(Wait.forLogMessage(/Kafka Server started/))
       .start()
     containers.push(container)
-    kafka = { brokers: ['127.0.0.1:39092'], source: 'testcontainers (apache/kafka)' }
+    kafka = { brokers: ['127.0.0.1:39092'], source: 'testcontainers (apache/kafka)', env: {} }
   } else {
     const k = await kafkaForTests()
     stops.push(() => k.stop())
-    kafka = { brokers: k.brokers, source: k.source }
+    kafka = { brokers: k.brokers, source: k.source, env: k.env }
   }
 
   let clickhouse: DistributedServices['clickhouse']

@@ -4,6 +4,8 @@ import { startDistributedServices } from './distributed.ts'
 declare module 'vitest' {
   export interface ProvidedContext {
     kafkaBrokers: string
+    /** Settings a Sluice on the run's Kafka is started with (MOCK_KAFKA_ENV on the mock cluster). */
+    kafkaEnv: Record<string, string>
     clickhouse: { url: string; username: string; password: string }
   }
 }
@@ -15,6 +17,7 @@ declare module 'vitest' {
 export default async function setup(project: TestProject) {
   const services = await startDistributedServices()
   project.provide('kafkaBrokers', services.kafka.brokers.join(','))
+  project.provide('kafkaEnv', services.kafka.env)
   project.provide('clickhouse', {
     url: services.clickhouse.url,
     username: services.clickhouse.username,

@@ -16,7 +16,21 @@ export interface KafkaMock {
 export interface TestKafka {
   brokers: string[]
   source: 'KAFKA_BROKERS' | 'kcat-mock'
+  /** What a Sluice on these brokers is started with: MOCK_KAFKA_ENV on the mock, nothing on Kafka. */
+  env: Record<string, string>
   stop(): Promise<void>
+}
+
+/**
+ * How long a group's leader waits before its SyncGroup on librdkafka's mock cluster
+ * (KAFKA_LEADER_SYNC_DELAY_MS, assigner.ts): the mock answers a member's SyncGroup after the
+ * leader's with INVALID_REQUEST. 1 s is within the time the mock holds every rebalance anyway.
+ */
+export const MOCK_LEADER_SYNC_DELAY_MS = 1_000
+
+/** The settings a Sluice on the mock cluster runs with (the tests and the bench set them). */
+export const MOCK_KAFKA_ENV: Readonly<Record<string, string>> = {
+  KAFKA_LEADER_SYNC_DELAY_MS: String(MOCK_LEADER_SYNC_DELAY_MS),
 }
 
 const KCAT = process.env.KCAT_BIN ?? 'kcat'
@@ -99,9 +113,9 @@ export async function kafkaForTests(): Promise<TestKafka> {
     .split(',')
     .map((s) => s.trim())
     .filter(Boolean)
-  if (fromEnv.length > 0) return { brokers: fromEnv, source: 'KAFKA_BROKERS', stop: async () => {} }
+  if (fromEnv.length > 0) return { brokers: fromEnv, source: 'KAFKA_BROKERS', env: {}, stop: async () => {} }
   const mock = await startKafkaMock()
-  return { brokers: mock.brokers, source: 'kcat-mock', stop: () => mock.stop() }
+  return { brokers: mock.brokers, source: 'kcat-mock', env: { ...MOCK_KAFKA_ENV }, stop: () => mock.stop() }
 }
 
 const MOCK_CLUSTER_SCRIPT = fileURLToPath(new URL('../fixtures/rdkafka-mock-cluster.py', import.meta.url))

@@ -2,10 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
 import { ClickHouseStore } from '../../pipelines/connectors/store/clickhouse-store.ts'
 import {
+  clusterGoldenFiles,
   clusterMigrations,
   GOLDEN_CLUSTER,
   loadMigrations,
   migrate,
+  RETENTION_GOLDEN,
+  splitStatements,
 } from '../../pipelines/connectors/store/migrations.ts'
 import type { Store } from '../../pipelines/connectors/store/store.ts'
 import { distributedEnv } from '../helpers/distributed-env.ts'
@@ -119,5 +122,20 @@ describe('migrations with CLICKHOUSE_CLUSTER unset', () => {
       statements.filter((s) => /^CREATE TABLE[^;]*ENGINE = Distributed/.test(s)).length,
     )
     expect(distributed).toBeGreaterThan(10)
+  })
+
+  it("gives retention statements on a cluster that ClickHouse's parser reads as ALTERs of the local tables", async () => {
+    const golden = clusterGoldenFiles(await loadMigrations()).get(RETENTION_GOLDEN) ?? ''
+    const statements = splitStatements(golden)
+    expect(statements.length).toBeGreaterThan(10)
+    // The engine prints an ALTER's command in brackets.
+    for (const sql of statements) {
+      const [row] = await chdb.query<{ q: string }>('SELECT formatQuerySingleLine({sql:String}) AS q', {
+        sql,
+      })
+      expect(row?.q).toMatch(
+        /^ALTER TABLE \w+_local ON CLUSTER sluice_cluster \(?(REMOVE TTL|MODIFY TTL \S+ \+ (toIntervalDay\(\d+\)|INTERVAL \d+ DAY))\)?$/,
+      )
+    }
   })
 })

@@ -10,7 +10,7 @@ import {
   type RecordBatch,
 } from '../../pipelines/connectors/bus/bus.ts'
 import { KafkaBus, type KafkaBusOptions } from '../../pipelines/connectors/bus/kafka/kafka-bus.ts'
-import { kafkaForTests, type TestKafka } from '../helpers/kafka-mock.ts'
+import { kafkaForTests, MOCK_LEADER_SYNC_DELAY_MS, type TestKafka } from '../helpers/kafka-mock.ts'
 
 const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const BUS_MODULE = pathToFileURL(
@@ -72,6 +72,9 @@ beforeAll(async () => {
     sessionTimeoutMs: mock ? 3_000 : 6_000,
     rebalanceTimeoutMs: mock ? 3_000 : 10_000,
     heartbeatIntervalMs: 500,
+    // What Sluice is started with on the mock (KAFKA_LEADER_SYNC_DELAY_MS): the leader's SyncGroup
+    // after the others' (assigner.ts).
+    leaderSyncDelayMs: mock ? MOCK_LEADER_SYNC_DELAY_MS : 0,
     maxWaitTimeMs: 200,
     retryBackoffMs: 100,
   }

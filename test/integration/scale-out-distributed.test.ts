@@ -1,11 +1,15 @@
 import { createClient, type ClickHouseClient } from '@clickhouse/client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { MOCK_LEADER_PAUSE_MS } from '../../pipelines/connectors/bus/kafka/assigner.ts'
 import { topology, type Topology } from '../../services/topology.ts'
 import { distributedEnv, type DistributedEnv } from '../helpers/distributed-env.ts'
 import { longestStall, watchGroups, type GroupSample } from '../helpers/group-progress.ts'
 import { postSdkTo, sessionRow } from '../helpers/ingestion-scenario.ts'
-import { startKafkaMockWithTopics, type KafkaMock } from '../helpers/kafka-mock.ts'
+import {
+  MOCK_KAFKA_ENV,
+  MOCK_LEADER_SYNC_DELAY_MS,
+  startKafkaMockWithTopics,
+  type KafkaMock,
+} from '../helpers/kafka-mock.ts'
 import { createTenant, startSluice, type SluiceChild } from '../helpers/sluice-process.ts'
 import { tempDir } from '../helpers/temp.ts'
 import { exactlyOnceViolations, streamUploads } from '../helpers/upload-stream.ts'
@@ -90,6 +94,8 @@ describe('workers scale 1 → 3 → 1 under load, one killed mid-batch (distribu
       const env = {
         ...base,
         KAFKA_BROKERS: brokers.join(','),
+        // On this file's mock: the leader's pause before its SyncGroup (assigner.ts).
+        ...(kafkaMock ? MOCK_KAFKA_ENV : {}),
         SLUICE_PARTITIONS: String(PARTITIONS),
         KAFKA_SESSION_TIMEOUT_MS: String(SESSION_TIMEOUT_MS),
         SLUICE_DATA_DIR: dir.path,
@@ -425,8 +431,8 @@ describe('workers scale 1 → 3 → 1 under load, one killed mid-batch (distribu
       // The bound: the session timeout, plus, on librdkafka's mock, what it adds to every rebalance
       // of a group with members: its hold (session timeout - 1 s; real Kafka completes a rebalance
       // once the live members have rejoined) and the leader's pause before its SyncGroup
-      // (assigner.ts). docs/scaling.md.
-      const mockHold = kafkaMock ? SESSION_TIMEOUT_MS - 1_000 + MOCK_LEADER_PAUSE_MS : 0
+      // (KAFKA_LEADER_SYNC_DELAY_MS, assigner.ts). docs/scaling.md.
+      const mockHold = kafkaMock ? SESSION_TIMEOUT_MS - 1_000 + MOCK_LEADER_SYNC_DELAY_MS : 0
       for (const [, s] of Object.entries(stalls)) expect(s.ms).toBeLessThan(SESSION_TIMEOUT_MS + mockHold)
       // No consumer of the workers that lived crashed: the groups settled without restarts.
       for (const w of [w1, w2]) expect(w.output()).not.toMatch(/consumer crashed/)

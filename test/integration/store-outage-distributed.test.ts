@@ -37,6 +37,7 @@ describe('the ClickHouse server goes away under load and comes back (distributed
       const outage = outageMs()
       const suffix = Math.random().toString(36).slice(2, 8)
       const env = {
+        ...inject('kafkaEnv'),
         KAFKA_BROKERS: inject('kafkaBrokers'),
         CLICKHOUSE_URL: standin.url,
         CLICKHOUSE_DATABASE: `sluice_outage_${suffix}`,

@@ -40,3 +40,23 @@ describe('bench --skip', () => {
     expect(all.kind === 'invalid' && all.message).toMatch(/plain, gzip, freshness, overload, sustained/)
   })
 })
+
+describe('bench profiles', () => {
+  const profileOf = (argv: string[]) => {
+    const command = parseOptions(argv)
+    if (command.kind !== 'run') throw new Error(command.kind)
+    return command.options.profile
+  }
+
+  it('scale --quick --distributed to the stand-ins, keeping the edge bursts as the floor runs them', () => {
+    const embedded = profileOf(['--quick'])
+    const distributed = profileOf(['--quick', '--distributed'])
+    expect(distributed.name).toBe('quick')
+    expect(embedded.e2eConcurrency).toBe(16)
+    expect(distributed).toMatchObject({ customers: 500, e2eConcurrency: 2, window: 5_000, windowBodies: 1 })
+    expect(distributed.concurrency).toBe(embedded.concurrency)
+    expect(distributed.edgeMs).toBe(embedded.edgeMs)
+    expect(profileOf(['--distributed']).name).toBe('full')
+    expect(profileOf(['--distributed']).e2eConcurrency).toBe(16)
+  })
+})

@@ -395,6 +395,7 @@ describe('bench report', () => {
       "dashboard_load_ratio 1.18 (target <= 1: not met; the slowest page's median first load ÷ 1,000 ms: analytics 1181 ms; Chromium 140.0.7339.185, loopback, load average 12.3 → 14.1)",
       "dashboard_js_ratio 0.16 (target <= 1: met; the heaviest page's scripts, gzipped as served, ÷ 250 KB: analytics 40 KB (the lightest 16.9 KB))",
       'bytes_per_event_on_disk skipped: not measured',
+      'dead_letters skipped: not measured',
     ])
   })
 
@@ -409,8 +410,17 @@ describe('bench report', () => {
         { table: 'raw_log', rows: 1000, bytesOnDisk: 3_000_000 },
         { table: 'event_uuid_index', rows: 200_000, bytesOnDisk: 1_000_000 },
       ],
+      deadLetters: [
+        { stage: 'events-writer', topic: 'sluice.events', records: 3, error: 'Error:\n  too large' },
+      ],
     }
     const lines = results({ e2e: [distributed], storage }).figures.map(formatFigure)
+    expect(lines).toContain(
+      'dead_letters 3 (target <= 0: not met; events-writer on sluice.events: 3 (Error: too large))',
+    )
+    expect(
+      results({ e2e: [distributed], storage: { ...storage, deadLetters: [] } }).figures.map(formatFigure),
+    ).toContain('dead_letters 0 (target <= 0: met)')
     expect(lines).toContain(
       'cpu_us_per_event 45.5 (no target; gzip 45.5: edge 10.0, worker 20.0, engine (ClickHouse stand-in process) 15.0, scheduler 0.5)',
     )

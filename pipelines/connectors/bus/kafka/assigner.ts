@@ -16,59 +16,42 @@
  *   consumer crashes (group-consumer.ts starts it again, as a new member: one more rebalance). A
  *   real broker hands a late member the assignment it keeps. The leader sends its SyncGroup after a
  *   metadata round trip while the others send theirs at once, so on a busy machine the leader often
- *   came first; on the mock it now waits a moment (MOCK_LEADER_PAUSE_MS) before answering, which
- *   is time the mock holds every rebalance for anyway. On a real broker it does not wait.
+ *   came first. A deployment on the mock (the tests and the bench set it) therefore has the leader
+ *   wait before answering (`KAFKA_LEADER_SYNC_DELAY_MS`, 1 s there), which is time the mock holds
+ *   every rebalance for anyway. On a real broker it is 0 (the default): Sluice does not tell one
+ *   broker from another.
  *
  * The name and version stay RoundRobinAssigner's, and the partitions go where kafkajs puts them:
  * workers of an older Sluice in the same group agree on the protocol and on the assignment.
  */
-import {
-  AssignerProtocol,
-  PartitionAssigners,
-  type BrokerMetadata,
-  type Cluster,
-  type PartitionAssigner,
-} from 'kafkajs'
+import { AssignerProtocol, PartitionAssigners, type PartitionAssigner } from 'kafkajs'
 
-/** How long a leader on librdkafka's mock lets the other members' SyncGroups arrive before its own. */
-export const MOCK_LEADER_PAUSE_MS = 1_000
-
-/** The cluster id librdkafka's mock gives itself (rd_kafka_mock_cluster_new: "mockCluster%lx"). */
-const MOCK_CLUSTER_ID = /^mockCluster[0-9a-f]+$/
-
-export const roundRobinToEveryMember: PartitionAssigner = (config) => {
-  const roundRobin = PartitionAssigners.roundRobin(config)
-  let onMock: Promise<boolean> | undefined
-  return {
-    name: roundRobin.name,
-    version: roundRobin.version,
-    protocol: (subscription) => roundRobin.protocol(subscription),
-    async assign(group) {
-      onMock ??= isMockCluster(config.cluster)
-      const [given, mock] = await Promise.all([roundRobin.assign(group), onMock])
-      const named = new Set(given.map((a) => a.memberId))
-      const nothing = AssignerProtocol.MemberAssignment.encode({
-        version: roundRobin.version,
-        assignment: {},
-        userData: Buffer.alloc(0),
-      })
-      const idle = group.members
-        .filter((m) => !named.has(m.memberId))
-        .map((m) => ({ memberId: m.memberId, memberAssignment: nothing }))
-      if (mock && group.members.length > 1)
-        await new Promise((resolve) => setTimeout(resolve, MOCK_LEADER_PAUSE_MS))
-      return [...given, ...idle]
-    },
-  }
-}
-
-/** Whether the brokers are librdkafka's mock cluster, by the id its Metadata answer carries. */
-async function isMockCluster(cluster: Cluster): Promise<boolean> {
-  try {
-    // Metadata v2 on carries the cluster id; kafkajs does not type it.
-    const metadata = (await cluster.metadata()) as BrokerMetadata & { clusterId?: string | null }
-    return typeof metadata.clusterId === 'string' && MOCK_CLUSTER_ID.test(metadata.clusterId)
-  } catch {
-    return false
+/**
+ * The assigner of a consumer group: kafkajs' round robin naming every member, whose leader waits
+ * `leaderSyncDelayMs` before handing its assignment back when the group has other members.
+ */
+export function roundRobinToEveryMember(leaderSyncDelayMs = 0): PartitionAssigner {
+  return (config) => {
+    const roundRobin = PartitionAssigners.roundRobin(config)
+    return {
+      name: roundRobin.name,
+      version: roundRobin.version,
+      protocol: (subscription) => roundRobin.protocol(subscription),
+      async assign(group) {
+        const given = await roundRobin.assign(group)
+        const named = new Set(given.map((a) => a.memberId))
+        const nothing = AssignerProtocol.MemberAssignment.encode({
+          version: roundRobin.version,
+          assignment: {},
+          userData: Buffer.alloc(0),
+        })
+        const idle = group.members
+          .filter((m) => !named.has(m.memberId))
+          .map((m) => ({ memberId: m.memberId, memberAssignment: nothing }))
+        if (leaderSyncDelayMs > 0 && group.members.length > 1)
+          await new Promise((resolve) => setTimeout(resolve, leaderSyncDelayMs))
+        return [...given, ...idle]
+      },
+    }
   }
 }

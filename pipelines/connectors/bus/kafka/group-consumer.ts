@@ -9,6 +9,8 @@ export interface ConsumerSettings {
   sessionTimeoutMs: number
   rebalanceTimeoutMs: number
   heartbeatIntervalMs: number
+  /** How long a leader waits before sending its assignment (assigner.ts); 0 on Kafka. */
+  leaderSyncDelayMs: number
   maxWaitTimeMs: number
   partitionsConsumedConcurrently: number
   retryBackoffMs: number
@@ -124,7 +126,7 @@ export class KafkaConsumerHandle {
     const { settings } = this.context
     return this.context.kafka.consumer({
       groupId,
-      partitionAssigners: [roundRobinToEveryMember],
+      partitionAssigners: [roundRobinToEveryMember(settings.leaderSyncDelayMs)],
       sessionTimeout: settings.sessionTimeoutMs,
       rebalanceTimeout: settings.rebalanceTimeoutMs,
       heartbeatInterval: settings.heartbeatIntervalMs,

@@ -18,7 +18,8 @@
  *   rebalance of a group that already has members waits sessionTimeout - 1 s; any session timeout
  *   is accepted.
  * - A SyncGroup completes only once the leader has given every member an assignment, and a member's
- *   SyncGroup after the leader's is answered INVALID_REQUEST: assigner.ts fits both.
+ *   SyncGroup after the leader's is answered INVALID_REQUEST: assigner.ts fits the first, and the
+ *   second when told to (leaderSyncDelayMs, KAFKA_LEADER_SYNC_DELAY_MS).
  */
 import type { Bus, ConsumeOptions, Consumer, ProduceMessage, TopicSpec } from '../bus.ts'
 import { TopicAdmin } from './admin.ts'
@@ -43,6 +44,12 @@ export interface KafkaBusOptions {
   sessionTimeoutMs?: number
   rebalanceTimeoutMs?: number
   heartbeatIntervalMs?: number
+  /**
+   * How long a group's leader waits before sending its assignment when the group has other
+   * members (assigner.ts): 1000 on librdkafka's mock cluster, which answers a member's SyncGroup
+   * after the leader's with INVALID_REQUEST; 0 (the default) on Kafka.
+   */
+  leaderSyncDelayMs?: number
   /** Fetch long-poll; also bounds how long stop() waits for an idle fetch. */
   maxWaitTimeMs?: number
   partitionsConsumedConcurrently?: number
@@ -79,6 +86,7 @@ export class KafkaBus implements Bus {
       sessionTimeoutMs: config.sessionTimeoutMs ?? 30_000,
       rebalanceTimeoutMs: config.rebalanceTimeoutMs ?? 60_000,
       heartbeatIntervalMs: config.heartbeatIntervalMs ?? 3_000,
+      leaderSyncDelayMs: config.leaderSyncDelayMs ?? 0,
       maxWaitTimeMs: config.maxWaitTimeMs ?? 500,
       partitionsConsumedConcurrently: config.partitionsConsumedConcurrently ?? 4,
       retryBackoffMs: config.retryBackoffMs ?? 1_000,
