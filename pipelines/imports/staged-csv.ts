@@ -2,6 +2,7 @@ import { isSpecialKey, PROFILE_LIMITS } from '../../schemas/profiles.ts'
 import type { InsertSelect } from '../connectors/store/store.ts'
 import { EMAIL } from '../profiles/attribute-rules.ts'
 import type { CsvColumn, CsvHeader } from './profile-rows.ts'
+import { STAGED_ROW_COLUMNS } from './import-blocks.ts'
 import { DELETE_CELL, SET_SEPARATOR } from './profile-rows.ts'
 
 /**
@@ -29,18 +30,8 @@ export const RAW_COLUMNS = [
   ['raw', 'String'],
 ] as const
 
-/** import_rows' columns the typing fills. */
-const TYPED_COLUMNS = [
-  'import_id',
-  'round',
-  'block',
-  'line',
-  'customer_id',
-  'updates',
-  'update_types',
-  'deletes',
-  'email',
-] as const
+/** import_rows' columns the typing fills: a staged row's, in the same order. */
+const TYPED_COLUMNS = STAGED_ROW_COLUMNS
 
 const COMMA = 0x2c
 
