@@ -456,7 +456,7 @@ export function markdownReport(r: BenchResults, reporters: Reporters): string {
       '',
       `- **overload**: ${o.targetBodiesPerSecond.toFixed(1)} bodies/s asked (${fmtN(o.targetEventsPerSecond)} ev/s, 2× the max sustained rate) for ${fmtN(o.sendMs / 1000, 1)} s; answers ${statusText(o.statuses)} (429/503: ${(o.shedShare * 100).toFixed(1)}%)${o.skipped ? `, ${o.skipped} sends skipped (client saturated)` : ''}; ` +
         `${fmtN(o.acceptedEventsPerSecond)} ev/s accepted; RSS max ${fmtN(o.rssMaxMb)} MB (anonymous up to ${fmtN(o.rssAnonMaxMb)} MB, file-backed up to ${fmtN(o.rssFileMaxMb)} MB; VmHWM ${fmtN(o.rssHwmMb)} MB); drain ${o.drainComplete ? 'complete' : 'INCOMPLETE'} after ${fmtN(o.drainMs / 1000, 1)} s; ` +
-        `${fmtN(o.acceptedEvents)} accepted events: ${o.lost} lost, ${o.storedTwice} stored twice, ${o.storedNotAcknowledged} stored without a 202; CPU ${cpuText(o.cpu)}.`,
+        `${fmtN(o.acceptedEvents)} accepted events: ${notStored(o)}, ${o.storedTwice} stored twice, ${o.storedNotAcknowledged} stored without a 202; CPU ${cpuText(o.cpu)}.`,
     )
   }
   if (s.sustained) {
@@ -675,4 +675,12 @@ export function compareReport(a: BenchResults, b: BenchResults, labels: [string,
       '\n',
     ) + '\n'
   )
+}
+
+/**
+ * The accepted events missing from the store: lost once the drain completed; while it had not, they
+ * may still be on the bus (the drain's time ran out first), which the count alone cannot tell.
+ */
+export function notStored(o: { lost: number; drainComplete: boolean }): string {
+  return o.drainComplete ? `${o.lost} lost` : `${o.lost} not stored when the drain ended (on the bus or lost)`
 }

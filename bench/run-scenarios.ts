@@ -5,6 +5,7 @@ import type { BenchLoad } from './load.ts'
 import { baselineLoad, floorLogDir } from './run-baselines.ts'
 import { settle, type BenchContext } from './scenarios/context.ts'
 import { stagesLine } from './freshness-stages.ts'
+import { notStored } from './report.ts'
 import { freshness, FRESHNESS_WARM_UP_MS } from './scenarios/freshness.ts'
 import { overload } from './scenarios/overload.ts'
 import { profiles } from './scenarios/profiles.ts'
@@ -295,7 +296,7 @@ async function sustainedRateScenarios(
       })
       run.log(
         `    ${r.targetBodiesPerSecond.toFixed(1)} bodies/s asked; answers ${JSON.stringify(r.statuses)}; RSS max ${Math.round(r.rssMaxMb ?? NaN)} MB; ` +
-          `${r.acceptedEvents} accepted events, ${r.lost} lost, ${r.storedTwice} stored twice; drain ${r.drainComplete ? 'complete' : 'INCOMPLETE'} in ${(r.drainMs / 1000).toFixed(1)} s`,
+          `${r.acceptedEvents} accepted events, ${notStored(r)}, ${r.storedTwice} stored twice; drain ${r.drainComplete ? 'complete' : 'INCOMPLETE'} in ${(r.drainMs / 1000).toFixed(1)} s`,
       )
       return r
     })

@@ -9,6 +9,7 @@ import {
   compareReport,
   formatFigure,
   markdownReport,
+  notStored,
   type BenchResults,
 } from '../../bench/report.ts'
 import type { ScenarioReporter } from '../../bench/figures.ts'
@@ -679,5 +680,14 @@ describe('bench report', () => {
       client.close()
       server.close()
     }
+  })
+})
+
+describe('events missing after an overload', () => {
+  it('are lost once the drain completed, and only not yet stored while it had not', () => {
+    expect(notStored({ lost: 3, drainComplete: true })).toBe('3 lost')
+    expect(notStored({ lost: 23_322, drainComplete: false })).toBe(
+      '23322 not stored when the drain ended (on the bus or lost)',
+    )
   })
 })
