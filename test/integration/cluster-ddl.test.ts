@@ -10,26 +10,9 @@ import {
   RETENTION_GOLDEN,
   splitStatements,
 } from '../../pipelines/connectors/store/migrations.ts'
-import type { Store } from '../../pipelines/connectors/store/store.ts'
 import { distributedEnv } from '../helpers/distributed-env.ts'
+import { recording } from '../helpers/recording-store.ts'
 import { tempDir } from '../helpers/temp.ts'
-
-/** The store, with every command it is asked to run noted in order. */
-function recording(store: Store): { store: Store; commands: string[] } {
-  const commands: string[] = []
-  const proxy = new Proxy(store, {
-    get(target, key, receiver) {
-      if (key === 'command')
-        return (sql: string, params?: Record<string, unknown>) => {
-          commands.push(sql)
-          return target.command(sql, params)
-        }
-      const value = Reflect.get(target, key, receiver) as unknown
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value
-    },
-  })
-  return { store: proxy, commands }
-}
 
 describe('migrations with CLICKHOUSE_CLUSTER unset', () => {
   let chdb: ChdbStore

@@ -9,6 +9,7 @@ import { loadConfig } from '../../services/config.ts'
 import { migrateOptions } from '../../services/runtime.ts'
 import { engineTime } from '../helpers/audience-data.ts'
 import { distributedEnv } from '../helpers/distributed-env.ts'
+import { recording } from '../helpers/recording-store.ts'
 import { tempDir } from '../helpers/temp.ts'
 import { waitFor } from '../helpers/wait-for.ts'
 
@@ -101,23 +102,6 @@ async function countsByAge(store: Store, table: RetainedTableName, days: number)
     { days },
   )
   return { old: Number(row?.old), recent: Number(row?.recent) }
-}
-
-/** The store, with every command it is asked to run noted in order. */
-function recording(store: Store): { store: Store; commands: string[] } {
-  const commands: string[] = []
-  const proxy = new Proxy(store, {
-    get(target, key, receiver) {
-      if (key === 'command')
-        return (sql: string, params?: Record<string, unknown>) => {
-          commands.push(sql)
-          return target.command(sql, params)
-        }
-      const value = Reflect.get(target, key, receiver) as unknown
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value
-    },
-  })
-  return { store: proxy, commands }
 }
 
 describe('retention per table on chdb (embedded mode)', () => {
