@@ -34,7 +34,12 @@ export const RETAINED_TABLE_NAMES = Object.keys(RETAINED_TABLES) as RetainedTabl
 /** The TTL in days a table should have under `retention` (0: none). */
 export function wantedDays(retention: Retention, table: RetainedTableName): number {
   const days = retention[table] ?? RETAINED_TABLES[table].migrationDays ?? 0
-  if (days !== 0 && !(Number.isSafeInteger(days) && days >= 1 && days <= MAX_RETENTION_DAYS))
+  return days === 0 ? 0 : checkedDays(table, days)
+}
+
+/** `days` when it is a whole number of days a TTL may keep; throws otherwise. */
+function checkedDays(table: RetainedTableName, days: number): number {
+  if (!(Number.isSafeInteger(days) && days >= 1 && days <= MAX_RETENTION_DAYS))
     throw new Error(
       `retention of ${table}: ${days} is not a whole number of days from 1 to ${MAX_RETENTION_DAYS}`,
     )
@@ -45,9 +50,7 @@ export function wantedDays(retention: Retention, table: RetainedTableName): numb
 export function retentionStatement(table: RetainedTableName, days: number): string {
   const { time } = RETAINED_TABLES[table]
   if (days === 0) return `ALTER TABLE ${table} REMOVE TTL`
-  if (!(Number.isSafeInteger(days) && days >= 1 && days <= MAX_RETENTION_DAYS))
-    throw new Error(`retention of ${table}: ${days} is not a whole number of days`)
-  return `ALTER TABLE ${table} MODIFY TTL ${time} + INTERVAL ${days} DAY`
+  return `ALTER TABLE ${table} MODIFY TTL ${time} + INTERVAL ${checkedDays(table, days)} DAY`
 }
 
 /**
