@@ -24,7 +24,7 @@ import {
 } from './profile-rows.ts'
 import { readPlainRows, type SourceRow } from './read-rows.ts'
 import type { InsertSelect } from '../connectors/store/store.ts'
-import { plainLineCustomer, RAW_COLUMNS, typingStatement } from './staged-csv.ts'
+import { plainLineCustomer, RAW_COLUMNS, TYPING_SETTINGS, typingStatement } from './staged-csv.ts'
 
 export interface ProfileImportDeps {
   store: Store
@@ -130,7 +130,11 @@ export async function runProfileImport(job: ImportJob, deps: ProfileImportDeps):
    */
   const stagePlain = async () => {
     if (plainRows.length === 0) return
-    await deps.store.insert('import_rows', plain.view(), { rowBinary: RAW_COLUMNS, select: typing! })
+    await deps.store.insert('import_rows', plain.view(), {
+      rowBinary: RAW_COLUMNS,
+      select: typing!,
+      settings: TYPING_SETTINGS,
+    })
     const [typed] = await deps.store.query<{ lines: string }>(
       `SELECT arrayStringConcat(groupArray(toString(line)), ',') AS lines
        FROM import_rows WHERE import_id = {import:String} AND round = {round:UInt64}`,
