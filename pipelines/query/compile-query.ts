@@ -12,10 +12,12 @@ import { rollupPlan } from './rollup-fit.ts'
  *   facts: the apps' `events` rows (kind 'e') UNION ALL their `sessions` rows (kind 's'), each
  *          with its time `t` and its user (the install, or the customer when there is none);
  *          sessions are left out when a dimension or condition reads what only events have
- *   LEFT JOIN each session's length (from `raw_log`), when average_session_length is asked
  *   LEFT JOIN each user's first appearance (birth), when new_users, new_device or birth_day is
  *   WHERE the dimension conditions, GROUP BY the dimensions, HAVING the metric conditions,
  *   ORDER BY, LIMIT limit + 1 (one more row says the answer was truncated).
+ * With average_session_length, two GROUP BYs: by the dimensions and the session (the other
+ * metrics as aggregate states), then each session's length (from `raw_log`) joined to those rows,
+ * and by the dimensions (the states merged, the lengths averaged): see sessionStages.
  * Profiles (the `profiles` metric) are a query of their own over `profiles FINAL`.
  *
  * A query whose metrics, dimensions and conditions all fit the rollup (rollup-fit.ts) reads
