@@ -2,7 +2,7 @@ import { homedir } from 'node:os'
 import { join } from 'node:path'
 import type { BenchRun } from '../bench-run.ts'
 import { runEngineChild } from '../engine-child.ts'
-import type { Figure, ScenarioReporter } from '../figures.ts'
+import type { Figure, RunMeasures, ScenarioReporter } from '../figures.ts'
 import type { Progress } from '../progress.ts'
 import { round, summarize, type LatencySummary } from '../stats.ts'
 
@@ -214,7 +214,12 @@ const SHAPE_NAMES = [
  * p50, p99 and ratio (hand-written p50 ÷ Query API p50; met only when the answers agree), the count
  * of shapes whose answers differ, and the rollup upkeep. Targets are the full set's.
  */
-export function queryFigures(r: QueryResult | undefined, skipped: string, quick: boolean): Figure[] {
+export function queryFigures(
+  r: QueryResult | undefined,
+  skipped: string,
+  quick: boolean,
+  run: RunMeasures = {},
+): Figure[] {
   const label = quick ? QUERY_SETS.quick.label : QUERY_SETS.full.label
   const name = (what: string) => `query_${label}_${what}`
   if (!r || r.skipped !== undefined) {
@@ -227,6 +232,7 @@ export function queryFigures(r: QueryResult | undefined, skipped: string, quick:
       ]),
       { name: name('mismatches'), unit: '', skipped: why },
       { name: name('rollup_upkeep_pct'), unit: '%', skipped: why },
+      { name: name('rollup_upkeep_e2e_pct'), unit: '%', skipped: why },
     ]
   }
   const figures: Figure[] = []
@@ -277,19 +283,38 @@ export function queryFigures(r: QueryResult | undefined, skipped: string, quick:
       differ.length === 0 ? 'every shape answers as the hand-written SQL' : `DIFFER: ${differ.join(', ')}`,
   })
   if (r.upkeep) {
-    const pct = round(r.upkeep.share * 100, 1)
+    const u = r.upkeep
+    const extraUs = u.withUs - u.withoutUs
+    const sessionsView = u.sessions
+      ? `; not in either figure, the sessions view on inserts into sessions: ${round(u.sessions.withMs, 1)} ms of engine CPU per block of ${u.sessions.blockSize.toLocaleString('en-US')} with it, ${round(u.sessions.withoutMs, 1)} ms without`
+      : ''
     figures.push({
       name: name('rollup_upkeep_pct'),
       unit: '%',
-      value: pct,
-      target: QUERY_TARGETS.upkeep,
-      met: pct <= QUERY_TARGETS.upkeep.value,
+      value: round(u.share * 100, 1),
       detail:
-        `engine CPU per event through events_ingest: ${round(r.upkeep.withUs, 2)} us with the rollup views, ${round(r.upkeep.withoutUs, 2)} us without (${r.upkeep.events.toLocaleString('en-US')} events)` +
-        (r.upkeep.sessions
-          ? `; not in the figure, the sessions view on inserts into sessions: ${round(r.upkeep.sessions.withMs, 1)} ms of engine CPU per block of ${r.upkeep.sessions.blockSize.toLocaleString('en-US')} with it, ${round(r.upkeep.sessions.withoutMs, 1)} ms without`
-          : ''),
+        `the views' share of the insert's own engine CPU: ${round(u.withUs, 2)} us per event through events_ingest with the rollup views, ` +
+        `${round(u.withoutUs, 2)} us without (${u.events.toLocaleString('en-US')} events in blocks of 50,000)${sessionsView}`,
     })
+    // The issue's budget: upkeep ≤ 10 % of e2e_ratio. Ingestion is CPU-bound, so the share of an
+    // event's end-to-end CPU that the views take is the share of the rate they cost.
+    const e2eUs = run.cpuUsPerEvent
+    figures.push(
+      e2eUs === undefined || e2eUs <= 0
+        ? {
+            name: name('rollup_upkeep_e2e_pct'),
+            unit: '%',
+            skipped: 'no end-to-end CPU per event in this run',
+          }
+        : {
+            name: name('rollup_upkeep_e2e_pct'),
+            unit: '%',
+            value: round((extraUs / e2eUs) * 100, 1),
+            target: QUERY_TARGETS.upkeep,
+            met: (extraUs / e2eUs) * 100 <= QUERY_TARGETS.upkeep.value,
+            detail: `the views' ${round(extraUs, 2)} us of engine CPU per event against cpu_us_per_event ${round(e2eUs, 1)} us`,
+          },
+    )
   }
   return figures
 }
