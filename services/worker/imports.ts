@@ -45,8 +45,9 @@ export function importProcessor(runtime: Runtime) {
         sleep,
         now: Date.now,
         // The embedded engine's allocator (jemalloc) keeps freed pages for its decay time, which
-        // back-to-back rounds never leave it: purged once a round, its RSS stays near what the
-        // engine holds (docs/imports.md, "Speed"). A server's memory is not this process's.
+        // back-to-back rounds never leave it: purged once a round, the RSS between rounds falls
+        // back near what the engine holds (the peak is its merges; docs/imports.md, "Speed"). A
+        // server's memory is not this process's.
         ...(store.kind === 'chdb' && {
           releaseMemory: () =>
             store
