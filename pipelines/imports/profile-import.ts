@@ -23,6 +23,7 @@ import {
   type RowResult,
 } from './profile-rows.ts'
 import { readPlainRows, type SourceRow } from './read-rows.ts'
+import { PlainLines, RoundCustomers } from './round-memory.ts'
 import type { InsertSelect } from '../connectors/store/store.ts'
 import { plainLineCustomer, RAW_COLUMNS, TYPING_SETTINGS, typingStatement } from './staged-csv.ts'
 
@@ -104,12 +105,13 @@ export async function runProfileImport(job: ImportJob, deps: ProfileImportDeps):
   let staged: string[] = []
   // Plain CSV lines of the round as the engine reads them (RowBinary), and where each line's text is.
   const plain = new RowBinaryWriter(1024 * 1024)
-  let plainRows: PlainRow[] = []
+  const plainRows = new PlainLines()
   let nextBlock = 0
   let roundCount = 0
   // Customers of the round: a customer's second row starts a new round, so a round's staged rows
-  // are one per customer and the writer applies them together, each against the state it meets.
-  const customers = new Set<string>()
+  // are one per customer and the writer applies them together, each against the state it meets
+  // (a customer whose id hashes as one the round holds starts a new round too: early, never wrong).
+  const customers = new RoundCustomers()
   const head = () => ({
     import: job.id,
     round,
@@ -149,19 +151,21 @@ export async function runProfileImport(job: ImportJob, deps: ProfileImportDeps):
     const done = new Set(typed?.lines ? typed.lines.split(',').map(Number) : [])
     const text = plain.view()
     const blocksByNumber = new Map(closed.map(({ block }) => [block.block, block]))
-    for (const row of plainRows) {
-      if (done.has(row.line)) continue
-      const result = csvRow(header!, text.toString('utf8', row.start, row.end).split(','))
+    for (let i = 0; i < plainRows.length; i++) {
+      const lineNumber = plainRows.line(i)
+      if (done.has(lineNumber)) continue
+      const block = plainRows.block(i)
+      const result = csvRow(header!, text.toString('utf8', plainRows.start(i), plainRows.end(i)).split(','))
       const line = result.ok
         ? stagedRow(
-            { import: job.id, round, block: row.block },
-            { line: row.line, customer: result.customer, changes: result.changes },
+            { import: job.id, round, block },
+            { line: lineNumber, customer: result.customer, changes: result.changes },
           )
         : undefined
       if (line !== undefined) staged.push(line)
       else {
-        refuse(row.line, result.customer, result.ok ? 'the row cannot be staged' : result.reason)
-        blocksByNumber.get(row.block)!.count--
+        refuse(lineNumber, result.customer, result.ok ? 'the row cannot be staged' : result.reason)
+        blocksByNumber.get(block)!.count--
       }
     }
   }
@@ -203,7 +207,7 @@ export async function runProfileImport(job: ImportJob, deps: ProfileImportDeps):
     rejected = []
     rejectedBefore = rowsRejected
     plain.clear()
-    plainRows = []
+    plainRows.clear()
     nextBlock = 0
     roundCount = 0
     customers.clear()
@@ -247,7 +251,7 @@ export async function runProfileImport(job: ImportJob, deps: ProfileImportDeps):
     plain.uint(block.block, 4)
     plain.uint(line, 8)
     plain.stringBytes(bytes, 0, bytes.length)
-    plainRows.push({ line, block: block.block, start: plain.length - bytes.length, end: plain.length })
+    plainRows.push(line, block.block, plain.length - bytes.length, plain.length)
     block.count++
     customers.add(customer)
     roundCount++
@@ -313,14 +317,6 @@ export async function runProfileImport(job: ImportJob, deps: ProfileImportDeps):
   }
   await flushRound()
   await writeImport(deps.store, { ...row, state: blocks === 0 ? 'done' : 'read' }, deps.now())
-}
-
-interface PlainRow {
-  line: number
-  block: number
-  /** The line's bytes in the round's RowBinary rows. */
-  start: number
-  end: number
 }
 
 interface OpenBlock {

@@ -60,9 +60,13 @@ describe('ChdbStore (embedded engine)', () => {
       // Migration 037: merges of at most 4 parts (the three merging together held most of an import's memory).
       expect(t.engine_full, t.name).toMatch(/max_parts_to_merge_at_once = 4\b/)
     }
-    // Staged rows merged into parts of at most 32 MB, dropped a part at a time when expired.
-    expect(imports[0]!.engine_full).toMatch(/max_bytes_to_merge_at_max_space_in_pool = 33554432/)
+    // Staged rows dropped a part at a time when expired.
     expect(imports[0]!.engine_full).toMatch(/ttl_only_drop_parts = 1/)
+    // Migration 039: a round's part of staged rows is never merged (only parts under 1 MB are),
+    // so the delay of inserts starts from more parts.
+    expect(imports[0]!.engine_full).toMatch(/max_bytes_to_merge_at_max_space_in_pool = 1048576\b/)
+    expect(imports[0]!.engine_full).toMatch(/parts_to_delay_insert = 6000\b/)
+    expect(imports[0]!.engine_full).toMatch(/parts_to_throw_insert = 10000\b/)
   })
 
   it.each([
