@@ -6,12 +6,11 @@ import type { DeviceCache } from './device-cache.ts'
 import { customerKey, lookupDevices, waitForSdkBacklog } from './device-lookup.ts'
 import { blockMessages, eventPartitions, type BlockEvent } from './event-block.ts'
 import { appOf, noPackedEvents, type DeviceDims, type PackedEvents } from './event-row.ts'
+import { outcomeRecorder } from './outcome-recorder.ts'
 import {
   MAX_REJECTED_LINES_PER_UPLOAD,
   receiptRow,
-  recordRejects,
   rejectRow,
-  stampRecorded,
   type ReceiptRow,
   type RejectRow,
 } from './upload-outcomes.ts'
@@ -110,6 +109,15 @@ export function serverUploadSplitter(deps: SplitterDeps) {
   const direct = 'events' in deps.forward ? deps.forward.events : undefined
   const eventsPerWrite = deps.eventsPerWrite ?? EVENTS_PER_WRITE
   const partitions = 'topic' in deps.forward ? eventPartitions(deps.bus, deps.forward.topic) : undefined
+  // Groups' rejects and receipts, each recorded as soon as its events are written, beside the next
+  // group's insert; those of groups done while an earlier group's are inserted share one insert.
+  const recorder = outcomeRecorder(deps.store)
+  const recordGroup = (
+    splitter: readonly RejectRow[],
+    duplicates: readonly RejectRow[],
+    receipts: ReceiptRow[],
+  ): Promise<void> =>
+    recorder.record(duplicates.length === 0 ? splitter : [...splitter, ...duplicates], receipts)
   // Uploads of a partition's next batch given to the pool while this one is written
   // (RecordBatch.ahead), by offset: a record of the log never changes, so its parse is good
   // whenever it is delivered. Without them the pool would sit idle during every write, and each
@@ -377,8 +385,7 @@ export function serverUploadSplitter(deps: SplitterDeps) {
     async function forwardGroup(attributed: AttributedGroup): Promise<GroupOutcome> {
       const { group, forward, items, splitter, counts, processedAt } = attributed
       if (direct) {
-        // In the event store's turn, right after the insert: the next write's insert, which the
-        // engine's one insert connection would otherwise run first, waits for these.
+        // As soon as the insert ends, while the event store inserts the next write.
         await direct.write(
           items,
           {
@@ -387,13 +394,12 @@ export function serverUploadSplitter(deps: SplitterDeps) {
             first: group[0]!.record.offset,
             last: group[group.length - 1]!.record.offset,
           },
-          (duplicates) =>
-            recordGroup(deps.store, splitter, duplicates, receiptRows(counts, duplicates, processedAt)),
+          (duplicates) => recordGroup(splitter, duplicates, receiptRows(counts, duplicates, processedAt)),
         )
       } else {
         if (forward.length > 0 && partitions && 'topic' in deps.forward)
           await deps.bus.produce(deps.forward.topic, blockMessages(forward, await partitions()))
-        await recordGroup(deps.store, splitter, [], receiptRows(counts, undefined, processedAt))
+        await recordGroup(splitter, [], receiptRows(counts, undefined, processedAt))
       }
       return { splitter }
     }
@@ -470,21 +476,6 @@ function startsWith(records: readonly BusRecord[], group: readonly ParsedUpload[
 interface GroupOutcome {
   /** The lines the splitter rejected (recorded already), for the batch's counts. */
   splitter: RejectRow[]
-}
-
-/**
- * A group's rejected lines (the splitter's and the writer's duplicates: one insert), then its
- * receipts, stamped `recorded_at` as their insert begins: a reader that finds a receipt finds its
- * rejected lines.
- */
-async function recordGroup(
-  store: Store,
-  splitter: readonly RejectRow[],
-  duplicates: readonly RejectRow[],
-  receipts: ReceiptRow[],
-): Promise<void> {
-  await recordRejects(store, duplicates.length === 0 ? splitter : [...splitter, ...duplicates])
-  if (receipts.length > 0) await store.insert('upload_receipts', stampRecorded(receipts, Date.now()))
 }
 
 /**
