@@ -42,8 +42,15 @@ function event(i: number, recv: number): EventRow {
   }
 }
 
-const headers = (i: number, recv: number): UploadHeaders =>
-  ({ tx: `tx-${i}`, org: '1', app: 'app', src: 'server', key: 'k', recv: String(recv), enc: 'identity' }) as UploadHeaders
+const headers = (i: number, recv: number): UploadHeaders => ({
+  tx: `tx-${i}`,
+  org: '1',
+  app: 'app',
+  src: 'server',
+  key: 'k',
+  recv: String(recv),
+  enc: 'identity',
+})
 
 /** CPU ms per call of `insert`, over N calls after 5 unmeasured ones. */
 async function cpuPer(insert: (i: number) => Promise<void>): Promise<number> {
@@ -59,12 +66,14 @@ await migrate(store)
 await store.command('SYSTEM STOP MERGES')
 let seq = 0
 const recv = Date.now()
-const eventInsert = (table: string, extra: InsertOptions['settings'] = {}, token = true) => (i: number) =>
-  store.insert(table, rowBinaryEventRow(event(seq++ * 1000 + i, recv)), {
-    ...(token ? { dedupToken: `events:0:${seq}-${seq}` } : {}),
-    rowBinary: EVENT_ROW_BINARY,
-    settings: { max_threads: 1, max_insert_threads: 1, optimize_on_insert: 0, ...extra },
-  })
+const eventInsert =
+  (table: string, extra: InsertOptions['settings'] = {}, token = true) =>
+  (i: number) =>
+    store.insert(table, rowBinaryEventRow(event(seq++ * 1000 + i, recv)), {
+      ...(token ? { dedupToken: `events:0:${seq}-${seq}` } : {}),
+      rowBinary: EVENT_ROW_BINARY,
+      settings: { max_threads: 1, max_insert_threads: 1, optimize_on_insert: 0, ...extra },
+    })
 const kinds: [string, (i: number) => Promise<void>][] = [
   ['events_ingest (as written)', eventInsert('events_ingest')],
   ['events_ingest, insert_deduplicate=0', eventInsert('events_ingest', { insert_deduplicate: 0 }, false)],
@@ -72,16 +81,32 @@ const kinds: [string, (i: number) => Promise<void>][] = [
   [
     'event_uuid_index alone',
     (i) =>
-      store.insert('event_uuid_index', [{ app_id: 'app', uuid: `u${seq++}-${i}`, transaction_id: 't', received_at: recv }]),
+      store.insert('event_uuid_index', [
+        { app_id: 'app', uuid: `u${seq++}-${i}`, transaction_id: 't', received_at: recv },
+      ]),
   ],
   [
     'upload_receipts (1 row)',
     (i) =>
-      store.insert('upload_receipts', stampRecorded([receiptRow(headers(seq++ * 1000 + i, recv), { lines: 1, forwarded: 1, direct: 0, rejected: 0 }, recv, { consumed: recv, parsed: recv, written: recv })], recv)),
+      store.insert(
+        'upload_receipts',
+        stampRecorded(
+          [
+            receiptRow(
+              headers(seq++ * 1000 + i, recv),
+              { lines: 1, forwarded: 1, direct: 0, rejected: 0 },
+              recv,
+              { consumed: recv, parsed: recv, written: recv },
+            ),
+          ],
+          recv,
+        ),
+      ),
   ],
   [
     'rejected_lines (1 row)',
-    (i) => store.insert('rejected_lines', [rejectRow(headers(seq++ * 1000 + i, recv), 1, null, 'invalid', 'x')]),
+    (i) =>
+      store.insert('rejected_lines', [rejectRow(headers(seq++ * 1000 + i, recv), 1, null, 'invalid', 'x')]),
   ],
 ]
 const only = process.env.GROUP_CPU_ONLY?.split(',')

@@ -23,7 +23,7 @@ interface Pending {
   rejects: RejectRow[]
   receipts: ReceiptRow[]
   done: Promise<void>
-  settle: (err?: unknown) => void
+  settle: (err?: Error) => void
 }
 
 export function outcomeRecorder(store: Store): OutcomeRecorder {
@@ -31,7 +31,7 @@ export function outcomeRecorder(store: Store): OutcomeRecorder {
   let inserting = false
 
   const open = (): Pending => {
-    let settle!: (err?: unknown) => void
+    let settle!: (err?: Error) => void
     const done = new Promise<void>((resolve, reject) => {
       settle = (err) => (err === undefined ? resolve() : reject(err))
     })
@@ -46,7 +46,7 @@ export function outcomeRecorder(store: Store): OutcomeRecorder {
         await store.insert('upload_receipts', stampRecorded(next.receipts, Date.now()), { beside: true })
       next.settle()
     } catch (err) {
-      next.settle(err ?? new Error('recording failed'))
+      next.settle(err instanceof Error ? err : new Error(String(err)))
     } finally {
       inserting = false
     }

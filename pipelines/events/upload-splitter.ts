@@ -208,10 +208,14 @@ export function serverUploadSplitter(deps: SplitterDeps) {
     }
     const byReason = new Map<string, number>()
     const deviceTails = new Map<DeviceDims, Buffer>()
+    // Groups' records (rejects and receipts) under way: the batch is done, and committed, once
+    // they are, but its next groups are not held up by them.
+    const recording: Promise<void>[] = []
     const collect = (outcome: GroupOutcome) => {
       // Counted once the batch is done (a failed batch is counted by its retry); the writer's
       // duplicates are counted where they are found.
       for (const r of outcome.splitter) byReason.set(r.reason, (byReason.get(r.reason) ?? 0) + 1)
+      recording.push(outcome.recorded)
     }
     try {
       while (next < records.length) {
@@ -249,10 +253,12 @@ export function serverUploadSplitter(deps: SplitterDeps) {
         writeNextEarly()
       }
       if (writing) collect(await writing)
+      await Promise.all(recording)
     } catch (err) {
       // The batch fails as a whole (and is retried): a write still in flight is let finish first,
       // so a retry never writes beside it.
       await writing?.catch(() => undefined)
+      await Promise.allSettled(recording)
       throw err
     }
     // More of the next batch has arrived during the writes.
@@ -379,11 +385,20 @@ export function serverUploadSplitter(deps: SplitterDeps) {
      * as soon as its events are written, not once its batch is: a receipt no longer waits for the
      * batch's later groups (or, for a group written early, for the rest of the next batch). Still
      * before the commit: a replay records the same rows again (ReplacingMergeTree), and a group
-     * recorded before a later one fails keeps its receipt through the batch's retry. Gives what
-     * the splitter rejected, for the batch's counts.
+     * recorded before a later one fails keeps its receipt through the batch's retry. Settles once
+     * the events are written, while the record is under way (`recorded`): the next group's insert
+     * does not wait for this one's receipts. Gives what the splitter rejected, for the batch's
+     * counts.
      */
     async function forwardGroup(attributed: AttributedGroup): Promise<GroupOutcome> {
       const { group, forward, items, splitter, counts, processedAt } = attributed
+      let recorded: Promise<void> = Promise.resolve()
+      const record = (records: Promise<void>) => {
+        // Its failure is the batch's, which awaits it before its commit.
+        records.catch(() => undefined)
+        recorded = records
+        return Promise.resolve()
+      }
       if (direct) {
         // As soon as the insert ends, while the event store inserts the next write.
         await direct.write(
@@ -394,14 +409,15 @@ export function serverUploadSplitter(deps: SplitterDeps) {
             first: group[0]!.record.offset,
             last: group[group.length - 1]!.record.offset,
           },
-          (duplicates) => recordGroup(splitter, duplicates, receiptRows(counts, duplicates, processedAt)),
+          (duplicates) =>
+            record(recordGroup(splitter, duplicates, receiptRows(counts, duplicates, processedAt))),
         )
       } else {
         if (forward.length > 0 && partitions && 'topic' in deps.forward)
           await deps.bus.produce(deps.forward.topic, blockMessages(forward, await partitions()))
-        await recordGroup(splitter, [], receiptRows(counts, undefined, processedAt))
+        await record(recordGroup(splitter, [], receiptRows(counts, undefined, processedAt)))
       }
-      return { splitter }
+      return { splitter, recorded }
     }
 
     /**
@@ -474,8 +490,10 @@ function startsWith(records: readonly BusRecord[], group: readonly ParsedUpload[
 }
 
 interface GroupOutcome {
-  /** The lines the splitter rejected (recorded already), for the batch's counts. */
+  /** The lines the splitter rejected, for the batch's counts. */
   splitter: RejectRow[]
+  /** The group's rejects and receipts recorded (begun once its events were written). */
+  recorded: Promise<void>
 }
 
 /**
