@@ -359,14 +359,16 @@ describe('events writer against the embedded engine', () => {
       })
       // An insert that writes the events and then fails before the index has them (the view's
       // write failing, say).
-      let halfFail = false
+      let halfFail: string | undefined
       const flaky = over({
         insert: async (table, rows, options) => {
           await store.insert(table, rows, options)
           if (halfFail && table === 'events_ingest') {
-            halfFail = false
+            const uuid = halfFail
+            halfFail = undefined
             await store.command(
-              "ALTER TABLE event_uuid_index DELETE WHERE uuid = 'f9' SETTINGS mutations_sync = 1",
+              'ALTER TABLE event_uuid_index DELETE WHERE uuid = {uuid:String} SETTINGS mutations_sync = 1',
+              { uuid },
             )
             throw new Error('view write failed')
           }
@@ -375,7 +377,7 @@ describe('events writer against the embedded engine', () => {
       const events = eventStore({ store: flaky, soleWriter: true, storedKeys: new StoredKeys(flaky) })
       const source = { topic: 'uploads', partition: 0, first: '7', last: '7' }
       await events.write([item('f8', 'tx-28', 1)], source)
-      halfFail = true
+      halfFail = 'f9'
       await expect(
         events.write([item('f9', 'tx-28', 2)], { ...source, first: '8', last: '8' }),
       ).rejects.toThrow('view write failed')
@@ -383,6 +385,18 @@ describe('events writer against the embedded engine', () => {
       const duplicates = await events.write([item('f9', 'tx-29', 1)], { ...source, first: '9', last: '9' })
       expect(duplicates).toMatchObject([{ transaction_id: 'tx-29', uuid: 'f9', reason: 'duplicate' }])
       expect((await counts()).f9).toBe(1)
+      // The batch's retry sends the very same block (same source offsets) after a half-failed
+      // insert: the sole writer inserts with no deduplication token, so the repair and look-up
+      // alone find its rows, a replay, skipped, stored once.
+      halfFail = 'f10'
+      const retried = { ...source, first: '10', last: '10' }
+      await expect(events.write([item('f10', 'tx-30', 1)], retried)).rejects.toThrow('view write failed')
+      expect(await events.write([item('f10', 'tx-30', 1)], retried)).toEqual([])
+      expect((await counts()).f10).toBe(1)
+      const indexed = await store.query<{ n: string }>(
+        "SELECT count() AS n FROM event_uuid_index WHERE uuid = 'f10'",
+      )
+      expect(Number(indexed[0]!.n)).toBe(1)
     })
 
     describe('a write looked up while the one before it is inserted', () => {
