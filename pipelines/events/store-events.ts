@@ -163,23 +163,14 @@ export function eventStore(deps: EventStoreDeps): EventStore {
     // ReplacingMergeTree): a write stores each (app, uuid) once, and the index's readers take the
     // earliest row of a key whatever its merges have done; the pass cost ~0.13 µs of engine CPU
     // per event (measured at `2b8447e`; docs/performance.md, "Engine settings").
-    // The sole writer inserts with no deduplication token and no deduplication: its inserts end
-    // in this process, and what one left stored before failing is found by the repair and the
-    // look-up that every write after a failure runs, so the engine's check of each block against
-    // the last 1,000 (a hash, the deduplication log's write) was a per-insert cost that caught
-    // nothing. Several writers keep it: a retry may run while a timed-out insert is still under
-    // way on the server, where no look-up can see it yet.
+    // `enable_analyzer = 0`: the views this insert feeds (the converting view, the index's, the
+    // Query API rollup's) are planned again for every insert, and the older query analyzer plans
+    // them for ~5 ms less engine CPU per insert, ~17 % of a small group's insert, with the same
+    // rows (bench/group-cpu.ts; docs/performance.md, "Freshness on an idle machine").
     await deps.store.insert('events_ingest', rowPieces(out.storedItems, piece), {
-      ...(deps.soleWriter
-        ? {}
-        : { dedupToken: `${source.topic}:${source.partition}:${source.first}-${source.last}` }),
+      dedupToken: `${source.topic}:${source.partition}:${source.first}-${source.last}`,
       rowBinary: EVENT_ROW_BINARY,
-      settings: {
-        max_threads: 1,
-        max_insert_threads: 1,
-        optimize_on_insert: 0,
-        ...(deps.soleWriter ? { insert_deduplicate: 0 } : {}),
-      },
+      settings: { max_threads: 1, max_insert_threads: 1, optimize_on_insert: 0, enable_analyzer: 0 },
     })
   }
 

@@ -141,6 +141,49 @@ describe('events writer against the embedded engine', () => {
     expect(stored.map(numeric)).toEqual([awkward, eventRow('u11', up10), compact])
   })
 
+  it("fills the Query API rollup through the writer's insert (views planned by the older analyzer) as an aggregation of the stored events does", async () => {
+    const up = upload('tx-rollup', 1_795_300_009_000)
+    const writer = eventsWriter({ store })
+    const rows = Array.from({ length: 24 }, (_, i) => {
+      const uuid = `rollup-${i}`
+      const base = eventRow(uuid, up, { app: 'rollup-app', eventName: `e${i % 3}` })
+      return {
+        app: 'rollup-app',
+        uuid,
+        line: i + 1,
+        upload: up,
+        row: rowBinaryEventRow({
+          ...base,
+          // An hour apart in pairs; some without an install (users by customer), some sessionless.
+          event_time: up.recv - (i % 2) * 3_600_000,
+          install_uuid: i % 4 === 0 ? '' : `i${i % 5}`,
+          customer_id: `c${i % 7}`,
+          session_uuid: i % 6 === 0 ? '' : `s${i % 4}`,
+          ltv_change: i * 10 - 50,
+        }),
+      }
+    })
+    const b = batch([])
+    b.records[0]!.value = encodeBlock(rows)
+    await writer(b)
+    const rolled = await store.query<Record<string, unknown>>(
+      `SELECT event_name, hour, sum(occurrences) AS n, sum(ltv) AS ltv, uniqMerge(users) AS users,
+              uniqMerge(sessions) AS sessions
+       FROM query_rollup WHERE app_id = 'rollup-app' AND kind = 'e' GROUP BY event_name, hour
+       ORDER BY event_name, hour`,
+    )
+    const raw = await store.query<Record<string, unknown>>(
+      `SELECT event_name, toStartOfHour(event_time) AS hour, count() AS n, sum(ltv_change) AS ltv,
+              uniqIf(if(install_uuid != '', install_uuid, concat('customer:', customer_id)),
+                     install_uuid != '' OR customer_id != '') AS users,
+              uniqIf(session_uuid, session_uuid != '') AS sessions
+       FROM events WHERE app_id = 'rollup-app' GROUP BY event_name, hour ORDER BY event_name, hour`,
+    )
+    expect(rolled).toHaveLength(6)
+    expect(rolled.reduce((n, r) => n + Number(r.n), 0)).toBe(24)
+    expect(rolled).toEqual(raw)
+  })
+
   it('indexes every stored event in event_uuid_index, and the old event_uuids is gone', async () => {
     const up14 = upload('tx-14', 1_795_300_010_000)
     await eventsWriter({ store })(batch([['u14', up14, 1]]))
@@ -386,8 +429,7 @@ describe('events writer against the embedded engine', () => {
       expect(duplicates).toMatchObject([{ transaction_id: 'tx-29', uuid: 'f9', reason: 'duplicate' }])
       expect((await counts()).f9).toBe(1)
       // The batch's retry sends the very same block (same source offsets) after a half-failed
-      // insert: the sole writer inserts with no deduplication token, so the repair and look-up
-      // alone find its rows, a replay, skipped, stored once.
+      // insert: the repair and look-up find its rows, a replay, skipped, stored and indexed once.
       halfFail = 'f10'
       const retried = { ...source, first: '10', last: '10' }
       await expect(events.write([item('f10', 'tx-30', 1)], retried)).rejects.toThrow('view write failed')
