@@ -292,7 +292,8 @@ export function serverUploadSplitter(deps: SplitterDeps) {
         const outcome = forwardGroup(await attributeGroup(group))
         // Its failure is the next call's (or nobody's, if that call does not take it).
         outcome.catch(() => undefined)
-        track(outcome)
+        // Its record too, which outlasts the write: a stop lets it end before the store closes.
+        track(outcome.then((o) => o.recorded))
         return { group, outcome }
       })()
       // A failed attribution is handled by the call that takes it (it attributes those uploads itself).
