@@ -30,15 +30,25 @@ export interface Figure {
   skipped?: string
 }
 
+/**
+ * What the run measured end to end, for a scenario's figure that weighs its cost against the
+ * ingestion it rides on (the rollup views' upkeep against the CPU of an event made queryable).
+ */
+export interface RunMeasures {
+  /** CPU µs per event made queryable end to end (the costlier body kind), when the run measured it. */
+  cpuUsPerEvent?: number
+}
+
 /** How the report reads a scenario's result (`R`: what its step stored in results.scenarios[name]). */
 export interface ScenarioReporter<R> {
   /** The scenario's step, and its key in results.scenarios. */
   readonly name: string
   /**
    * Its figures. `result` is undefined when the step did not run or failed; `skipped` then says
-   * why. `quick`: a --quick run (smaller data sets, figures named after them).
+   * why. `quick`: a --quick run (smaller data sets, figures named after them). `run`: what the run
+   * measured end to end.
    */
-  figures(result: R | undefined, skipped: string, quick: boolean): Figure[]
+  figures(result: R | undefined, skipped: string, quick: boolean, run: RunMeasures): Figure[]
   /** Its paragraph (a markdown list item) in report.md's "Scenarios", when it stored a result. */
   summary(result: R): string
 }

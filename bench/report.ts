@@ -2,7 +2,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { BareResult, ChdbResult } from './baselines/run.ts'
 import type { SustainedResult } from './scenarios/sustained.ts'
-import { meets, type Figure, type ScenarioReporter, type Target } from './figures.ts'
+import { meets, type Figure, type RunMeasures, type ScenarioReporter, type Target } from './figures.ts'
 import type { CpuUse } from './machine.ts'
 import type { FreshnessResult } from './scenarios/freshness.ts'
 import type { OverloadResult } from './scenarios/overload.ts'
@@ -328,8 +328,9 @@ export function buildFigures(r: Omit<BenchResults, 'figures'>, reporters: Report
     })
   }
   const quick = r.run.profile === 'quick'
+  const measures: RunMeasures = cpuTotals.length > 0 ? { cpuUsPerEvent: Math.max(...cpuTotals) } : {}
   for (const reporter of reporters)
-    figures.push(...reporter.figures(r.scenarios[reporter.name], why(reporter.name), quick))
+    figures.push(...reporter.figures(r.scenarios[reporter.name], why(reporter.name), quick, measures))
   return figures
 }
 

@@ -161,7 +161,8 @@ function engineMemory(sut: SluiceUnderTest) {
     const [row] = await sut.query<Record<string, string | number>>(
       `SELECT
          (SELECT value FROM system.metrics WHERE metric = 'MemoryTracking') AS tracked,
-         (SELECT value FROM system.metrics WHERE metric = 'MergesMutationsMemoryTracking') AS merges,
+         greatest(toInt64((SELECT sum(value) FROM system.metrics WHERE metric = 'MergesMutationsMemoryTracking')),
+                  toInt64((SELECT sum(memory_usage) FROM system.merges))) AS merges,
          (SELECT argMax(table, memory_usage) FROM system.merges) AS merge_table,
          (SELECT sumIf(value, metric LIKE '%CacheBytes') FROM system.metrics) AS caches,
          (SELECT sum(memory_usage) FROM system.processes WHERE query NOT LIKE '%system.processes%') AS query_memory,

@@ -30,7 +30,8 @@ import {
  *     The rollups' cost on the insert path: a fresh schema, `events` rows generated, then inserted
  *     again through `events_ingest` (the writer's way) in blocks of 50,000, stamped as live
  *     traffic is (one after another, a millisecond apart), with the rollup views and without them,
- *     alternately; engine CPU per event each way.
+ *     alternately; engine CPU per event each way. Then the same for the sessions view: the
+ *     generated session starts inserted into `sessions` in blocks of 5,000, with it and without.
  * Prints one JSON line.
  */
 const [mode, dataDir, ...rest] = process.argv.slice(2)
@@ -231,6 +232,8 @@ async function rollupViews(): Promise<{ name: string; sql: string }[]> {
 async function upkeep(args: string[]) {
   const [seed, events] = args.map(Number)
   const BLOCK = 50_000
+  /** Session starts per insert: a batch of SDK uploads holds far fewer starts than events. */
+  const SESSION_BLOCK = 5_000
   const ROUNDS = 3
   rmSync(dataDir!, { recursive: true, force: true })
   mkdirSync(dataDir!, { recursive: true })
@@ -282,7 +285,59 @@ async function upkeep(args: string[]) {
       withoutViews.push(await insertAll())
       for (const v of views) await store.command(v.sql)
     }
-    process.stdout.write(JSON.stringify({ events, blockSize: BLOCK, withViews, withoutViews }) + '\n')
+    // The sessions view runs on inserts into `sessions` (the SDK builder's, one per batch of
+    // uploads), which the events above never make: its cost per insert block, measured the same
+    // way on the generated session starts, stamped as live ones.
+    const sessionColumns =
+      'app_id, session_uuid, install_uuid, customer_id, started_at, app_ver, os_ver, platform, country'
+    await store.command(
+      `CREATE TABLE upkeep_sessions ENGINE = MergeTree ORDER BY n AS
+       SELECT rowNumberInAllBlocks() AS n, ${sessionColumns} FROM sessions`,
+    )
+    const liveStarts = sessionColumns.replace(
+      /\bstarted_at\b/,
+      `fromUnixTimestamp64Milli(toInt64({t0:Int64} + n), 'UTC') AS started_at`,
+    )
+    const sessionBlocks = Math.ceil(sessions / SESSION_BLOCK)
+    const insertSessions = async () => {
+      await store.command('TRUNCATE TABLE sessions')
+      const cpu = process.cpuUsage()
+      const t = performance.now()
+      for (let b = 0; b < sessionBlocks; b++)
+        await store.command(
+          `INSERT INTO sessions (${sessionColumns}) SELECT ${liveStarts} FROM upkeep_sessions
+           WHERE n >= {lo:UInt64} AND n < {hi:UInt64}`,
+          { lo: b * SESSION_BLOCK, hi: (b + 1) * SESSION_BLOCK, t0: Date.now() },
+        )
+      return { cpuMs: cpuMs(cpu), ms: performance.now() - t }
+    }
+    const sessionsView = views.find((v) => v.name === 'query_rollup_sessions_mv')
+    const sessionsWith: { cpuMs: number; ms: number }[] = []
+    const sessionsWithout: { cpuMs: number; ms: number }[] = []
+    if (sessionsView) {
+      await insertSessions() // warm-up
+      for (let round = 0; round < ROUNDS; round++) {
+        sessionsWith.push(await insertSessions())
+        await store.command(`DROP VIEW IF EXISTS ${sessionsView.name}`)
+        sessionsWithout.push(await insertSessions())
+        await store.command(sessionsView.sql)
+      }
+    }
+    process.stdout.write(
+      JSON.stringify({
+        events,
+        blockSize: BLOCK,
+        withViews,
+        withoutViews,
+        sessions: {
+          rows: sessions,
+          blocks: sessionBlocks,
+          blockSize: SESSION_BLOCK,
+          with: sessionsWith,
+          without: sessionsWithout,
+        },
+      }) + '\n',
+    )
   } finally {
     await store.close()
     rmSync(dataDir!, { recursive: true, force: true })

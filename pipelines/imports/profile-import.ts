@@ -24,7 +24,7 @@ import {
 } from './profile-rows.ts'
 import { readPlainRows, type SourceRow } from './read-rows.ts'
 import type { InsertSelect } from '../connectors/store/store.ts'
-import { plainLineCustomer, RAW_COLUMNS, typingStatement } from './staged-csv.ts'
+import { plainLineCustomer, RAW_COLUMNS, TYPING_SETTINGS, typingStatement } from './staged-csv.ts'
 
 export interface ProfileImportDeps {
   store: Store
@@ -45,6 +45,12 @@ export interface ProfileImportDeps {
   /** Blocks of the writer's backlog above which the next round waits; default one per partition. */
   maxBacklog?: number
   onRound?: (row: ImportRow) => void
+  /**
+   * Called once a round's rows are staged (its typing and staging inserts, the round's largest
+   * allocations, done): hands the engine's freed memory back to the system. The embedded engine's
+   * allocator keeps freed pages for its decay time, which back-to-back rounds never leave it.
+   */
+  releaseMemory?: () => Promise<void>
 }
 
 /**
@@ -130,7 +136,11 @@ export async function runProfileImport(job: ImportJob, deps: ProfileImportDeps):
    */
   const stagePlain = async () => {
     if (plainRows.length === 0) return
-    await deps.store.insert('import_rows', plain.view(), { rowBinary: RAW_COLUMNS, select: typing! })
+    await deps.store.insert('import_rows', plain.view(), {
+      rowBinary: RAW_COLUMNS,
+      select: typing!,
+      settings: TYPING_SETTINGS,
+    })
     const [typed] = await deps.store.query<{ lines: string }>(
       `SELECT arrayStringConcat(groupArray(toString(line)), ',') AS lines
        FROM import_rows WHERE import_id = {import:String} AND round = {round:UInt64}`,
@@ -164,6 +174,7 @@ export async function runProfileImport(job: ImportJob, deps: ProfileImportDeps):
       await deps.store.insert('import_rows', Buffer.from(`${staged.join('\n')}\n`), {
         compactColumns: STAGED_ROW_COLUMNS,
       })
+    if (plainRows.length > 0 || staged.length > 0) await deps.releaseMemory?.()
     const messages = closed.filter(({ block }) => block.count > 0).map(encode)
     if (messages.length > 0) {
       await waitForWriter(deps, maxBacklog)

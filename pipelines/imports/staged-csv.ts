@@ -60,69 +60,82 @@ export function plainLineCustomer(bytes: Buffer, header: CsvHeader): string | un
 
 /**
  * The SELECT typing plain lines under `header` (RAW_COLUMNS, read as the insert's rows) into
- * import_rows: store.insert('import_rows', lines, { rowBinary: RAW_COLUMNS, select }). Column names
- * and keys travel as parameters (the attribute names, their JSON keys, the fixed texts); the SQL
- * is built only from column positions and the fixed per-type expressions below.
+ * import_rows: store.insert('import_rows', lines, { rowBinary: RAW_COLUMNS, select }). The header
+ * travels as parameters (the customer_id's cell; each attribute's typing kind, name and JSON key,
+ * as arrays in the order of the cells around it); the SQL text is the same for every header.
  *
- * In layers, each reading the columns of the one below (a cell, then its facts, then its kind,
- * JSON and type, then the row's): an alias used twice in one SELECT is its whole expression twice
- * in the query tree, and a single layer of 20 columns took the engine over a second to plan and
- * ran each regular expression several times per cell.
+ * The cells of a line are one array, typed by lambdas over it with the column's kind beside each
+ * cell: the engine plans one expression per step whatever the number of columns. Written out per
+ * column (an expression for each cell's facts, kind, JSON and type), a 20-column header made a
+ * query the engine took ~0.7 s of CPU to plan, three quarters of a round's typing; as arrays, one
+ * line takes ~0.05 s and 20,000 lines ~0.17 s. A lambda must not capture the line's cells (each
+ * use copies them once per element): the attributes' cells are the slices around the customer_id. In layers, each reading the arrays of the one below (the
+ * cells, then their facts, then their kind, JSON and type, then the row's): an alias used twice in
+ * one SELECT is its whole expression twice in the query tree.
  */
 export function typingStatement(header: CsvHeader): InsertSelect {
-  const params: Record<string, string> = {
+  const kinds: TypingKind[] = []
+  const attrs: string[] = []
+  const keys: string[] = []
+  for (const [index, column] of header.columns.entries()) {
+    // Every cell but the customer_id is an attribute's: the SQL takes the cells around it.
+    if (!column) {
+      if (index !== header.customerIndex) throw new Error(`column ${index + 1} names no attribute`)
+      continue
+    }
+    kinds.push(typingKind(column))
+    attrs.push(column.attr)
+    keys.push(JSON.stringify(column.attr))
+  }
+  const email = kinds.indexOf('email') + 1
+  const params = {
+    customer: header.customerIndex + 1,
+    kinds,
+    attrs,
+    keys,
+    email,
     delete_cell: DELETE_CELL,
     edge_space: EDGE_SPACE,
     email_pattern: EMAIL.source,
     set_separator: SET_SEPARATOR,
   }
-  const cells: string[] = [`cells[${header.customerIndex + 1}] AS customer_id`]
-  const cellFacts: string[] = []
-  const typed: string[] = []
-  const pairs: string[] = []
-  const types: string[] = []
-  const deletes: string[] = []
-  const kinds: string[] = []
-  let email = `''`
-  for (const [index, column] of header.columns.entries()) {
-    if (!column) continue
-    const i = kinds.length
-    params[`a${i}`] = column.attr
-    params[`k${i}`] = JSON.stringify(column.attr)
-    const c = cellTyping(column, i, index)
-    cells.push(`cells[${index + 1}] AS v${i}`, ...c.cells)
-    cellFacts.push(...c.facts)
-    typed.push(
-      `multiIf(v${i} = '', 0, v${i} = {delete_cell:String}, 1, ${c.certain}, 2, 3) AS kind${i}`,
-      `${c.json} AS json${i}`,
-      `${c.type} AS type${i}`,
-    )
-    kinds.push(`kind${i}`)
-    pairs.push(`if(kind${i} = 2, concat({k${i}:String}, ':', json${i}), '')`)
-    types.push(`{a${i}:String}, if(kind${i} = 2, type${i}, '')`)
-    deletes.push(`if(kind${i} = 1, {a${i}:String}, '')`)
-    if (column.attr === '$email') email = `if(kind${i} = 2, lower(v${i}), '')`
-  }
-  // greatest() of one argument is that argument, but the function wants two or more.
-  const most = kinds.length === 1 ? kinds[0]! : `greatest(${kinds.join(', ')})`
-  const list = (items: string[]) => items.map((x) => `,\n        ${x}`).join('')
+  const K = '{kinds:Array(String)}'
   const sql = (rows: string) => `
 SELECT ${TYPED_COLUMNS.join(', ')}
 FROM (
-  SELECT import_id, round, block, line, customer_id, ${most} AS most,
-    concat('{', arrayStringConcat(arrayFilter(x -> x != '', [${pairs.join(', ')}]), ','), '}') AS updates,
-    mapFilter((k, t) -> t != '', map(${types.join(', ')})) AS update_types,
-    arrayFilter(x -> x != '', [${deletes.join(', ')}]) AS deletes,
-    ${email} AS email
+  SELECT import_id, round, block, line, customer_id, arrayMax(kind) AS most,
+    concat('{', arrayStringConcat(arrayFilter(x -> x != '',
+      arrayMap((k, j, c) -> if(c = 2, concat(k, ':', j), ''), {keys:Array(String)}, json, kind)), ','), '}') AS updates,
+    mapFilter((k, t) -> t != '',
+      mapFromArrays({attrs:Array(String)}, arrayMap((c, t) -> if(c = 2, t, ''), kind, type))) AS update_types,
+    arrayFilter(x -> x != '', arrayMap((a, c) -> if(c = 1, a, ''), {attrs:Array(String)}, kind)) AS deletes,
+    if({email:UInt32} > 0 AND kind[{email:UInt32}] = 2, lower(v[{email:UInt32}]), '') AS email
   FROM (
-    SELECT *${list(typed)}
+    SELECT *,
+      arrayMap((x, k, f, b, p, i, d, n, w) -> multiIf(x = '', 0, x = {delete_cell:String}, 1, ${CERTAIN}, 2, 3),
+        v, ${K}, first, bytes, plain, int, date, numbers, words) AS kind,
+      arrayMap((x, k, i, d, s, n) -> ${JSON_TEXT}, v, ${K}, int, date, items, numbers) AS json,
+      arrayMap((k, i, d) -> ${TYPE}, ${K}, int, date) AS type
     FROM (
-      SELECT *${list(cellFacts)}
+      SELECT *,
+        arrayMap((x, f, l, b) -> ${PLAIN}, v, first, last, bytes) AS plain,
+        arrayMap((x, k, f, b) -> k IN ('integer', 'auto') AND ${INTEGER}, v, ${K}, first, bytes) AS int,
+        arrayMap((x, k, b) -> k IN ('date', 'auto') AND ${DATE}, v, ${K}, bytes) AS date,
+        arrayMap(s -> arrayAll(y -> ${SET_NUMBER}, s), items) AS numbers,
+        arrayMap(s -> arrayAll(y -> ${SET_WORD}, s), items) AS words
       FROM (
-        SELECT import_id, round, block, line${list(cells)}
+        SELECT *,
+          arrayMap(x -> reinterpretAsUInt8(x), v) AS first,
+          arrayMap(x -> reinterpretAsUInt8(substring(x, -1)), v) AS last,
+          arrayMap(x -> length(x), v) AS bytes,
+          arrayMap((x, k) -> if(k = 'set', splitByChar({set_separator:String}, x), []), v, ${K}) AS items
         FROM (
-          SELECT import_id, round, block, line, splitByChar(',', raw) AS cells
-          FROM ${rows}
+          SELECT import_id, round, block, line, cells[{customer:UInt32}] AS customer_id,
+            arrayConcat(arraySlice(cells, 1, {customer:UInt32} - 1), arraySlice(cells, {customer:UInt32} + 1)) AS v
+          FROM (
+            SELECT import_id, round, block, line, splitByChar(',', raw) AS cells
+            FROM ${rows}
+          )
         )
       )
     )
@@ -130,6 +143,27 @@ FROM (
 )
 WHERE most BETWEEN 1 AND 2`
   return { columns: TYPED_COLUMNS, sql, params }
+}
+
+/**
+ * Settings of the typing insert: the lines read in blocks of 8,192 rows. The arrays a block's
+ * cells make (the cells, their facts, their JSON) are held at once; a round of 20,000 lines in one
+ * block took the typing's SELECT over 32 MB, in blocks of 4,096 under it, for ~30 % more CPU. The
+ * insert still writes one part a round (blocks are squashed up to `min_insert_block_size_rows`).
+ */
+export const TYPING_SETTINGS = { max_block_size: 8192 }
+
+/**
+ * How a column's cells are typed: `email` ($email: one address), `special` (other `$` names: one
+ * string each whatever the column's type), else the column's type (`auto` when the header gives
+ * none).
+ */
+type TypingKind = 'email' | 'special' | CsvColumn['type']
+
+function typingKind(column: CsvColumn): TypingKind {
+  if (column.attr === '$email') return 'email'
+  if (isSpecialKey(column.attr)) return 'special'
+  return column.type
 }
 
 const MAX_BYTES = PROFILE_LIMITS.stringMaxChars
@@ -146,7 +180,9 @@ const EDGE_SPACE = `^${TRIMMED}|${TRIMMED}$`
 /**
  * The typing is made of byte tests and round trips through the engine's own parsers, not of
  * regular expressions (a regular expression per cell made typing cost several times the engine's
- * whole CSV insert):
+ * whole CSV insert). Lambda bodies over a cell `x`, its kind `k`, first and last bytes `f`, `l`,
+ * its length in bytes `b`, and the facts below (`p` plain, `i` integer, `d` date, `s` set items,
+ * `n` all items integers, `w` all items words):
  *
  * - plain: a string the PATCH rules keep as it is: 1..255 bytes (so at most 255 characters), and
  *   nothing String.prototype.trim removes at either end: the edge bytes are visible ASCII, or (a
@@ -155,98 +191,34 @@ const EDGE_SPACE = `^${TRIMMED}|${TRIMMED}$`
  *   as Number() reads it); `007`, `+5`, `-0` and decimals are JavaScript's;
  * - a date: 10 bytes that the engine's Date32 written back is (`YYYY-MM-DD`, a real day);
  * - a cell of an untyped column starting with anything but a digit or a sign is no integer and no
- *   date for profile-rows.ts either (its integer text and ISO 8601 date begin so): a string.
+ *   date for profile-rows.ts either (its integer text and ISO 8601 date begin so): a string;
+ * - a set: items all integers written plainly (a set of numbers), or all plain strings of which
+ *   none begins with a digit or a sign (a set of strings); duplicates dropped, the first kept. A
+ *   JSON array cell, or any other, is JavaScript's;
+ * - $email: one address of the PATCH's pattern (which has one @: at most 64 characters before it,
+ *   at most 254 in all).
  */
-const facts = (i: number) => [
-  `reinterpretAsUInt8(v${i}) AS first${i}`,
-  `reinterpretAsUInt8(substring(v${i}, -1)) AS last${i}`,
-  `length(v${i}) AS bytes${i}`,
-]
-const integerFact = (i: number) =>
-  `bytes${i} - (first${i} = 45) <= 15 AND toString(toInt64OrZero(v${i})) = v${i} AS int${i}`
-const dateFact = (i: number) => `bytes${i} = 10 AND toString(toDate32OrZero(v${i})) = v${i} AS date${i}`
 const numeric = (byte: string) => `(${byte} BETWEEN 48 AND 57 OR ${byte} IN (43, 45))`
-const plain = (i: number) =>
-  `(bytes${i} BETWEEN 1 AND ${MAX_BYTES} AND (first${i} BETWEEN 33 AND 126 OR first${i} >= 128) ` +
-  `AND (last${i} BETWEEN 33 AND 126 OR last${i} >= 128) ` +
-  `AND ((first${i} < 128 AND last${i} < 128) OR NOT match(v${i}, {edge_space:String})))`
-/** A set item kept as it is: 1..255 bytes, visible ASCII at both ends. */
-const plainItem = (x: string) =>
-  `(length(${x}) BETWEEN 1 AND ${MAX_BYTES} AND reinterpretAsUInt8(${x}) BETWEEN 33 AND 126 ` +
-  `AND reinterpretAsUInt8(substring(${x}, -1)) BETWEEN 33 AND 126)`
-
-interface CellTyping {
-  /** Columns beside the cell `v<i>` (its set items). */
-  cells: string[]
-  /** Facts of the cell, computed once each. */
-  facts: string[]
-  /** Over the cell and its facts: typed for certain; the value's JSON; its type. */
-  certain: string
-  json: string
-  type: string
-}
-
-/** Column `i` of the attributes, cell `index` of the line. */
-function cellTyping(column: CsvColumn, i: number, index: number): CellTyping {
-  const v = `v${i}`
-  if (isSpecialKey(column.attr)) {
-    // One string each whatever the column's type; $email one address of the PATCH's pattern
-    // (which has one @: at most 64 characters before it, at most 254 in all).
-    const address =
-      column.attr === '$email'
-        ? ` AND bytes${i} <= 254 AND position(${v}, '@') BETWEEN 2 AND 65 AND match(${v}, {email_pattern:String})`
-        : ''
-    return {
-      cells: [],
-      facts: facts(i),
-      certain: `${plain(i)}${address}`,
-      json: `toJSONString(${v})`,
-      type: `'string'`,
-    }
-  }
-  switch (column.type) {
-    case 'string':
-      return { cells: [], facts: facts(i), certain: plain(i), json: `toJSONString(${v})`, type: `'string'` }
-    case 'integer':
-      return {
-        cells: [],
-        facts: [...facts(i), integerFact(i)],
-        certain: `int${i}`,
-        json: v,
-        type: `'integer'`,
-      }
-    case 'date':
-      return {
-        cells: [],
-        facts: [...facts(i), dateFact(i)],
-        certain: `date${i}`,
-        json: `concat('"', ${v}, '"')`,
-        type: `'date'`,
-      }
-    case 'auto':
-      return {
-        cells: [],
-        facts: [...facts(i), integerFact(i), dateFact(i)],
-        certain: `multiIf(NOT ${plain(i)}, 0, NOT ${numeric(`first${i}`)}, 1, int${i} OR date${i}, 1, 0)`,
-        json: `multiIf(int${i}, ${v}, date${i}, concat('"', ${v}, '"'), toJSONString(${v}))`,
-        type: `multiIf(int${i}, 'integer', date${i}, 'date', 'string')`,
-      }
-    case 'set': {
-      // Items all integers written plainly (a set of numbers), or all plain strings of which none
-      // begins with a digit or a sign (a set of strings); duplicates dropped, the first kept. A
-      // JSON array cell, or any other, is JavaScript's.
-      const items = `items${i}`
-      return {
-        cells: [`splitByChar({set_separator:String}, cells[${index + 1}]) AS ${items}`],
-        facts: [
-          ...facts(i),
-          `arrayAll(x -> length(x) <= 15 AND toString(toUInt64OrZero(x)) = x, ${items}) AS numbers${i}`,
-          `arrayAll(x -> ${plainItem('x')} AND NOT ${numeric('reinterpretAsUInt8(x)')}, ${items}) AS words${i}`,
-        ],
-        certain: `${plain(i)} AND first${i} != 91 AND (numbers${i} OR words${i})`,
-        json: `if(numbers${i}, concat('[', arrayStringConcat(arrayDistinct(${items}), ','), ']'), toJSONString(arrayDistinct(${items})))`,
-        type: `'set'`,
-      }
-    }
-  }
-}
+const PLAIN =
+  `(b BETWEEN 1 AND ${MAX_BYTES} AND (f BETWEEN 33 AND 126 OR f >= 128) AND (l BETWEEN 33 AND 126 OR l >= 128) ` +
+  `AND ((f < 128 AND l < 128) OR NOT match(x, {edge_space:String})))`
+const INTEGER = `b - (f = 45) <= 15 AND toString(toInt64OrZero(x)) = x`
+const DATE = `b = 10 AND toString(toDate32OrZero(x)) = x`
+const SET_NUMBER = `length(y) <= 15 AND toString(toUInt64OrZero(y)) = y`
+const SET_WORD =
+  `length(y) BETWEEN 1 AND ${MAX_BYTES} AND reinterpretAsUInt8(y) BETWEEN 33 AND 126 ` +
+  `AND reinterpretAsUInt8(substring(y, -1)) BETWEEN 33 AND 126 AND NOT ${numeric('reinterpretAsUInt8(y)')}`
+const CERTAIN = `multiIf(
+          k IN ('string', 'special'), p,
+          k = 'email', p AND b <= 254 AND position(x, '@') BETWEEN 2 AND 65 AND match(x, {email_pattern:String}),
+          k = 'integer', i,
+          k = 'date', d,
+          k = 'auto', p AND (NOT ${numeric('f')} OR i OR d),
+          k = 'set', p AND f != 91 AND (n OR w),
+          0)`
+const JSON_TEXT = `multiIf(
+          k = 'integer' OR (k = 'auto' AND i), x,
+          k = 'date' OR (k = 'auto' AND d), concat('"', x, '"'),
+          k = 'set', if(n, concat('[', arrayStringConcat(arrayDistinct(s), ','), ']'), toJSONString(arrayDistinct(s))),
+          toJSONString(x))`
+const TYPE = `multiIf(k IN ('string', 'special', 'email'), 'string', k != 'auto', k, i, 'integer', d, 'date', 'string')`

@@ -12,10 +12,12 @@ import { rollupPlan } from './rollup-fit.ts'
  *   facts: the apps' `events` rows (kind 'e') UNION ALL their `sessions` rows (kind 's'), each
  *          with its time `t` and its user (the install, or the customer when there is none);
  *          sessions are left out when a dimension or condition reads what only events have
- *   LEFT JOIN each session's length (from `raw_log`), when average_session_length is asked
  *   LEFT JOIN each user's first appearance (birth), when new_users, new_device or birth_day is
  *   WHERE the dimension conditions, GROUP BY the dimensions, HAVING the metric conditions,
  *   ORDER BY, LIMIT limit + 1 (one more row says the answer was truncated).
+ * With average_session_length, two GROUP BYs: by the dimensions and the session (the other
+ * metrics as aggregate states), then each session's length (from `raw_log`) joined to those rows,
+ * and by the dimensions (the states merged, the lengths averaged): see sessionStages.
  * Profiles (the `profiles` metric) are a query of their own over `profiles FINAL`.
  *
  * A query whose metrics, dimensions and conditions all fit the rollup (rollup-fit.ts) reads
@@ -129,35 +131,50 @@ function finestTime(q: ParsedQuery): TimeUnit | undefined {
   return undefined
 }
 
+/**
+ * An aggregate call over the facts rows: `fn(args)` in one GROUP BY; with session lengths, a state
+ * per group and session in the inner GROUP BY and its merge in the outer one (sessionStages).
+ */
+type Aggregate = (fn: string, args: string) => string
+const direct: Aggregate = (fn, args) => `${fn}(${args})`
+
 function metricSql(
   params: Params,
   m: Metric,
   q: ParsedQuery,
   tz: string,
   windowFrom: string | undefined,
+  agg: Aggregate,
 ): string {
   if (m.kind === 'aggregate') {
     const key = params.bind('String', m.key)
     const value = `toFloat64OrNull(f.attributes[${key}])`
     const cond = `f.kind = 'e' AND mapContains(f.attributes, ${key})`
-    return `${m.fn}If(${value}, ${cond})`
+    return agg(`${m.fn}If`, `${value}, ${cond}`)
   }
   switch (m.metric) {
     case 'users':
-      return `uniqExactIf(f.uid, f.uid != '')`
+      return agg('uniqExactIf', `f.uid, f.uid != ''`)
     case 'occurrences':
-      return `countIf(f.kind = 'e')`
+      return agg('countIf', `f.kind = 'e'`)
     case 'sessions':
-      return `uniqExactIf(f.session_uuid, f.session_uuid != '')`
-    case 'sessions_per_event':
-      return `if(countIf(f.kind = 'e') = 0, NULL, uniqExactIf(f.session_uuid, f.kind = 'e' AND f.session_uuid != '') / countIf(f.kind = 'e'))`
+      // In two stages every inner row is one session of its group: counted there, with no state
+      // per row.
+      return agg === direct
+        ? agg('uniqExactIf', `f.session_uuid, f.session_uuid != ''`)
+        : `uniqExactIf(g.session_uuid, g.session_uuid != '')`
+    case 'sessions_per_event': {
+      const events = agg('countIf', `f.kind = 'e'`)
+      return `if(${events} = 0, NULL, ${agg('uniqExactIf', `f.session_uuid, f.kind = 'e' AND f.session_uuid != ''`)} / ${events})`
+    }
     case 'average_session_length': {
-      // Each session once, however many of its events matched; NULL when none has a length.
-      const lengths = `arrayMap(x -> x.2, groupUniqArrayIf((f.session_uuid, l.length), f.session_uuid != '' AND l.found = 1))`
-      return `if(empty(${lengths}), NULL, arrayAvg(${lengths}))`
+      // In the outer GROUP BY (sessionStages): each row there is one session of the group, once
+      // however many of its events matched; NULL when none has a length.
+      const measured = `g.session_uuid != '' AND l.found = 1`
+      return `if(countIf(${measured}) = 0, NULL, avgIf(l.length, ${measured}))`
     }
     case 'ltv':
-      return `sumIf(f.ltv_change, f.kind = 'e')`
+      return agg('sumIf', `f.ltv_change, f.kind = 'e'`)
     case 'new_users': {
       const unit = finestTime(q)
       const born = unit
@@ -165,7 +182,7 @@ function metricSql(
         : windowFrom
           ? `b.birth >= ${windowFrom}`
           : '1'
-      return `uniqExactIf(f.uid, f.uid != '' AND b.found = 1 AND ${born})`
+      return agg('uniqExactIf', `f.uid, f.uid != '' AND b.found = 1 AND ${born}`)
     }
     case 'profiles':
       throw new Error('the profiles metric is compiled by compileProfiles')
@@ -269,6 +286,9 @@ function orderSql(q: ParsedQuery, aliasOf: Map<string, string>): string {
   return all.length > 0 ? `ORDER BY ${all.join(', ')}` : ''
 }
 
+/** The sessions columns a replayed start may have stored differently (from the device's state). */
+const SESSION_STATE_COLUMNS = new Set(['uid', 'country', 'app_version', 'os_version', 'platform'])
+
 /** Where the facts go in the raw path's query until the columns it reads are known. */
 const FACTS = '/* facts */'
 
@@ -339,22 +359,29 @@ export function compileQuery(q: ParsedQuery, ctx: QueryContext): CompiledQuery {
     const list = (i: 1 | 2) => kept.map((c) => (c[i] === c[0] ? c[0] : `${c[i]} AS ${c[0]}`)).join(', ')
     const events = `SELECT ${list(1)}
     FROM events WHERE app_id IN ${apps}${from ? ` AND event_time >= ${from}` : ''}`
+    // FINAL only when a column a replayed start could store differently is read (the user and
+    // device columns come from the device's state at the time): the key and the start's own time
+    // are the same in every copy, and every metric counts sessions distinct (FINAL took about a
+    // tenth of the sessions-by-week shape's engine CPU).
+    const final = kept.some(([alias]) => SESSION_STATE_COLUMNS.has(alias)) ? ' FINAL' : ''
     const sessions = `SELECT ${list(2)}
-    FROM sessions FINAL WHERE app_id IN ${apps}${from ? ` AND started_at >= ${from}` : ''}`
+    FROM sessions${final} WHERE app_id IN ${apps}${from ? ` AND started_at >= ${from}` : ''}`
     return readsSessions ? `${events}\n    UNION ALL\n    ${sessions}` : events
   }
 
   const joins: string[] = []
   // Without FINAL: a raw log row stored twice (a replayed upload) is the same record, the same
   // `at`, and max, min and "has a start" do not change with a copy; FINAL took a third of the
-  // query's engine CPU (docs/query-api.md, "Measured").
-  if (lengths)
-    joins.push(`LEFT JOIN (
+  // query's engine CPU (docs/query-api.md, "Measured"). Joined to the distinct sessions of each
+  // group, not to every facts row (sessionStages).
+  const lengthsJoin = lengths
+    ? `LEFT JOIN (
     SELECT app_id, session_uuid, 1 AS found,
       (toUnixTimestamp64Milli(max(at)) - toUnixTimestamp64Milli(minIf(at, type = 's'))) / 1000 AS length
     FROM raw_log WHERE app_id IN ${apps} AND session_uuid != ''
     GROUP BY app_id, session_uuid HAVING countIf(type = 's') > 0
-  ) AS l ON l.app_id = f.app_id AND l.session_uuid = f.session_uuid`)
+  ) AS l ON l.app_id = g.app_id AND l.session_uuid = g.session_uuid`
+    : undefined
   if (birth)
     joins.push(`LEFT JOIN (
     SELECT app_id, uid, 1 AS found, min(t) AS birth FROM (
@@ -365,7 +392,15 @@ export function compileQuery(q: ParsedQuery, ctx: QueryContext): CompiledQuery {
   ) AS b ON b.app_id = f.app_id AND b.uid = f.uid`)
 
   const facts = { from: `(\n    ${FACTS}\n  ) AS f`, where: [], t: 'f.t' }
-  const assembled = assemble(q, params, tz, facts, joins, (m) => metricSql(params, m, q, tz, from))
+  const assembled = assemble(
+    q,
+    params,
+    tz,
+    facts,
+    joins,
+    (m, agg) => metricSql(params, m, q, tz, from, agg),
+    lengthsJoin,
+  )
   return {
     ...assembled,
     sql: assembled.sql.replace(FACTS, () => factsOf(assembled.sql)),
@@ -378,7 +413,7 @@ export function compileQuery(q: ParsedQuery, ctx: QueryContext): CompiledQuery {
 /**
  * The SELECT over the rows `f` and their joins: dimensions, metrics, conditions. `rows` names them:
  * the FROM item (the facts subquery, or the rollup table), the conditions that select them, and the
- * expression of their time.
+ * expression of their time. With `lengthsJoin` (average_session_length), two stages (sessionStages).
  */
 function assemble(
   q: ParsedQuery,
@@ -386,14 +421,15 @@ function assemble(
   tz: string,
   rows: { from: string; where: string[]; t: string },
   joins: string[],
-  metricOf: (m: Metric) => string,
+  metricOf: (m: Metric, agg: Aggregate) => string,
+  lengthsJoin?: string,
 ): Pick<CompiledQuery, 'sql' | 'params' | 'columns'> {
   const columns: CompiledQuery['columns'] = []
   const aliasOf = new Map<string, string>()
   /** Dimensions asked for, by name: their alias holds the group (in_groups) or the value. */
   const groupedAlias = new Map<string, string>()
   const valueAlias = new Map<string, string>()
-  const select: string[] = []
+  const dimensions: string[] = []
   const groupBy: string[] = []
   q.dimensions.forEach((d, i) => {
     const alias = `d${i}`
@@ -404,15 +440,27 @@ function assemble(
     const expr = grouping ? groupValue(params, grouping, value) : value
     if (grouping) groupedAlias.set(d.name, alias)
     else valueAlias.set(d.name, alias)
-    select.push(`CAST(${expr} AS Nullable(String)) AS ${alias}`)
+    dimensions.push(`CAST(${expr} AS Nullable(String)) AS ${alias}`)
     groupBy.push(alias)
     aliasOf.set(d.name, alias)
     columns.push({ alias, name: d.name, metric: false })
   })
+  // Two stages: the states of each group's aggregates per session, by call (a call made twice is
+  // one state), merged in the outer GROUP BY.
+  const states = new Map<string, string>()
+  const staged: Aggregate = (fn, args) => {
+    const call = `${fn}State(${args})`
+    let alias = states.get(call)
+    if (alias === undefined) {
+      alias = `s${states.size}`
+      states.set(call, alias)
+    }
+    return `${fn}Merge(g.${alias})`
+  }
+  const metrics: string[] = []
   q.metrics.forEach((m, i) => {
     const alias = `m${i}`
-    const expr = metricOf(m.metric)
-    select.push(`${expr} AS ${alias}`)
+    metrics.push(`${metricOf(m.metric, lengthsJoin ? staged : direct)} AS ${alias}`)
     aliasOf.set(m.name, alias)
     columns.push({ alias, name: m.name, metric: true })
   })
@@ -433,17 +481,57 @@ function assemble(
       where.push(conditionSql(params, c, dimensionSql(params, c.target.dimension, tz, rows.t), false))
     }
   }
-  // The joins' unmatched rows must read as defaults (found = 0), whatever the server's profile says.
-  const settings = joins.length > 0 ? '\nSETTINGS join_use_nulls = 0' : ''
-  const sql = `SELECT ${select.join(',\n  ')}
-FROM ${rows.from}
-  ${joins.join('\n  ')}
-${where.length > 0 ? `WHERE ${where.map((w) => `(${w})`).join(' AND ')}` : ''}
-${groupBy.length > 0 ? `GROUP BY ${groupBy.join(', ')}` : ''}
+  const whereSql = where.length > 0 ? `WHERE ${where.map((w) => `(${w})`).join(' AND ')}` : ''
+  const tail = (groups: string[]) => `${groups.length > 0 ? `GROUP BY ${groups.join(', ')}` : ''}
 ${having.length > 0 ? `HAVING ${having.map((h) => `(${h})`).join(' AND ')}` : ''}
 ${orderSql(q, aliasOf)}
-LIMIT ${params.bind('UInt32', q.limit + 1)}${settings}`
+LIMIT ${params.bind('UInt32', q.limit + 1)}`
+  // The joins' unmatched rows must read as defaults (found = 0), whatever the server's profile says.
+  const settings = joins.length > 0 || lengthsJoin ? '\nSETTINGS join_use_nulls = 0' : ''
+  if (lengthsJoin) {
+    const sql = sessionStages({
+      dimensions,
+      states: [...states].map(([call, alias]) => `${call} AS ${alias}`),
+      metrics,
+      inner: `FROM ${rows.from}\n  ${joins.join('\n  ')}\n${whereSql}`,
+      groupBy,
+      lengthsJoin,
+    })
+    return { sql: `${sql}\n${tail(groupBy)}${settings}`, params: params.values, columns }
+  }
+  const sql = `SELECT ${[...dimensions, ...metrics].join(',\n  ')}
+FROM ${rows.from}
+  ${joins.join('\n  ')}
+${whereSql}
+${tail(groupBy)}${settings}`
   return { sql, params: params.values, columns }
+}
+
+/**
+ * average_session_length needs each session of a group once, with its length: an inner GROUP BY
+ * of the facts by the dimensions and the session (the other metrics as states), the lengths joined
+ * to its rows, and an outer GROUP BY by the dimensions (the states merged). Joining the lengths to
+ * every facts row instead, and keeping each group's distinct (session, length) pairs, cost the
+ * engine more than the hand-written query's DISTINCT and join (docs/query-api.md, "Measured").
+ * Returns the query up to its outer FROM and joins; the caller adds GROUP BY and what follows.
+ */
+function sessionStages(s: {
+  dimensions: string[]
+  states: string[]
+  metrics: string[]
+  inner: string
+  groupBy: string[]
+  lengthsJoin: string
+}): string {
+  const inner = [...s.dimensions, 'f.app_id AS app_id', 'f.session_uuid AS session_uuid', ...s.states]
+  const outer = [...s.groupBy.map((d) => `g.${d} AS ${d}`), ...s.metrics]
+  return `SELECT ${outer.join(',\n  ')}
+FROM (
+  SELECT ${inner.join(',\n    ')}
+  ${s.inner}
+  GROUP BY ${[...s.groupBy, 'app_id', 'session_uuid'].join(', ')}
+) AS g
+  ${s.lengthsJoin}`
 }
 
 /**

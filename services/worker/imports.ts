@@ -44,6 +44,16 @@ export function importProcessor(runtime: Runtime) {
         roundRows: runtime.config.SLUICE_IMPORT_ROUND_ROWS,
         sleep,
         now: Date.now,
+        // The embedded engine's allocator (jemalloc) keeps freed pages for its decay time, which
+        // back-to-back rounds never leave it: purged once a round, the RSS between rounds falls
+        // back near what the engine holds (the peak is its merges; docs/imports.md, "Speed"). A
+        // server's memory is not this process's.
+        ...(store.kind === 'chdb' && {
+          releaseMemory: () =>
+            store
+              .command('SYSTEM JEMALLOC PURGE')
+              .catch((err: unknown) => logger.warn({ err }, 'jemalloc purge failed')),
+        }),
         onRound: (row) =>
           logger.debug(
             { import_id: row.import_id, rounds: row.rounds, rows_read: row.rows_read },

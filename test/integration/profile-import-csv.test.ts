@@ -123,7 +123,16 @@ describe('CSV profile import, processor and writer', () => {
       sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
       now: () => T0 + 1000,
       roundRows: 2,
+      // Called once a round is staged: the rows staged so far, seen from there.
+      releaseMemory: async () => {
+        const [n] = await store.query<{ n: string }>(
+          `SELECT uniqExact(line) AS n FROM import_rows WHERE import_id = {import:String}`,
+          { import: job.id },
+        )
+        staged.push(Number(n?.n))
+      },
     }
+    const staged: number[] = []
     await expect(runProfileImport(job, deps)).rejects.toThrow('processor died')
     await runProfileImport(job, deps)
 
@@ -163,5 +172,10 @@ describe('CSV profile import, processor and writer', () => {
       `SELECT name FROM system.tables WHERE database = currentDatabase() AND name = 'import_raw'`,
     )
     expect(raw).toEqual([])
+    // The engine's memory is released after each round's staging (7 rows in rounds of 2, one
+    // round staged twice), each time with that round's rows readable.
+    expect(staged.length).toBeGreaterThanOrEqual(4)
+    expect(staged).toEqual([...staged].sort((a, b) => a - b))
+    expect(staged.at(-1)).toBe(5)
   })
 })

@@ -97,4 +97,38 @@ describe('average session length from the raw log', () => {
       { sessions: 3, average_session_length: 50 },
     ])
   })
+
+  it('answers the other metrics asked beside it as they are answered without it', async () => {
+    const run = async (params: Record<string, string>) => {
+      const q = parseQuery({ app_id: APP, days: '2', ...params })
+      const compiled = compileQuery(q, { now: NOW, timeZone: 'UTC', profiledbId: 1 })
+      const rows = await store.query<Record<string, unknown>>(compiled.sql, compiled.params)
+      return resultRows(rows, compiled.columns, q.limit).results
+    }
+    const others = 'users,occurrences,sessions,sessions_per_event,ltv,new_users'
+    expect(await run({ metrics: `${others},average_session_length` })).toEqual([
+      {
+        users: 1,
+        occurrences: 3,
+        sessions: 3,
+        sessions_per_event: 1,
+        ltv: 0,
+        new_users: 1,
+        average_session_length: 50,
+      },
+    ])
+    // By hour, with a condition on a metric: the same rows and numbers as without the lengths.
+    const conditions = JSON.stringify({ occurrences: ['>', 0] })
+    const withLengths = await run({
+      metrics: `${others},average_session_length`,
+      dimensions: 'hour',
+      conditions,
+    })
+    const without = await run({ metrics: others, dimensions: 'hour', conditions })
+    expect(without.length).toBeGreaterThan(0)
+    expect(withLengths.map(({ average_session_length: _, ...rest }) => rest)).toEqual(without)
+    expect(withLengths.map((r) => r.average_session_length).filter((l) => l !== null).length).toBeGreaterThan(
+      0,
+    )
+  })
 })

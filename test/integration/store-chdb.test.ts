@@ -57,6 +57,8 @@ describe('ChdbStore (embedded engine)', () => {
       // Merged a column at a time whatever the parts' rows and the table's columns.
       expect(t.engine_full, t.name).toMatch(/vertical_merge_algorithm_min_columns_to_activate = 1/)
       expect(t.engine_full, t.name).toMatch(/vertical_merge_algorithm_min_rows_to_activate = 1\b/)
+      // Migration 037: merges of at most 4 parts (the three merging together held most of an import's memory).
+      expect(t.engine_full, t.name).toMatch(/max_parts_to_merge_at_once = 4\b/)
     }
     // Staged rows merged into parts of at most 32 MB, dropped a part at a time when expired.
     expect(imports[0]!.engine_full).toMatch(/max_bytes_to_merge_at_max_space_in_pool = 33554432/)

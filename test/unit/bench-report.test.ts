@@ -17,6 +17,7 @@ import { REPORTERS } from '../../bench/reporters.ts'
 import type { BenchContext } from '../../bench/scenarios/context.ts'
 import { dashboardFigures } from '../../bench/scenarios/dashboard.ts'
 import { profiles } from '../../bench/scenarios/profiles.ts'
+import { queryFigures, type QueryResult } from '../../bench/scenarios/query.ts'
 import { segmentationFigures, type SegmentationResult } from '../../bench/scenarios/segmentation.ts'
 
 const latency = { count: 10, p50: 5, p90: 9, p99: 12, max: 13, min: 1, mean: 6 }
@@ -368,6 +369,7 @@ describe('bench report', () => {
       'query_1m_metric_condition_ratio skipped: not measured',
       'query_1m_mismatches skipped: not measured',
       'query_1m_rollup_upkeep_pct skipped: not measured',
+      'query_1m_rollup_upkeep_e2e_pct skipped: not measured',
       'push_deliveries_per_s 20000 (no target; 100,000 of 100,000 installs recorded 5.0 s after the 202, through the file transport)',
       'push_ratio 0.2 (target >= 0.5: not met; against the same lines through a bare Node write stream, 100000 lines/s)',
       'push_cpu_us_per_delivery 95.5 (no target; CPU time of the engine process (every thread) from the 202 to the last record, per delivery)',
@@ -625,6 +627,32 @@ describe('bench report', () => {
     expect(table).toMatch(/^freshness write p99 ms\s+2,000\s+2,000\s+\+0\.0%$/m)
     expect(table).toMatch(/baseline floor plain MB\/s\s+95\s+48\s+-50\.0%/)
     expect(table).toMatch(/^edge_ratio\s+0\.82\s+0\.82\s+\+0\.0%$/m)
+  })
+
+  it("weighs the query rollups' upkeep against the run's end-to-end CPU per event, where the budget is", () => {
+    const query: QueryResult = {
+      name: 'query',
+      set: '1M',
+      rows: { events: 1_000_000 },
+      reused: true,
+      generationMs: 0,
+      dataDir: '/tmp/q',
+      loadAverage: 1,
+      shapes: [],
+      upkeep: { events: 200_000, withUs: 2.74, withoutUs: 1.81, share: (2.74 - 1.81) / 1.81 },
+    }
+    const upkeep = buildFigures(results({ query }), REPORTERS)
+      .map(formatFigure)
+      .filter((line) => line.includes('upkeep'))
+    // results() measured gzip at 28 µs per event end to end: 0.93 / 28 = 3.3 %.
+    expect(upkeep).toEqual([
+      "query_1m_rollup_upkeep_pct 51.4 (no target; the views' share of the insert's own engine CPU: 2.74 us per event through events_ingest with the rollup views, 1.81 us without (200,000 events in blocks of 50,000))",
+      "query_1m_rollup_upkeep_e2e_pct 3.3 (target <= 10: met; the views' 0.93 us of engine CPU per event against cpu_us_per_event 28 us)",
+    ])
+    // A run without the end-to-end scenarios cannot weigh it.
+    expect(queryFigures(query, 'unused', true, {}).map(formatFigure).at(-1)).toBe(
+      'query_1m_rollup_upkeep_e2e_pct skipped: no end-to-end CPU per event in this run',
+    )
   })
 
   it("prints a scenario's figures and paragraph through its reporter, without knowing the scenario", () => {
