@@ -252,16 +252,22 @@ async function upkeep(args: string[]) {
     const columns = `app_id, received_at, source, transaction_id, uuid, customer_id, event_name, event_time, attributes,
       ltv_change, install_uuid, device_uuid, session_uuid, country, language, app_version, os_version, platform, model,
       device_timezone`
-    await store.command(
-      `CREATE TABLE upkeep_source ENGINE = MergeTree ORDER BY n AS
-       SELECT rowNumberInAllBlocks() AS n, ${columns} FROM events`,
-    )
-    // As live traffic arrives: the events of an insert a millisecond apart, so a block of 50,000
-    // spans under a minute (the generated set spreads them over 90 days, which no live insert does).
-    const live = columns.replace(
-      /\bevent_time\b/,
-      `fromUnixTimestamp64Milli(toInt64({t0:Int64} + n), 'UTC') AS event_time`,
-    )
+    /**
+     * A numbered copy of `table`'s generated rows, and the SELECT list that stamps them as live
+     * traffic arrives: the rows of an insert a millisecond apart, so a block of 50,000 spans under a
+     * minute (the generated set spreads them over 90 days, which no live insert does).
+     */
+    const liveSource = async (table: string, copy: string, cols: string, time: string) => {
+      await store.command(
+        `CREATE TABLE ${copy} ENGINE = MergeTree ORDER BY n AS
+         SELECT rowNumberInAllBlocks() AS n, ${cols} FROM ${table}`,
+      )
+      return cols.replace(
+        new RegExp(`\\b${time}\\b`),
+        `fromUnixTimestamp64Milli(toInt64({t0:Int64} + n), 'UTC') AS ${time}`,
+      )
+    }
+    const live = await liveSource('events', 'upkeep_source', columns, 'event_time')
     const views = await rollupViews()
     type Timing = { cpuMs: number; ms: number }
     /** Empties `table`, then inserts `rows` rows of `source` into it in blocks, stamped as live ones. */
@@ -308,14 +314,7 @@ async function upkeep(args: string[]) {
     // way on the generated session starts, stamped as live ones.
     const sessionColumns =
       'app_id, session_uuid, install_uuid, customer_id, started_at, app_ver, os_ver, platform, country'
-    await store.command(
-      `CREATE TABLE upkeep_sessions ENGINE = MergeTree ORDER BY n AS
-       SELECT rowNumberInAllBlocks() AS n, ${sessionColumns} FROM sessions`,
-    )
-    const liveStarts = sessionColumns.replace(
-      /\bstarted_at\b/,
-      `fromUnixTimestamp64Milli(toInt64({t0:Int64} + n), 'UTC') AS started_at`,
-    )
+    const liveStarts = await liveSource('sessions', 'upkeep_sessions', sessionColumns, 'started_at')
     const sessionBlocks = Math.ceil(sessions / SESSION_BLOCK)
     const sessionsView = views.find((v) => v.name === 'query_rollup_sessions_mv')
     const sessionsTimed = sessionsView
