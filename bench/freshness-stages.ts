@@ -34,7 +34,7 @@ export const STAGE_MEANING: Record<Stage, string> = {
   group: 'parsed → attributed: the rest of its group parsed, the app and device look-ups',
   write: "attributed → written: attribution, the event store's turn, the dedupe look-up, the insert",
   batch:
-    "written → recorded: its group's rejected lines' insert (before `05a0a5c`, its batch's later groups too)",
+    "written → recorded: its group's rejected lines' insert, after an earlier group's record under way (before `05a0a5c`, its batch's later groups too)",
   receipt: 'recorded → seen done: the receipt insert, then the poll that finds it',
 }
 

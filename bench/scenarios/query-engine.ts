@@ -252,77 +252,86 @@ async function upkeep(args: string[]) {
     const columns = `app_id, received_at, source, transaction_id, uuid, customer_id, event_name, event_time, attributes,
       ltv_change, install_uuid, device_uuid, session_uuid, country, language, app_version, os_version, platform, model,
       device_timezone`
-    await store.command(
-      `CREATE TABLE upkeep_source ENGINE = MergeTree ORDER BY n AS
-       SELECT rowNumberInAllBlocks() AS n, ${columns} FROM events`,
-    )
-    // As live traffic arrives: the events of an insert a millisecond apart, so a block of 50,000
-    // spans under a minute (the generated set spreads them over 90 days, which no live insert does).
-    const live = columns.replace(
-      /\bevent_time\b/,
-      `fromUnixTimestamp64Milli(toInt64({t0:Int64} + n), 'UTC') AS event_time`,
-    )
+    /**
+     * A numbered copy of `table`'s generated rows, and the SELECT list that stamps them as live
+     * traffic arrives: the rows of an insert a millisecond apart, so a block of 50,000 spans under a
+     * minute (the generated set spreads them over 90 days, which no live insert does).
+     */
+    const liveSource = async (table: string, copy: string, cols: string, time: string) => {
+      await store.command(
+        `CREATE TABLE ${copy} ENGINE = MergeTree ORDER BY n AS
+         SELECT rowNumberInAllBlocks() AS n, ${cols} FROM ${table}`,
+      )
+      return cols.replace(
+        new RegExp(`\\b${time}\\b`),
+        `fromUnixTimestamp64Milli(toInt64({t0:Int64} + n), 'UTC') AS ${time}`,
+      )
+    }
+    const live = await liveSource('events', 'upkeep_source', columns, 'event_time')
     const views = await rollupViews()
-    const blocks = Math.ceil(events! / BLOCK)
-    const insertAll = async () => {
-      await store.command('TRUNCATE TABLE events')
-      const cpu = process.cpuUsage()
-      const t = performance.now()
-      for (let b = 0; b < blocks; b++)
-        await store.command(
-          `INSERT INTO events_ingest (${columns}) SELECT ${live} FROM upkeep_source
-           WHERE n >= {lo:UInt64} AND n < {hi:UInt64}`,
-          { lo: b * BLOCK, hi: (b + 1) * BLOCK, t0: Date.now() },
-        )
-      return { cpuMs: cpuMs(cpu), ms: performance.now() - t }
+    type Timing = { cpuMs: number; ms: number }
+    /** Empties `table`, then inserts `rows` rows of `source` into it in blocks, stamped as live ones. */
+    const insertBlocks =
+      (o: { table: string; into: string; select: string; source: string; rows: number; block: number }) =>
+      async (): Promise<Timing> => {
+        await store.command(`TRUNCATE TABLE ${o.table}`)
+        const cpu = process.cpuUsage()
+        const t = performance.now()
+        for (let b = 0; b < Math.ceil(o.rows / o.block); b++)
+          await store.command(
+            `INSERT INTO ${o.into} SELECT ${o.select} FROM ${o.source}
+             WHERE n >= {lo:UInt64} AND n < {hi:UInt64}`,
+            { lo: b * o.block, hi: (b + 1) * o.block, t0: Date.now() },
+          )
+        return { cpuMs: cpuMs(cpu), ms: performance.now() - t }
+      }
+    /** Rounds with the views and without them, alternated after a warm-up. */
+    const alternate = async (insert: () => Promise<Timing>, dropped: typeof views) => {
+      const withViews: Timing[] = []
+      const withoutViews: Timing[] = []
+      await insert() // warm-up
+      for (let round = 0; round < ROUNDS; round++) {
+        withViews.push(await insert())
+        for (const v of dropped) await store.command(`DROP VIEW IF EXISTS ${v.name}`)
+        withoutViews.push(await insert())
+        for (const v of dropped) await store.command(v.sql)
+      }
+      return { withViews, withoutViews }
     }
-    const withViews: { cpuMs: number; ms: number }[] = []
-    const withoutViews: { cpuMs: number; ms: number }[] = []
-    await insertAll() // warm-up
-    for (let round = 0; round < ROUNDS; round++) {
-      withViews.push(await insertAll())
-      for (const v of views) await store.command(`DROP VIEW IF EXISTS ${v.name}`)
-      withoutViews.push(await insertAll())
-      for (const v of views) await store.command(v.sql)
-    }
+    const { withViews, withoutViews } = await alternate(
+      insertBlocks({
+        table: 'events',
+        into: `events_ingest (${columns})`,
+        select: live,
+        source: 'upkeep_source',
+        rows: events!,
+        block: BLOCK,
+      }),
+      views,
+    )
     // The sessions view runs on inserts into `sessions` (the SDK builder's, one per batch of
     // uploads), which the events above never make: its cost per insert block, measured the same
     // way on the generated session starts, stamped as live ones.
     const sessionColumns =
       'app_id, session_uuid, install_uuid, customer_id, started_at, app_ver, os_ver, platform, country'
-    await store.command(
-      `CREATE TABLE upkeep_sessions ENGINE = MergeTree ORDER BY n AS
-       SELECT rowNumberInAllBlocks() AS n, ${sessionColumns} FROM sessions`,
-    )
-    const liveStarts = sessionColumns.replace(
-      /\bstarted_at\b/,
-      `fromUnixTimestamp64Milli(toInt64({t0:Int64} + n), 'UTC') AS started_at`,
-    )
+    const liveStarts = await liveSource('sessions', 'upkeep_sessions', sessionColumns, 'started_at')
     const sessionBlocks = Math.ceil(sessions / SESSION_BLOCK)
-    const insertSessions = async () => {
-      await store.command('TRUNCATE TABLE sessions')
-      const cpu = process.cpuUsage()
-      const t = performance.now()
-      for (let b = 0; b < sessionBlocks; b++)
-        await store.command(
-          `INSERT INTO sessions (${sessionColumns}) SELECT ${liveStarts} FROM upkeep_sessions
-           WHERE n >= {lo:UInt64} AND n < {hi:UInt64}`,
-          { lo: b * SESSION_BLOCK, hi: (b + 1) * SESSION_BLOCK, t0: Date.now() },
-        )
-      return { cpuMs: cpuMs(cpu), ms: performance.now() - t }
-    }
     const sessionsView = views.find((v) => v.name === 'query_rollup_sessions_mv')
-    const sessionsWith: { cpuMs: number; ms: number }[] = []
-    const sessionsWithout: { cpuMs: number; ms: number }[] = []
-    if (sessionsView) {
-      await insertSessions() // warm-up
-      for (let round = 0; round < ROUNDS; round++) {
-        sessionsWith.push(await insertSessions())
-        await store.command(`DROP VIEW IF EXISTS ${sessionsView.name}`)
-        sessionsWithout.push(await insertSessions())
-        await store.command(sessionsView.sql)
-      }
-    }
+    const sessionsTimed = sessionsView
+      ? await alternate(
+          insertBlocks({
+            table: 'sessions',
+            into: `sessions (${sessionColumns})`,
+            select: liveStarts,
+            source: 'upkeep_sessions',
+            rows: sessions,
+            block: SESSION_BLOCK,
+          }),
+          [sessionsView],
+        )
+      : { withViews: [], withoutViews: [] }
+    const sessionsWith = sessionsTimed.withViews
+    const sessionsWithout = sessionsTimed.withoutViews
     process.stdout.write(
       JSON.stringify({
         events,

@@ -48,16 +48,15 @@ export interface EventStore {
    * Stores the items not stored before and gives the `duplicate` rejects of the others (copies
    * from other uploads), which the caller records (with its own rejects, in one insert).
    *
-   * `recorded`, if given, runs in the write's turn once its rows are inserted (so queryable), with
-   * those rejects, before the next write is inserted: the caller's receipts of these rows then
-   * wait for one insert, not for the next write's too (both go through the engine's one insert
-   * connection). The write settles after it; if it fails, so does the write (its rows stay stored,
-   * and a replay finds them).
+   * `recorded`, if given, runs once the write's rows are inserted (so queryable), with those
+   * rejects, while the next write is inserted: the caller's receipts of these rows then wait for
+   * one insert, and the next write's insert does not wait for them. The write settles after it;
+   * if it fails, so does the write (its rows stay stored, and a replay finds them).
    */
   write(items: readonly WriterItem[], source: ItemSource, recorded?: Recorded): Promise<RejectRow[]>
 }
 
-/** What a caller records once a write's rows are stored (its receipts), in the write's turn. */
+/** What a caller records once a write's rows are stored (its receipts), beside the next write. */
 export type Recorded = (duplicates: RejectRow[]) => Promise<void>
 
 const SETTLED_MS = 2000
@@ -164,10 +163,14 @@ export function eventStore(deps: EventStoreDeps): EventStore {
     // ReplacingMergeTree): a write stores each (app, uuid) once, and the index's readers take the
     // earliest row of a key whatever its merges have done; the pass cost ~0.13 µs of engine CPU
     // per event (measured at `2b8447e`; docs/performance.md, "Engine settings").
+    // `enable_analyzer = 0`: the views this insert feeds (the converting view, the index's, the
+    // Query API rollup's) are planned again for every insert, and the older query analyzer plans
+    // them for ~5 ms less engine CPU per insert, ~17 % of a small group's insert, with the same
+    // rows (bench/group-cpu.ts; docs/performance.md, "Freshness on an idle machine").
     await deps.store.insert('events_ingest', rowPieces(out.storedItems, piece), {
       dedupToken: `${source.topic}:${source.partition}:${source.first}-${source.last}`,
       rowBinary: EVENT_ROW_BINARY,
-      settings: { max_threads: 1, max_insert_threads: 1, optimize_on_insert: 0 },
+      settings: { max_threads: 1, max_insert_threads: 1, optimize_on_insert: 0, enable_analyzer: 0 },
     })
   }
 
@@ -175,11 +178,7 @@ export function eventStore(deps: EventStoreDeps): EventStore {
    * A write start to end in its turn: where several processes write (no filter, or a filter not
    * kept whole by this process alone), every batch after a pause repairs the index first.
    */
-  const writeInTurn = async (
-    items: readonly WriterItem[],
-    source: ItemSource,
-    recorded: Recorded | undefined,
-  ): Promise<RejectRow[]> => {
+  const writeInTurn = async (items: readonly WriterItem[], source: ItemSource): Promise<RejectRow[]> => {
     const partitionKey = `${source.topic}:${source.partition}`
     const lastWritten = settled.get(partitionKey)
     settled.delete(partitionKey)
@@ -208,7 +207,6 @@ export function eventStore(deps: EventStoreDeps): EventStore {
     settled.set(partitionKey, now())
     indexUncertain = false
     out.counted()
-    await recorded?.(out.duplicates)
     return out.duplicates
   }
 
@@ -265,7 +263,6 @@ export function eventStore(deps: EventStoreDeps): EventStore {
     items: readonly WriterItem[],
     source: ItemSource,
     looked: LookedUp,
-    recorded: Recorded | undefined,
   ): Promise<RejectRow[]> => {
     undecided.delete(looked)
     let stored = looked.stored
@@ -300,7 +297,6 @@ export function eventStore(deps: EventStoreDeps): EventStore {
     // Writes looked up while this one was inserted learn its keys.
     for (const other of undecided) handOver(out.storedItems, other)
     out.counted()
-    await recorded?.(out.duplicates)
     return out.duplicates
   }
 
@@ -339,21 +335,31 @@ export function eventStore(deps: EventStoreDeps): EventStore {
       if (items.length === 0) return (recorded ? recorded([]) : Promise.resolve()).then(() => [])
       const storedKeys = deps.soleWriter ? deps.storedKeys : undefined
       if (!storedKeys) {
-        const done = turn.then(() => writeInTurn(items, source, recorded))
-        turn = done.catch(() => undefined)
-        return done
+        const inserted = turn.then(() => writeInTurn(items, source))
+        turn = inserted.catch(() => undefined)
+        return recordedAfter(inserted, recorded)
       }
       const seq = ++asked
       const looked = screening.then(() => lookUp(items, storedKeys, seq))
       screening = looked.catch(() => undefined)
-      const done = turn.then(() => looked).then((l) => decideAndInsert(items, source, l, recorded))
+      const inserted = turn.then(() => looked).then((l) => decideAndInsert(items, source, l))
       const decided = () => {
         decidedThrough = seq
       }
-      turn = done.then(decided, decided)
-      return done
+      turn = inserted.then(decided, decided)
+      return recordedAfter(inserted, recorded)
     },
   }
+}
+
+/**
+ * A write's outcome once `recorded` has run with its duplicates: out of the write's turn, so the
+ * next write is decided and inserted while this one's receipts are recorded.
+ */
+async function recordedAfter(inserted: Promise<RejectRow[]>, recorded: Recorded | undefined) {
+  const duplicates = await inserted
+  await recorded?.(duplicates)
+  return duplicates
 }
 
 /** A write screened and looked up, waiting for its turn to be decided and inserted. */

@@ -6,12 +6,11 @@ import type { DeviceCache } from './device-cache.ts'
 import { customerKey, lookupDevices, waitForSdkBacklog } from './device-lookup.ts'
 import { blockMessages, eventPartitions, type BlockEvent } from './event-block.ts'
 import { appOf, noPackedEvents, type DeviceDims, type PackedEvents } from './event-row.ts'
+import { outcomeRecorder } from './outcome-recorder.ts'
 import {
   MAX_REJECTED_LINES_PER_UPLOAD,
   receiptRow,
-  recordRejects,
   rejectRow,
-  stampRecorded,
   type ReceiptRow,
   type RejectRow,
 } from './upload-outcomes.ts'
@@ -110,6 +109,15 @@ export function serverUploadSplitter(deps: SplitterDeps) {
   const direct = 'events' in deps.forward ? deps.forward.events : undefined
   const eventsPerWrite = deps.eventsPerWrite ?? EVENTS_PER_WRITE
   const partitions = 'topic' in deps.forward ? eventPartitions(deps.bus, deps.forward.topic) : undefined
+  // Groups' rejects and receipts, each recorded as soon as its events are written, beside the next
+  // group's insert; those of groups done while an earlier group's are inserted share one insert.
+  const recorder = outcomeRecorder(deps.store)
+  const recordGroup = (
+    splitter: readonly RejectRow[],
+    duplicates: readonly RejectRow[],
+    receipts: ReceiptRow[],
+  ): Promise<void> =>
+    recorder.record(duplicates.length === 0 ? splitter : [...splitter, ...duplicates], receipts)
   // Uploads of a partition's next batch given to the pool while this one is written
   // (RecordBatch.ahead), by offset: a record of the log never changes, so its parse is good
   // whenever it is delivered. Without them the pool would sit idle during every write, and each
@@ -200,10 +208,14 @@ export function serverUploadSplitter(deps: SplitterDeps) {
     }
     const byReason = new Map<string, number>()
     const deviceTails = new Map<DeviceDims, Buffer>()
+    // Groups' records (rejects and receipts) under way: the batch is done, and committed, once
+    // they are, but its next groups are not held up by them.
+    const recording: Promise<void>[] = []
     const collect = (outcome: GroupOutcome) => {
       // Counted once the batch is done (a failed batch is counted by its retry); the writer's
       // duplicates are counted where they are found.
       for (const r of outcome.splitter) byReason.set(r.reason, (byReason.get(r.reason) ?? 0) + 1)
+      recording.push(outcome.recorded)
     }
     try {
       while (next < records.length) {
@@ -241,10 +253,12 @@ export function serverUploadSplitter(deps: SplitterDeps) {
         writeNextEarly()
       }
       if (writing) collect(await writing)
+      await Promise.all(recording)
     } catch (err) {
       // The batch fails as a whole (and is retried): a write still in flight is let finish first,
       // so a retry never writes beside it.
       await writing?.catch(() => undefined)
+      await Promise.allSettled(recording)
       throw err
     }
     // More of the next batch has arrived during the writes.
@@ -278,7 +292,8 @@ export function serverUploadSplitter(deps: SplitterDeps) {
         const outcome = forwardGroup(await attributeGroup(group))
         // Its failure is the next call's (or nobody's, if that call does not take it).
         outcome.catch(() => undefined)
-        track(outcome)
+        // Its record too, which outlasts the write: a stop lets it end before the store closes.
+        track(outcome.then((o) => o.recorded))
         return { group, outcome }
       })()
       // A failed attribution is handled by the call that takes it (it attributes those uploads itself).
@@ -371,14 +386,22 @@ export function serverUploadSplitter(deps: SplitterDeps) {
      * as soon as its events are written, not once its batch is: a receipt no longer waits for the
      * batch's later groups (or, for a group written early, for the rest of the next batch). Still
      * before the commit: a replay records the same rows again (ReplacingMergeTree), and a group
-     * recorded before a later one fails keeps its receipt through the batch's retry. Gives what
-     * the splitter rejected, for the batch's counts.
+     * recorded before a later one fails keeps its receipt through the batch's retry. Settles once
+     * the events are written, while the record is under way (`recorded`): the next group's insert
+     * does not wait for this one's receipts. Gives what the splitter rejected, for the batch's
+     * counts.
      */
     async function forwardGroup(attributed: AttributedGroup): Promise<GroupOutcome> {
       const { group, forward, items, splitter, counts, processedAt } = attributed
+      let recorded: Promise<void> = Promise.resolve()
+      const record = (records: Promise<void>) => {
+        // Its failure is the batch's, which awaits it before its commit.
+        records.catch(() => undefined)
+        recorded = records
+        return Promise.resolve()
+      }
       if (direct) {
-        // In the event store's turn, right after the insert: the next write's insert, which the
-        // engine's one insert connection would otherwise run first, waits for these.
+        // As soon as the insert ends, while the event store inserts the next write.
         await direct.write(
           items,
           {
@@ -388,14 +411,14 @@ export function serverUploadSplitter(deps: SplitterDeps) {
             last: group[group.length - 1]!.record.offset,
           },
           (duplicates) =>
-            recordGroup(deps.store, splitter, duplicates, receiptRows(counts, duplicates, processedAt)),
+            record(recordGroup(splitter, duplicates, receiptRows(counts, duplicates, processedAt))),
         )
       } else {
         if (forward.length > 0 && partitions && 'topic' in deps.forward)
           await deps.bus.produce(deps.forward.topic, blockMessages(forward, await partitions()))
-        await recordGroup(deps.store, splitter, [], receiptRows(counts, undefined, processedAt))
+        await record(recordGroup(splitter, [], receiptRows(counts, undefined, processedAt)))
       }
-      return { splitter }
+      return { splitter, recorded }
     }
 
     /**
@@ -468,23 +491,10 @@ function startsWith(records: readonly BusRecord[], group: readonly ParsedUpload[
 }
 
 interface GroupOutcome {
-  /** The lines the splitter rejected (recorded already), for the batch's counts. */
+  /** The lines the splitter rejected, for the batch's counts. */
   splitter: RejectRow[]
-}
-
-/**
- * A group's rejected lines (the splitter's and the writer's duplicates: one insert), then its
- * receipts, stamped `recorded_at` as their insert begins: a reader that finds a receipt finds its
- * rejected lines.
- */
-async function recordGroup(
-  store: Store,
-  splitter: readonly RejectRow[],
-  duplicates: readonly RejectRow[],
-  receipts: ReceiptRow[],
-): Promise<void> {
-  await recordRejects(store, duplicates.length === 0 ? splitter : [...splitter, ...duplicates])
-  if (receipts.length > 0) await store.insert('upload_receipts', stampRecorded(receipts, Date.now()))
+  /** The group's rejects and receipts recorded (begun once its events were written). */
+  recorded: Promise<void>
 }
 
 /**

@@ -141,6 +141,49 @@ describe('events writer against the embedded engine', () => {
     expect(stored.map(numeric)).toEqual([awkward, eventRow('u11', up10), compact])
   })
 
+  it("fills the Query API rollup through the writer's insert (views planned by the older analyzer) as an aggregation of the stored events does", async () => {
+    const up = upload('tx-rollup', 1_795_300_009_000)
+    const writer = eventsWriter({ store })
+    const rows = Array.from({ length: 24 }, (_, i) => {
+      const uuid = `rollup-${i}`
+      const base = eventRow(uuid, up, { app: 'rollup-app', eventName: `e${i % 3}` })
+      return {
+        app: 'rollup-app',
+        uuid,
+        line: i + 1,
+        upload: up,
+        row: rowBinaryEventRow({
+          ...base,
+          // An hour apart in pairs; some without an install (users by customer), some sessionless.
+          event_time: up.recv - (i % 2) * 3_600_000,
+          install_uuid: i % 4 === 0 ? '' : `i${i % 5}`,
+          customer_id: `c${i % 7}`,
+          session_uuid: i % 6 === 0 ? '' : `s${i % 4}`,
+          ltv_change: i * 10 - 50,
+        }),
+      }
+    })
+    const b = batch([])
+    b.records[0]!.value = encodeBlock(rows)
+    await writer(b)
+    const rolled = await store.query<Record<string, unknown>>(
+      `SELECT event_name, hour, sum(occurrences) AS n, sum(ltv) AS ltv, uniqMerge(users) AS users,
+              uniqMerge(sessions) AS sessions
+       FROM query_rollup WHERE app_id = 'rollup-app' AND kind = 'e' GROUP BY event_name, hour
+       ORDER BY event_name, hour`,
+    )
+    const raw = await store.query<Record<string, unknown>>(
+      `SELECT event_name, toStartOfHour(event_time) AS hour, count() AS n, sum(ltv_change) AS ltv,
+              uniqIf(if(install_uuid != '', install_uuid, concat('customer:', customer_id)),
+                     install_uuid != '' OR customer_id != '') AS users,
+              uniqIf(session_uuid, session_uuid != '') AS sessions
+       FROM events WHERE app_id = 'rollup-app' GROUP BY event_name, hour ORDER BY event_name, hour`,
+    )
+    expect(rolled).toHaveLength(6)
+    expect(rolled.reduce((n, r) => n + Number(r.n), 0)).toBe(24)
+    expect(rolled).toEqual(raw)
+  })
+
   it('indexes every stored event in event_uuid_index, and the old event_uuids is gone', async () => {
     const up14 = upload('tx-14', 1_795_300_010_000)
     await eventsWriter({ store })(batch([['u14', up14, 1]]))
@@ -359,14 +402,16 @@ describe('events writer against the embedded engine', () => {
       })
       // An insert that writes the events and then fails before the index has them (the view's
       // write failing, say).
-      let halfFail = false
+      let halfFail: string | undefined
       const flaky = over({
         insert: async (table, rows, options) => {
           await store.insert(table, rows, options)
           if (halfFail && table === 'events_ingest') {
-            halfFail = false
+            const uuid = halfFail
+            halfFail = undefined
             await store.command(
-              "ALTER TABLE event_uuid_index DELETE WHERE uuid = 'f9' SETTINGS mutations_sync = 1",
+              'ALTER TABLE event_uuid_index DELETE WHERE uuid = {uuid:String} SETTINGS mutations_sync = 1',
+              { uuid },
             )
             throw new Error('view write failed')
           }
@@ -375,7 +420,7 @@ describe('events writer against the embedded engine', () => {
       const events = eventStore({ store: flaky, soleWriter: true, storedKeys: new StoredKeys(flaky) })
       const source = { topic: 'uploads', partition: 0, first: '7', last: '7' }
       await events.write([item('f8', 'tx-28', 1)], source)
-      halfFail = true
+      halfFail = 'f9'
       await expect(
         events.write([item('f9', 'tx-28', 2)], { ...source, first: '8', last: '8' }),
       ).rejects.toThrow('view write failed')
@@ -383,6 +428,17 @@ describe('events writer against the embedded engine', () => {
       const duplicates = await events.write([item('f9', 'tx-29', 1)], { ...source, first: '9', last: '9' })
       expect(duplicates).toMatchObject([{ transaction_id: 'tx-29', uuid: 'f9', reason: 'duplicate' }])
       expect((await counts()).f9).toBe(1)
+      // The batch's retry sends the very same block (same source offsets) after a half-failed
+      // insert: the repair and look-up find its rows, a replay, skipped, stored and indexed once.
+      halfFail = 'f10'
+      const retried = { ...source, first: '10', last: '10' }
+      await expect(events.write([item('f10', 'tx-30', 1)], retried)).rejects.toThrow('view write failed')
+      expect(await events.write([item('f10', 'tx-30', 1)], retried)).toEqual([])
+      expect((await counts()).f10).toBe(1)
+      const indexed = await store.query<{ n: string }>(
+        "SELECT count() AS n FROM event_uuid_index WHERE uuid = 'f10'",
+      )
+      expect(Number(indexed[0]!.n)).toBe(1)
     })
 
     describe('a write looked up while the one before it is inserted', () => {

@@ -98,16 +98,23 @@ describe('receipts recorded per group (embedded engine)', () => {
 
   /**
    * The engine's store, seen through: each receipts insert checked, just before it runs, against
-   * what a reader finds then (events stored and rejected lines of each of its uploads); the
-   * `hold`-th insert into `events` (1-based) held until `release`, or failed, once.
+   * what a reader finds then (events stored and rejected lines of each of its uploads), and the
+   * uploads of each noted (`receiptInserts`); the `hold`-th insert into `events` (1-based) held
+   * until `release`, or failed, once; the `holdReceipts`-th receipts insert held until
+   * `releaseReceipts`.
    */
-  const watched = (plan: { hold?: number; fail?: number } = {}) => {
+  const watched = (plan: { hold?: number; fail?: number; holdReceipts?: number } = {}) => {
     const atRecording: { tx: string; direct: number; rejected: number; stored: number; listed: number }[] = []
+    const receiptInserts: string[][] = []
     let inserts = 0
     let release!: () => void
     const released = new Promise<void>((r) => (release = r))
     let held!: () => void
     const holding = new Promise<void>((r) => (held = r))
+    let releaseReceipts!: () => void
+    const receiptsReleased = new Promise<void>((r) => (releaseReceipts = r))
+    let receiptsHeld!: () => void
+    const holdingReceipts = new Promise<void>((r) => (receiptsHeld = r))
     const store: Store = {
       kind: engine.kind,
       command: (sql, params) => engine.command(sql, params),
@@ -122,8 +129,14 @@ describe('receipts recorded per group (embedded engine)', () => {
             await released
           }
         }
-        if (table === 'upload_receipts' && Array.isArray(rows))
-          for (const row of rows as { transaction_id: string; direct: number; rejected: number }[])
+        if (table === 'upload_receipts' && Array.isArray(rows)) {
+          const receipts = rows as { transaction_id: string; direct: number; rejected: number }[]
+          receiptInserts.push(receipts.map((r) => r.transaction_id))
+          if (receiptInserts.length === plan.holdReceipts) {
+            receiptsHeld()
+            await receiptsReleased
+          }
+          for (const row of receipts)
             atRecording.push({
               tx: row.transaction_id,
               direct: row.direct,
@@ -131,12 +144,13 @@ describe('receipts recorded per group (embedded engine)', () => {
               stored: await storedOf(row.transaction_id),
               listed: (await rejectedOf(row.transaction_id)).length,
             })
+        }
         return engine.insert(table, rows, options)
       },
       ping: () => engine.ping(),
       close: async () => {},
     }
-    return { store, atRecording, release, holding }
+    return { store, atRecording, receiptInserts, release, holding, releaseReceipts, holdingReceipts }
   }
   const splitterOver = (store: Store) =>
     serverUploadSplitter({
@@ -253,6 +267,38 @@ describe('receipts recorded per group (embedded engine)', () => {
       expect(await storedOf(record.headers.tx!)).toBe(10)
     }
     expect(atRecording.slice(2)).toEqual(
+      records.map((r) => ({ tx: r.headers.tx, direct: 10, rejected: 0, stored: 10, listed: 0 })),
+    )
+  })
+
+  it("inserts the next groups' events while a group's receipts are recorded, then records the receipts of the groups done meanwhile in one insert", async () => {
+    const records = [upload(), upload(), upload(), upload()]
+    const { store, atRecording, receiptInserts, releaseReceipts, holdingReceipts } = watched({
+      holdReceipts: 1,
+    })
+    const splitter = splitterOver(store)
+    let finished = false
+    const run = splitter({ topic: 'uploads', partition: 0, records }).then(() => (finished = true))
+    await holdingReceipts
+    // The first group's receipts insert is held: the later groups' events are inserted meanwhile,
+    // and their receipts wait for it (a receipt is never recorded before its events are stored).
+    for (const record of records.slice(1))
+      await expect.poll(() => storedOf(record.headers.tx!), { timeout: 30_000 }).toBe(10)
+    expect(summary(await receipt(records[0]!)).state).toBe('queued')
+    expect(summary(await receipt(records[3]!)).state).toBe('queued')
+    expect(finished).toBe(false)
+    releaseReceipts()
+    await run
+    // One insert for the first group, one for the three groups that asked while it was held.
+    expect(receiptInserts).toEqual([[records[0]!.headers.tx], records.slice(1).map((r) => r.headers.tx)])
+    for (const record of records)
+      expect(summary(await receipt(record))).toEqual({
+        state: 'done',
+        accepted: 10,
+        rejected: 0,
+        reasons: [],
+      })
+    expect(atRecording).toEqual(
       records.map((r) => ({ tx: r.headers.tx, direct: 10, rejected: 0, stored: 10, listed: 0 })),
     )
   })

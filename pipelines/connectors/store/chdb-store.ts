@@ -44,10 +44,11 @@ function engineArgs(options: EngineOptions): string[] {
 }
 
 /**
- * Store adapter over chdb: ClickHouse in this process, off the event loop. Two connections share
+ * Store adapter over chdb: ClickHouse in this process, off the event loop. Three connections share
  * the one embedded server: inserts run on one of their own, so a large INSERT no longer queues
  * the look-ups behind it (chdb runs parameterised queries one at a time process-wide, and each
- * connection runs its calls in order). Settings are always applied per query (a SETTINGS clause),
+ * connection runs its calls in order), and small object inserts marked `beside` (a group's
+ * receipts) on a third, so they do not queue behind the next large insert either. Settings are always applied per query (a SETTINGS clause),
  * never with SET, because SET would stick to the connection.
  *
  * chdb's insert() takes text formats only; RowBinary rows reach the engine through a file it reads
@@ -62,6 +63,8 @@ export class ChdbStore implements Store, RawExecutor {
   readonly path: string
   private readonly session: Session
   private readonly insertSession: Session
+  /** Small inserts that need not queue behind the large ones (InsertOptions.beside). */
+  private readonly besideSession: Session
   private readonly spool: string
   private spooled = 0
   /**
@@ -72,9 +75,16 @@ export class ChdbStore implements Store, RawExecutor {
    */
   insertFault: (() => Error) | undefined
 
-  private constructor(session: Session, insertSession: Session, database: string, path: string) {
+  private constructor(
+    session: Session,
+    insertSession: Session,
+    besideSession: Session,
+    database: string,
+    path: string,
+  ) {
     this.session = session
     this.insertSession = insertSession
+    this.besideSession = besideSession
     this.database = database
     this.path = path
     this.spool = join(path, 'insert-spool')
@@ -89,7 +99,9 @@ export class ChdbStore implements Store, RawExecutor {
     await session.queryAsync(`CREATE DATABASE IF NOT EXISTS ${database}; USE ${database}`)
     const insertSession = new Session(path)
     await insertSession.queryAsync(`USE ${database}`)
-    const store = new ChdbStore(session, insertSession, database, path)
+    const besideSession = new Session(path)
+    await besideSession.queryAsync(`USE ${database}`)
+    const store = new ChdbStore(session, insertSession, besideSession, database, path)
     // Files of inserts a crash interrupted: their rows are the bus's to deliver again.
     rmSync(store.spool, { recursive: true, force: true })
     mkdirSync(store.spool, { recursive: true })
@@ -166,7 +178,7 @@ export class ChdbStore implements Store, RawExecutor {
     const values = Buffer.isBuffer(rows) ? rows : toJsonEachRow(rows)
     if (values.length === 0) return
     const compact = Buffer.isBuffer(rows) ? options.compactColumns : undefined
-    await this.insertSession.insert({
+    await (options.beside ? this.besideSession : this.insertSession).insert({
       table,
       values,
       format: compact ? 'JSONCompactEachRow' : 'JSONEachRow',
@@ -236,6 +248,7 @@ export class ChdbStore implements Store, RawExecutor {
   }
 
   async close(): Promise<void> {
+    this.besideSession.close()
     this.insertSession.close()
     this.session.close()
   }

@@ -33,6 +33,13 @@ export interface InsertOptions {
    * the rows once, as an insert's, with no table in between.
    */
   select?: InsertSelect
+  /**
+   * A small insert that need not wait behind the pipeline's large ones (a group's receipts while
+   * the next group's events are inserted): chdb runs it on a connection of its own, beside the
+   * insert and query connections (so on another core); a server runs every request concurrently
+   * anyway.
+   */
+  beside?: boolean
 }
 
 /**
