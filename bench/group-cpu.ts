@@ -4,7 +4,8 @@
  * writes it, its parts (`events` alone, the uuid index alone), a receipts insert, a rejects insert.
  * CPU, not wall time: the process's user + system time around N inserts of each kind, merges
  * stopped (they are each part's later cost, not the insert's), JSON serialisation included (~0.05
- * ms). Run: `node --import tsx bench/group-cpu.ts [inserts per round] [rounds]`.
+ * ms). Run: `node --import tsx bench/group-cpu.ts [inserts per round] [rounds] [kinds]`, kinds a
+ * comma list of name prefixes (all when absent).
  */
 import { rmSync } from 'node:fs'
 import { ChdbStore } from '../pipelines/connectors/store/chdb-store.ts'
@@ -130,7 +131,7 @@ const kinds: [string, (i: number) => Promise<void>][] = [
 ]
 // Every kind once per round, rounds alternated: on a shared machine the load moves between
 // rounds, so each kind's median and least of the rounds are given.
-const only = process.env.GROUP_CPU_ONLY?.split(',')
+const only = process.argv[4]?.split(',')
 const chosen = kinds.filter(([name]) => !only || only.some((o) => name.startsWith(o)))
 const rounds = new Map<string, number[]>()
 for (let r = 0; r < ROUNDS; r++)
