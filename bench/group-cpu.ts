@@ -12,6 +12,7 @@ import { ChdbStore } from '../pipelines/connectors/store/chdb-store.ts'
 import { migrate } from '../pipelines/connectors/store/migrations.ts'
 import type { InsertOptions } from '../pipelines/connectors/store/store.ts'
 import { EVENT_ROW_BINARY, rowBinaryEventRow, type EventRow } from '../pipelines/events/event-row.ts'
+import { EVENTS_INSERT_SETTINGS } from '../pipelines/events/store-events.ts'
 import { receiptRow, rejectRow, stampRecorded } from '../pipelines/events/upload-outcomes.ts'
 import type { UploadHeaders } from '../pipelines/events/upload-headers.ts'
 
@@ -74,7 +75,7 @@ const eventInsert =
     store.insert(table, rowBinaryEventRow(event(seq++ * 1000 + i, recv)), {
       ...(token ? { dedupToken: `events:0:${seq}-${seq}` } : {}),
       rowBinary: EVENT_ROW_BINARY,
-      settings: { max_threads: 1, max_insert_threads: 1, optimize_on_insert: 0, ...extra },
+      settings: { ...EVENTS_INSERT_SETTINGS, ...extra },
     })
 /** A group of `n` events in one insert, as the event store writes it (`analyzer` 0 or 1). */
 const groupInsert = (n: number, analyzer: number) => (i: number) => {
@@ -85,7 +86,7 @@ const groupInsert = (n: number, analyzer: number) => (i: number) => {
   return store.insert('events_ingest', rows, {
     dedupToken: `events:0:${seq}-${seq}`,
     rowBinary: EVENT_ROW_BINARY,
-    settings: { max_threads: 1, max_insert_threads: 1, optimize_on_insert: 0, enable_analyzer: analyzer },
+    settings: { ...EVENTS_INSERT_SETTINGS, enable_analyzer: analyzer },
   })
 }
 const receipts = (n: number) => (i: number) =>

@@ -76,6 +76,24 @@ const LAST_INSERT_BLOCKS = 16
 const RECENT_KEYS = 131_072
 
 /**
+ * The settings of the event store's inserts into `events_ingest` (bench/group-cpu.ts times them).
+ * One thread: on a busy engine, splitting a block between threads costs more than it saves. No
+ * replacing pass over the block on its way into `event_uuid_index` (a ReplacingMergeTree): a write
+ * stores each (app, uuid) once, and the index's readers take the earliest row of a key whatever its
+ * merges have done; the pass cost ~0.13 µs of engine CPU per event (measured at `2b8447e`;
+ * docs/performance.md, "Engine settings"). `enable_analyzer = 0`: the views this insert feeds (the
+ * converting view, the index's, the Query API rollup's) are planned again for every insert, and
+ * the older query analyzer plans them for ~5 ms less engine CPU per insert, ~17 % of a small
+ * group's insert, with the same rows (docs/performance.md, "Freshness on an idle machine").
+ */
+export const EVENTS_INSERT_SETTINGS = {
+  max_threads: 1,
+  max_insert_threads: 1,
+  optimize_on_insert: 0,
+  enable_analyzer: 0,
+} as const
+
+/**
  * The exactly-once write of events: what was stored before (an earlier upload, or a batch's own
  * first attempt before a crash) is found in the store, and only the rest is inserted, in one
  * block, whose deduplication token (from the source offsets) makes an immediate retry of the same
@@ -158,19 +176,11 @@ export function eventStore(deps: EventStoreDeps): EventStore {
   const insert = async (out: Outcome, source: ItemSource) => {
     if (out.storedItems.length === 0) return
     // RowBinary through `events_ingest` (migration 005), whose view converts the LowCardinality
-    // columns whole. One thread: on a busy engine, splitting a block between threads costs more
-    // than it saves. No replacing pass over the block on its way into `event_uuid_index` (a
-    // ReplacingMergeTree): a write stores each (app, uuid) once, and the index's readers take the
-    // earliest row of a key whatever its merges have done; the pass cost ~0.13 µs of engine CPU
-    // per event (measured at `2b8447e`; docs/performance.md, "Engine settings").
-    // `enable_analyzer = 0`: the views this insert feeds (the converting view, the index's, the
-    // Query API rollup's) are planned again for every insert, and the older query analyzer plans
-    // them for ~5 ms less engine CPU per insert, ~17 % of a small group's insert, with the same
-    // rows (bench/group-cpu.ts; docs/performance.md, "Freshness on an idle machine").
+    // columns whole.
     await deps.store.insert('events_ingest', rowPieces(out.storedItems, piece), {
       dedupToken: `${source.topic}:${source.partition}:${source.first}-${source.last}`,
       rowBinary: EVENT_ROW_BINARY,
-      settings: { max_threads: 1, max_insert_threads: 1, optimize_on_insert: 0, enable_analyzer: 0 },
+      settings: EVENTS_INSERT_SETTINGS,
     })
   }
 

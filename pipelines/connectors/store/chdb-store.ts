@@ -48,8 +48,9 @@ function engineArgs(options: EngineOptions): string[] {
  * the one embedded server: inserts run on one of their own, so a large INSERT no longer queues
  * the look-ups behind it (chdb runs parameterised queries one at a time process-wide, and each
  * connection runs its calls in order), and small object inserts marked `beside` (a group's
- * receipts) on a third, so they do not queue behind the next large insert either. Settings are always applied per query (a SETTINGS clause),
- * never with SET, because SET would stick to the connection.
+ * receipts) on a third, so they do not queue behind the next large insert either. Settings are
+ * always applied per query (a SETTINGS clause), never with SET, because SET would stick to the
+ * connection.
  *
  * chdb's insert() takes text formats only; RowBinary rows reach the engine through a file it reads
  * (`INSERT … SELECT * FROM file(…, RowBinary, …)` on the insert connection, or the insert's own
