@@ -103,17 +103,15 @@ export class PlainLines {
 
   private grow(): void {
     const size = this.lines.length * 2
-    const lines = new Float64Array(size)
-    lines.set(this.lines)
-    this.lines = lines
+    this.lines = grown(this.lines, size)
     this.blocks = grown(this.blocks, size)
     this.starts = grown(this.starts, size)
     this.ends = grown(this.ends, size)
   }
 }
 
-function grown(column: Uint32Array, size: number): Uint32Array<ArrayBuffer> {
-  const bigger = new Uint32Array(size)
+function grown<T extends Uint32Array<ArrayBuffer> | Float64Array<ArrayBuffer>>(column: T, size: number): T {
+  const bigger = new (column.constructor as new (length: number) => T)(size)
   bigger.set(column)
   return bigger
 }

@@ -30,9 +30,6 @@ export const RAW_COLUMNS = [
   ['raw', 'String'],
 ] as const
 
-/** import_rows' columns the typing fills: a staged row's, in the same order. */
-const TYPED_COLUMNS = STAGED_ROW_COLUMNS
-
 const COMMA = 0x2c
 
 /**
@@ -101,7 +98,7 @@ export function typingStatement(header: CsvHeader): InsertSelect {
   }
   const K = '{kinds:Array(String)}'
   const sql = (rows: string) => `
-SELECT ${TYPED_COLUMNS.join(', ')}
+SELECT ${STAGED_ROW_COLUMNS.join(', ')}
 FROM (
   SELECT import_id, round, block, line, customer_id, arrayMax(kind) AS most,
     concat('{', arrayStringConcat(arrayFilter(x -> x != '',
@@ -142,7 +139,7 @@ FROM (
   )
 )
 WHERE most BETWEEN 1 AND 2`
-  return { columns: TYPED_COLUMNS, sql, params }
+  return { columns: STAGED_ROW_COLUMNS, sql, params }
 }
 
 /**
