@@ -175,7 +175,7 @@ describe('session rollup on data stored before it', () => {
     })
 
     // The raw path (the raw log, events and sessions) gives the same rows.
-    for (const params of [
+    const shapes: Record<string, string>[] = [
       { metrics: 'sessions,average_session_length', dimensions: 'day', days: '7' },
       { metrics: 'average_session_length', dimensions: 'week' },
       {
@@ -183,7 +183,8 @@ describe('session rollup on data stored before it', () => {
         dimensions: 'day',
         conditions: JSON.stringify({ average_session_length: ['>', 200] }),
       },
-    ]) {
+    ]
+    for (const params of shapes) {
       const fromRollup = await answer(params)
       const fromRaw = await answer(params, false)
       expect(fromRollup.compiled.source).toBe('query_session_hours')
