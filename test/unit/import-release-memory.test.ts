@@ -79,10 +79,14 @@ describe('memory released while an import runs', () => {
     const off = async () => {
       offCalls++
     }
-    const result = releasingMemory(async () => {
-      await new Promise((r) => setTimeout(r, 300))
-      return 7
-    }, off, 0)
+    const result = releasingMemory(
+      async () => {
+        await new Promise((r) => setTimeout(r, 300))
+        return 7
+      },
+      off,
+      0,
+    )
     await vi.advanceTimersByTimeAsync(400)
     await expect(result).resolves.toBe(7)
     expect(offCalls).toBe(0)
