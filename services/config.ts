@@ -203,6 +203,9 @@ const ingestion = {
   SLUICE_IMPORT_ROUND_ROWS: int(20_000, 1).describe(
     'Rows of a profile import handed to the profile writer at a time (a round): a live PATCH waits behind at most about one round (docs/imports.md).',
   ),
+  SLUICE_IMPORT_RELEASE_MS: int(250, 0).describe(
+    'While an import runs on the embedded engine, its allocator hands freed memory back to the system every this many ms (0: only once a round; docs/imports.md).',
+  ),
   SLUICE_UPLOAD_RATE_PER_KEY: int(150, 1).describe('Event upload transactions per second per API key (429).'),
   SLUICE_SDK_UPLOAD_RATE_PER_APP: int(1000, 1).describe(
     'SDK upload requests per second per app key, per edge (many devices share one key; 429 with Retry-After).',
