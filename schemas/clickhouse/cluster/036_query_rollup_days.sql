@@ -7,14 +7,6 @@ ALTER TABLE query_rollup_local ON CLUSTER sluice_cluster ADD PROJECTION IF NOT E
 (
     SELECT app_id, toDate(hour), kind, sum(occurrences), sum(ltv), uniqMerge(users), uniqMerge(sessions)
     GROUP BY app_id, toDate(hour), kind
-);
-
-ALTER TABLE query_rollup_local ON CLUSTER sluice_cluster ADD PROJECTION IF NOT EXISTS by_day_event
-(
-    SELECT app_id, toDate(hour), kind, event_name, sum(occurrences), sum(ltv)
-    GROUP BY app_id, toDate(hour), kind, event_name
-);
+) WITH SETTINGS (index_granularity = 128);
 
 ALTER TABLE query_rollup_local ON CLUSTER sluice_cluster MATERIALIZE PROJECTION by_day SETTINGS mutations_sync = 1;
-
-ALTER TABLE query_rollup_local ON CLUSTER sluice_cluster MATERIALIZE PROJECTION by_day_event SETTINGS mutations_sync = 1;
