@@ -74,7 +74,7 @@ const msParam = (params: Params, ms: number) => `fromUnixTimestamp64Milli(${para
 /**
  * Text of a time bucket of `t` (a DateTime64 in UTC) in the zone `tz` (a bound parameter); with no
  * zone, `t` is already a UTC Date (the rollup's days, UTC_DAY), and the text is written on it as
- * the rollup's daily projections keep it, so that the engine answers from them.
+ * the rollup's daily projection keeps it, so that the engine answers from it.
  */
 function timeText(unit: TimeUnit | 'birth', t: string, tz: string | undefined): string {
   if (tz === undefined) {
@@ -211,7 +211,7 @@ function metricSql(
 }
 
 /**
- * A rollup row's UTC day, written as migration 036's projections group by it: the engine answers
+ * A rollup row's UTC day, written as migration 036's projection groups by it: the engine answers
  * from a projection only when the query's keys and filters are computed from its own expressions.
  */
 const UTC_DAY = 'toDate(f.hour)'

@@ -61,7 +61,7 @@ export const wholeHourZone = (timeZone: string, now: number): boolean =>
 
 /**
  * The zone names the engine reads as UTC itself (no offset ever): a local day there is a UTC day,
- * which the rollup's daily projections keep (migration 036). Zones that merely sit at offset 0 in
+ * which the rollup's daily projection keeps (migration 036). Zones that merely sit at offset 0 in
  * some seasons (Europe/London) or some years (Africa/Casablanca) are not among them.
  */
 const UTC_ZONES = new Set(
@@ -76,7 +76,7 @@ export interface RollupPlan {
   estimated: string[]
   /**
    * Whether the query groups and filters by UTC days or coarser (no hour, and the zone is UTC): its
-   * rows are then read as UTC days, which the rollup's daily projections answer with far fewer
+   * rows are then read as UTC days, which the rollup's daily projection answers with far fewer
    * states to merge than its hours (docs/query-api.md, "Rollups and estimates").
    */
   utcDays: boolean
@@ -97,8 +97,7 @@ export function rollupPlan(q: ParsedQuery, timeZone: string, now: number): Rollu
   ]
   if (!dimensions.every(rollupDimension)) return undefined
   if (!wholeHourZone(timeZone, now)) return undefined
-  const utcDays =
-    UTC_ZONES.has(timeZone) && !dimensions.some((d) => d.kind === 'time' && d.unit === 'hour')
+  const utcDays = UTC_ZONES.has(timeZone) && !dimensions.some((d) => d.kind === 'time' && d.unit === 'hour')
   return { estimated, utcDays }
 }
 

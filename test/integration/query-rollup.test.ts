@@ -155,7 +155,10 @@ describe('query rollup on data stored before it', () => {
 
   /** The projection of query_rollup the engine reads for a compiled query, or the table's own rows. */
   const readFrom = async (compiled: { sql: string; params: Record<string, unknown> }) => {
-    const plan = await store.query<{ explain: string }>(`EXPLAIN projections = 1 ${compiled.sql}`, compiled.params)
+    const plan = await store.query<{ explain: string }>(
+      `EXPLAIN projections = 1 ${compiled.sql}`,
+      compiled.params,
+    )
     return plan.flatMap((r) => /ReadFromMergeTree \((.+)\)/.exec(r.explain)?.[1] ?? [])
   }
 
@@ -229,7 +232,9 @@ describe('query rollup on an engine older than 26.1', () => {
       get(target, key, receiver) {
         if (key === 'query')
           return (sql: string, params?: Record<string, unknown>) =>
-            /^SELECT version\(\)/.test(sql) ? Promise.resolve([{ v: '25.8.4.13' }]) : target.query(sql, params)
+            /^SELECT version\(\)/.test(sql)
+              ? Promise.resolve([{ v: '25.8.4.13' }])
+              : target.query(sql, params)
         const value = Reflect.get(target, key, receiver) as unknown
         return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value
       },
@@ -259,4 +264,3 @@ describe('query rollup on an engine older than 26.1', () => {
     expect(got.reduce((n, r) => n + Number(r.occurrences), 0)).toBe(12)
   })
 })
-

@@ -48,7 +48,7 @@ describe('migrations', () => {
     expect(engineAtLeast([27, 0], [26, 1])).toBe(true)
   })
 
-  it('marks the rollup\'s daily projection as needing ClickHouse 26.1 (per-projection granules)', async () => {
+  it("marks the rollup's daily projection as needing ClickHouse 26.1 (per-projection granules)", async () => {
     const m = (await loadMigrations()).find((x) => x.version === 36)!
     expect(m.statements[0]).toMatch(/MODIFY SETTING deduplicate_merge_projection_mode = 'rebuild'$/)
     expect(m.needs).toEqual({ 1: [26, 1], 2: [26, 1] })
