@@ -213,6 +213,9 @@ describe('query compiler vs in-memory evaluator (embedded engine)', () => {
     await cleanup()
   })
 
+  /** Rollup queries compiled on UTC days, which the daily projection answers. */
+  let utcDayQueries = 0
+
   /** Stores the rows under a new app, runs the compiled query and compares it with the evaluator. */
   async function check(
     eventsIn: Omit<QueryEventRow, 'app_id'>[],
@@ -245,6 +248,8 @@ describe('query compiler vs in-memory evaluator (embedded engine)', () => {
       ...(input.days !== null && { days: String(input.days) }),
     })
     const compiled = compileQuery(query, { now: NOW, timeZone: input.zone, profiledbId: 1 })
+    // UTC days (migration 036's by_day projection) or hours.
+    if (compiled.sql.includes('toDate(f.hour)')) utcDayQueries++
     const rows = await store.query<Record<string, unknown>>(compiled.sql, compiled.params)
     const got = resultRows(rows, compiled.columns, query.limit).results
     const want = evaluateQuery(query, input.zone, NOW, { events, sessions })
@@ -273,6 +278,7 @@ describe('query compiler vs in-memory evaluator (embedded engine)', () => {
 
   it('answers queries that fit the rollup from it, as the evaluator does from the events', async () => {
     const sources = { raw: 0, query_rollup: 0 }
+    const utcDaysBefore = utcDayQueries
     await fc.assert(
       fc.asyncProperty(
         fc.array(event, { minLength: 0, maxLength: 30 }),
@@ -284,7 +290,9 @@ describe('query compiler vs in-memory evaluator (embedded engine)', () => {
       ),
       { numRuns: 60 },
     )
-    // Every query of this shape is the rollup's.
+    // Every query of this shape is the rollup's, some of them read by UTC day, some by the hour.
     expect(sources).toEqual({ raw: 0, query_rollup: 60 })
+    expect(utcDayQueries - utcDaysBefore).toBeGreaterThan(0)
+    expect(utcDayQueries - utcDaysBefore).toBeLessThan(60)
   }, 600_000)
 })
