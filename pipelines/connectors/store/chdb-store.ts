@@ -53,11 +53,9 @@ function engineArgs(options: EngineOptions): string[] {
  * connection.
  *
  * chdb's insert() takes text formats only; RowBinary rows reach the engine through a file it reads
- * (`INSERT … FROM INFILE … FORMAT RowBinary` on the insert connection, or the insert's own SELECT
- * over that file as a `file(…)` table function), written to a spool directory beside the engine's
- * data and removed once the insert is done. FROM INFILE reads the rows as the table's columns, as
- * a server reads `INSERT … FORMAT RowBinary`: `INSERT … SELECT * FROM file(…)` planned a SELECT and
- * a table function for every insert, ~2 ms more engine CPU each (docs/performance.md, "Cut").
+ * (`INSERT … SELECT * FROM file(…, RowBinary, …)` on the insert connection, or the insert's own
+ * SELECT over that file), written to a spool directory beside the engine's data and removed once
+ * the insert is done.
  */
 export class ChdbStore implements Store, RawExecutor {
   readonly kind = 'chdb' as const
@@ -208,13 +206,14 @@ export class ChdbStore implements Store, RawExecutor {
       } finally {
         await handle.close()
       }
+      const rowsRead = `file(${stringLiteral(file)}, 'RowBinary', ${stringLiteral(structure)})`
       if (options.select) {
-        const rowsRead = `file(${stringLiteral(file)}, 'RowBinary', ${stringLiteral(structure)})`
         const sql = insertSelectStatement(table, options.select, insertSettings(options), rowsRead)
         await runOn(this.insertSession, sql, options.select.params, 'TSV')
       } else
         await this.insertSession.queryAsync(
-          `INSERT INTO ${table} (${names}) FROM INFILE ${stringLiteral(file)}${settingsClause(insertSettings(options))} FORMAT RowBinary`,
+          `INSERT INTO ${table} (${names})${settingsClause(insertSettings(options))}
+           SELECT * FROM ${rowsRead}`,
         )
     } finally {
       await rm(file, { force: true })

@@ -24,8 +24,7 @@ export interface InsertOptions {
   compactColumns?: readonly string[]
   /**
    * With a Buffer: the rows are RowBinary of these columns ([name, type], in this order; the
-   * table's other columns take their defaults). Each type has its column's RowBinary layout (String
-   * for a LowCardinality(String) column): the engine reads the bytes as the table's columns. The engine loads a RowBinary row of `events` for
+   * table's other columns take their defaults). The engine loads a RowBinary row of `events` for
    * about half the CPU of a JSONCompactEachRow row (nothing to parse), a third of a JSONEachRow one.
    */
   rowBinary?: readonly (readonly [name: string, type: string])[]
