@@ -149,7 +149,7 @@ const retention = {
   ),
   SLUICE_RETENTION_SESSIONS_DAYS: keptDays('sessions (`sessions`, by `started_at`)'),
   SLUICE_RETENTION_ROLLUP_DAYS: keptDays(
-    "the Query API rollup's hours (`query_rollup`, by `hour`; kept longer than events, it still answers the queries it fits for hours whose events are gone: docs/query-api.md)",
+    "the Query API rollups' hours (`query_rollup` and `query_session_hours`, by `hour`; kept longer than events, they still answer the queries they fit for hours whose events are gone: docs/query-api.md)",
   ),
   SLUICE_RETENTION_PROFILE_CHANGES_DAYS: keptDays(
     'profile changes (`profile_changes`, by `at`; profiles themselves are state and are kept)',
