@@ -149,7 +149,7 @@ const retention = {
   ),
   SLUICE_RETENTION_SESSIONS_DAYS: keptDays('sessions (`sessions`, by `started_at`)'),
   SLUICE_RETENTION_ROLLUP_DAYS: keptDays(
-    "the Query API rollup's hours (`query_rollup`, by `hour`; kept longer than events, it still answers the queries it fits for hours whose events are gone: docs/query-api.md)",
+    "the Query API rollups' hours (`query_rollup` and `query_session_hours`, by `hour`; kept longer than events, they still answer the queries they fit for hours whose events are gone: docs/query-api.md)",
   ),
   SLUICE_RETENTION_PROFILE_CHANGES_DAYS: keptDays(
     'profile changes (`profile_changes`, by `at`; profiles themselves are state and are kept)',
@@ -202,6 +202,9 @@ const ingestion = {
   ),
   SLUICE_IMPORT_ROUND_ROWS: int(20_000, 1).describe(
     'Rows of a profile import handed to the profile writer at a time (a round): a live PATCH waits behind at most about one round (docs/imports.md).',
+  ),
+  SLUICE_IMPORT_RELEASE_MS: int(250, 0).describe(
+    'While an import runs on the embedded engine, its allocator hands freed memory back to the system every this many ms (0: only once a round; docs/imports.md).',
   ),
   SLUICE_UPLOAD_RATE_PER_KEY: int(150, 1).describe('Event upload transactions per second per API key (429).'),
   SLUICE_SDK_UPLOAD_RATE_PER_APP: int(1000, 1).describe(

@@ -11,6 +11,7 @@ export function retentionSettings(config: Config): Retention {
     events: config.SLUICE_RETENTION_EVENTS_DAYS,
     sessions: config.SLUICE_RETENTION_SESSIONS_DAYS,
     query_rollup: config.SLUICE_RETENTION_ROLLUP_DAYS,
+    query_session_hours: config.SLUICE_RETENTION_ROLLUP_DAYS,
     profile_changes: config.SLUICE_RETENTION_PROFILE_CHANGES_DAYS,
     push_deliveries: config.SLUICE_RETENTION_PUSH_DELIVERIES_DAYS,
     upload_receipts: config.SLUICE_RETENTION_UPLOAD_RECEIPTS_DAYS,

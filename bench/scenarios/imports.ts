@@ -54,6 +54,8 @@ export type ImportBenchResult =
         unknown: number
         userCount: number
         rssGrowthMb: number
+        /** Where the engine's memory went during the audience import (engineMemory). */
+        engine: EngineMemory
       }
     }
 
@@ -356,6 +358,7 @@ async function audienceImport(
     () => `${typeof receipt.state === 'string' ? receipt.state : 'sending'}, user_count ${userCount}`,
   )
   const rss = rssGrowth(sut.pid)
+  const engine = engineMemory(sut)
   const started = performance.now()
   try {
     const base = `/api/v6/orgs/${tenant.orgId}/apps/${app}/audiences`
@@ -392,9 +395,11 @@ async function audienceImport(
       unknown: Number(receipt.members_unknown ?? 0),
       userCount,
       rssGrowthMb: rss.stop(),
+      engine: await engine.stop(),
     }
   } finally {
     rss.stop()
+    await engine.stop()
     run.progress.stop()
   }
 }
@@ -475,7 +480,7 @@ export function importFigures(r: ImportBenchResult | undefined, skipped: string,
       name: `import_audience_${r.set}_s`,
       unit: 's',
       value: round(a.ms / 1000, 1),
-      detail: `${a.members.toLocaleString('en-US')} customer ids: receipt ${a.known} known / ${a.unknown} unknown, user_count ${a.userCount} exact; RSS +${a.rssGrowthMb} MB`,
+      detail: `${a.members.toLocaleString('en-US')} customer ids: receipt ${a.known} known / ${a.unknown} unknown, user_count ${a.userCount} exact; RSS +${a.rssGrowthMb} MB (${engineDetail(a.engine)})`,
     },
   ]
 }

@@ -30,8 +30,8 @@ import {
  *     The rollups' cost on the insert path: a fresh schema, `events` rows generated, then inserted
  *     again through `events_ingest` (the writer's way) in blocks of 50,000, stamped as live
  *     traffic is (one after another, a millisecond apart), with the rollup views and without them,
- *     alternately; engine CPU per event each way. Then the same for the sessions view: the
- *     generated session starts inserted into `sessions` in blocks of 5,000, with it and without.
+ *     alternately; engine CPU per event each way. Then the same for the views on `sessions`: the
+ *     generated session starts inserted into `sessions` in blocks of 5,000, with them and without.
  * Prints one JSON line.
  */
 const [mode, dataDir, ...rest] = process.argv.slice(2)
@@ -59,8 +59,8 @@ async function generate(store: ChdbStore, g: QueryGeneration): Promise<void> {
   }
 }
 
-/** The rollup tables (migration 027). */
-const ROLLUPS = ['query_rollup']
+/** The rollup tables (migrations 027 and 038). */
+const ROLLUPS = ['query_rollup', 'query_session_hours', 'query_session_lengths']
 
 /**
  * The rollups as a running store's background merges leave them: one row per key. Generated at
@@ -219,13 +219,17 @@ async function shapes(args: string[]) {
   }
 }
 
-/** The rollup views of migration 027, as written there. */
-async function rollupViews(): Promise<{ name: string; sql: string }[]> {
-  const migration = (await loadMigrations()).find((m) => m.version === 27)
-  if (!migration) throw new Error('migration 027 (the query rollups) not found')
-  return migration.statements.flatMap((sql) => {
-    const name = /^CREATE MATERIALIZED VIEW IF NOT EXISTS (\w+)/.exec(sql)?.[1]
-    return name ? [{ name, sql }] : []
+/** The rollup views of migrations 027 and 038, as written there, with the table each reads. */
+async function rollupViews(): Promise<{ name: string; sql: string; from: string }[]> {
+  const loaded = await loadMigrations()
+  return [27, 38].flatMap((version) => {
+    const migration = loaded.find((m) => m.version === version)
+    if (!migration) throw new Error(`migration ${version} (query rollups) not found`)
+    return migration.statements.flatMap((sql) => {
+      const name = /^CREATE MATERIALIZED VIEW IF NOT EXISTS (\w+)/.exec(sql)?.[1]
+      const from = /\bFROM (\w+)/.exec(sql)?.[1]
+      return name && from ? [{ name, sql, from }] : []
+    })
   })
 }
 
@@ -309,27 +313,28 @@ async function upkeep(args: string[]) {
       }),
       views,
     )
-    // The sessions view runs on inserts into `sessions` (the SDK builder's, one per batch of
-    // uploads), which the events above never make: its cost per insert block, measured the same
+    // The views on `sessions` run on inserts into `sessions` (the SDK builder's, one per batch of
+    // uploads), which the events above never make: their cost per insert block, measured the same
     // way on the generated session starts, stamped as live ones.
     const sessionColumns =
       'app_id, session_uuid, install_uuid, customer_id, started_at, app_ver, os_ver, platform, country'
     const liveStarts = await liveSource('sessions', 'upkeep_sessions', sessionColumns, 'started_at')
     const sessionBlocks = Math.ceil(sessions / SESSION_BLOCK)
-    const sessionsView = views.find((v) => v.name === 'query_rollup_sessions_mv')
-    const sessionsTimed = sessionsView
-      ? await alternate(
-          insertBlocks({
-            table: 'sessions',
-            into: `sessions (${sessionColumns})`,
-            select: liveStarts,
-            source: 'upkeep_sessions',
-            rows: sessions,
-            block: SESSION_BLOCK,
-          }),
-          [sessionsView],
-        )
-      : { withViews: [], withoutViews: [] }
+    const sessionsViews = views.filter((v) => v.from === 'sessions')
+    const sessionsTimed =
+      sessionsViews.length > 0
+        ? await alternate(
+            insertBlocks({
+              table: 'sessions',
+              into: `sessions (${sessionColumns})`,
+              select: liveStarts,
+              source: 'upkeep_sessions',
+              rows: sessions,
+              block: SESSION_BLOCK,
+            }),
+            sessionsViews,
+          )
+        : { withViews: [], withoutViews: [] }
     const sessionsWith = sessionsTimed.withViews
     const sessionsWithout = sessionsTimed.withoutViews
     process.stdout.write(

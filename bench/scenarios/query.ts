@@ -82,7 +82,7 @@ export type QueryResult =
         withUs: number
         withoutUs: number
         share: number
-        /** The sessions view, on inserts into `sessions`: engine CPU per insert block with and without it (medians). */
+        /** The views on `sessions`, on inserts into it: engine CPU per insert block with and without them (medians). */
         sessions?: { blockSize: number; withMs: number; withoutMs: number }
       }
     }
@@ -286,7 +286,7 @@ export function queryFigures(
     const u = r.upkeep
     const extraUs = u.withUs - u.withoutUs
     const sessionsView = u.sessions
-      ? `; not in either figure, the sessions view on inserts into sessions: ${round(u.sessions.withMs, 1)} ms of engine CPU per block of ${u.sessions.blockSize.toLocaleString('en-US')} with it, ${round(u.sessions.withoutMs, 1)} ms without`
+      ? `; not in either figure, the views on sessions, on inserts into it: ${round(u.sessions.withMs, 1)} ms of engine CPU per block of ${u.sessions.blockSize.toLocaleString('en-US')} with them, ${round(u.sessions.withoutMs, 1)} ms without`
       : ''
     figures.push({
       name: name('rollup_upkeep_pct'),

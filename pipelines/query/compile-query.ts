@@ -1,7 +1,7 @@
 import { DateTime } from 'luxon'
 import { eventOnlyDimension, type Dimension, type Metric, type TimeUnit } from './query-fields.ts'
 import { isNumeric, type Condition, type Operand, type ParsedQuery } from './parse-query.ts'
-import { rollupPlan } from './rollup-fit.ts'
+import { rollupPlan, sessionRollupFits } from './rollup-fit.ts'
 
 /**
  * The Query API compiler: a checked query (parse-query.ts) to one parameterised ClickHouse query.
@@ -43,8 +43,8 @@ export interface CompiledQuery {
   columns: { alias: string; name: string; metric: boolean }[]
   /** Whether the query reads `sessions` beside `events` (or the rollup's session rows). */
   readsSessions: boolean
-  /** Where the rows come from: the raw tables, or the rollup (migration 027). */
-  source: 'raw' | 'query_rollup'
+  /** Where the rows come from: the raw tables, the rollup (migration 027), or the session rollup (038). */
+  source: 'raw' | 'query_rollup' | 'query_session_hours'
   /** The requested names of the metrics whose numbers are estimates (the `query` echo says so). */
   estimated: string[]
 }
@@ -356,6 +356,8 @@ export function compileQuery(q: ParsedQuery, ctx: QueryContext): CompiledQuery {
   }
   // The raw path always has a zone (only a rollup plan reads UTC days without one).
   const zone = tz ?? params.bind('String', ctx.timeZone)
+  if (ctx.rollups !== false && sessionRollupFits(q, ctx.timeZone, ctx.now))
+    return compileSessionRollup(q, params, zone, apps, fromMs)
   const from = fromMs !== undefined ? msParam(params, fromMs) : undefined
   const birth = needsBirth(q)
   const lengths = wantsLengths(q)
@@ -437,6 +439,47 @@ export function compileQuery(q: ParsedQuery, ctx: QueryContext): CompiledQuery {
     source: 'raw',
     estimated: [],
   }
+}
+
+/**
+ * Sessions and their lengths by time from the session rollup (migration 038): its session hours
+ * stand for the facts (each row a session seen in an hour, as the raw path's distinct sessions of
+ * the events and starts), its lengths for the raw log's, in the same two stages (sessionStages).
+ * Exact: the same sessions and lengths the raw path reads.
+ */
+function compileSessionRollup(
+  q: ParsedQuery,
+  params: Params,
+  tz: string,
+  apps: string,
+  fromMs: number | undefined,
+): CompiledQuery {
+  // Window starts are local midnights, whole UTC hours in the zones the rollup serves.
+  const hourFrom =
+    fromMs !== undefined ? `toDateTime(${params.bind('Int64', Math.floor(fromMs / 1000))}, 'UTC')` : undefined
+  const rows = {
+    from: 'query_session_hours AS f',
+    where: [`f.app_id IN ${apps}`, ...(hourFrom ? [`f.hour >= ${hourFrom}`] : [])],
+    t: 'f.hour',
+  }
+  // FINAL, not GROUP BY: the lengths' parts are mostly merged (one row per session), and reading
+  // them merged cost the engine less than grouping a month of sessions by their uuid (the filter on
+  // the start applies after the merge). ANY: one row per session on that side.
+  const lengthsJoin = `ANY LEFT JOIN (
+    SELECT app_id, session_uuid, 1 AS found,
+      (toUnixTimestamp64Milli(last_at) - toUnixTimestamp64Milli(started_at)) / 1000 AS length
+    FROM query_session_lengths FINAL WHERE app_id IN ${apps} AND started_at IS NOT NULL
+  ) AS l ON l.app_id = g.app_id AND l.session_uuid = g.session_uuid`
+  const assembled = assemble(
+    q,
+    params,
+    tz,
+    rows,
+    [],
+    (m, agg) => metricSql(params, m, q, tz, undefined, agg),
+    lengthsJoin,
+  )
+  return { ...assembled, readsSessions: true, source: 'query_session_hours', estimated: [] }
 }
 
 /**

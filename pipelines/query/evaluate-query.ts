@@ -8,7 +8,7 @@ import type { ResultRow } from './result-set.ts'
  * A plain in-memory evaluator of a checked query over events and sessions, written from the
  * semantics in docs/query-api.md rather than from the SQL: the reference the compiler is checked
  * against (test/integration/query-compiler-property.test.ts). Row at a time, no cleverness. Times
- * are milliseconds since the epoch. Not covered: average_session_length (raw log) and profiles.
+ * are milliseconds since the epoch. Not covered: profiles.
  */
 
 export interface QueryEventRow {
@@ -41,8 +41,18 @@ export interface QuerySessionRow {
   country: string
 }
 
+/** A row of the SDK's raw log, as far as session lengths read it. */
+export interface QueryRawLogRow {
+  app_id: string
+  session_uuid: string
+  /** 's' session start, 'e' event, 'c' close. */
+  type: string
+  at: number
+}
+
 interface Fact {
   kind: 'e' | 's'
+  app: string
   t: number
   uid: string
   session_uuid: string
@@ -147,6 +157,7 @@ function metricValue(
   q: ParsedQuery,
   zone: string,
   from: number | undefined,
+  lengths: ReadonlyMap<string, number>,
 ): number | null {
   const events = rows.filter((r) => r.kind === 'e')
   const distinct = (xs: string[]) => new Set(xs.filter((x) => x !== '')).size
@@ -172,6 +183,15 @@ function metricValue(
       return events.length === 0 ? null : distinct(events.map((r) => r.session_uuid)) / events.length
     case 'ltv':
       return events.reduce((s, r) => s + r.ltv, 0)
+    case 'average_session_length': {
+      // Each distinct session (of its app) of the rows once, if the raw log gives it a length.
+      const keys = rows.filter((r) => r.session_uuid !== '').map((r) => `${r.app}\n${r.session_uuid}`)
+      const measured = [...new Set(keys)].flatMap((key) => {
+        const length = lengths.get(key)
+        return length === undefined ? [] : [length]
+      })
+      return measured.length === 0 ? null : measured.reduce((a, b) => a + b, 0) / measured.length
+    }
     case 'new_users': {
       const unit = finestTime(q)
       const born = (r: Fact) =>
@@ -186,11 +206,30 @@ function metricValue(
   }
 }
 
+/**
+ * Each session's length in seconds, by app and session: its last raw log row (any type) minus its
+ * earliest start row; none without a start row.
+ */
+function sessionLengths(rawLog: QueryRawLogRow[]): Map<string, number> {
+  const spans = new Map<string, { start: number | undefined; last: number }>()
+  for (const r of rawLog) {
+    if (r.session_uuid === '') continue
+    const key = `${r.app_id}\n${r.session_uuid}`
+    const span = spans.get(key) ?? { start: undefined, last: r.at }
+    if (r.type === 's') span.start = Math.min(span.start ?? Infinity, r.at)
+    span.last = Math.max(span.last, r.at)
+    spans.set(key, span)
+  }
+  const lengths = new Map<string, number>()
+  for (const [key, { start, last }] of spans) if (start !== undefined) lengths.set(key, (last - start) / 1000)
+  return lengths
+}
+
 export function evaluateQuery(
   q: ParsedQuery,
   zone: string,
   now: number,
-  data: { events: QueryEventRow[]; sessions: QuerySessionRow[] },
+  data: { events: QueryEventRow[]; sessions: QuerySessionRow[]; rawLog?: QueryRawLogRow[] },
 ): ResultRow[] {
   const apps = new Set(q.appIds)
   const events = data.events.filter((e) => apps.has(e.app_id))
@@ -204,6 +243,7 @@ export function evaluateQuery(
   for (const e of events) seen(e.app_id, userOf(e.install_uuid, e.customer_id), e.event_time)
   for (const s of sessions) seen(s.app_id, userOf(s.install_uuid, s.customer_id), s.started_at)
 
+  const lengths = sessionLengths(data.rawLog ?? [])
   const dims = [
     ...q.dimensions.map((d) => d.dimension),
     ...q.conditions.flatMap((c) => (c.target.kind === 'dimension' ? [c.target.dimension] : [])),
@@ -215,6 +255,7 @@ export function evaluateQuery(
     const uid = userOf(e.install_uuid, e.customer_id)
     facts.push({
       kind: 'e',
+      app: e.app_id,
       t: e.event_time,
       uid,
       session_uuid: e.session_uuid,
@@ -238,6 +279,7 @@ export function evaluateQuery(
       const uid = userOf(s.install_uuid, s.customer_id)
       facts.push({
         kind: 's',
+        app: s.app_id,
         t: s.started_at,
         uid,
         session_uuid: s.session_uuid,
@@ -278,7 +320,7 @@ export function evaluateQuery(
   for (const { values, rows } of groups.values()) {
     const row: ResultRow = {}
     q.dimensions.forEach((d, i) => (row[d.name] = values[i] ?? null))
-    for (const m of q.metrics) row[m.name] = metricValue(m.metric, rows, q, zone, from)
+    for (const m of q.metrics) row[m.name] = metricValue(m.metric, rows, q, zone, from, lengths)
     const having = q.conditions.every(
       (c) => c.target.kind !== 'metric' || passes(c, row[c.name] as number | null, true),
     )

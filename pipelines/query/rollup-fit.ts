@@ -110,3 +110,24 @@ export const ESTIMATE_RELATIVE_BOUND = 0.02
 
 export const withinEstimate = (estimate: number, exact: number) =>
   Math.abs(estimate - exact) <= ESTIMATE_RELATIVE_BOUND * Math.abs(exact)
+
+/** The metrics the session rollup (migration 038) answers, exactly. */
+export const SESSION_ROLLUP_METRICS: readonly SimpleMetric[] = ['sessions', 'average_session_length']
+
+/**
+ * Whether the session rollup (`query_session_hours` and `query_session_lengths`, migration 038)
+ * answers a query: every metric is `sessions` or `average_session_length` (at least one of them
+ * the latter: `sessions` alone `query_rollup` answers), every dimension, asked or in a condition,
+ * a time unit, and the zone a whole-hour one. Its answers are exact (docs/query-api.md, "Sessions
+ * and their lengths").
+ */
+export function sessionRollupFits(q: ParsedQuery, timeZone: string, now: number): boolean {
+  const simple = q.metrics.map((m) => (m.metric.kind === 'simple' ? m.metric.metric : undefined))
+  if (!simple.every((m) => m !== undefined && SESSION_ROLLUP_METRICS.includes(m))) return false
+  if (!simple.includes('average_session_length')) return false
+  const dimensions = [
+    ...q.dimensions.map((d) => d.dimension),
+    ...q.conditions.flatMap((c) => (c.target.kind === 'dimension' ? [c.target.dimension] : [])),
+  ]
+  return dimensions.every((d) => d.kind === 'time') && wholeHourZone(timeZone, now)
+}

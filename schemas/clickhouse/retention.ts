@@ -27,6 +27,10 @@ const TABLES = {
     time: 'hour',
     why: 'the Query API rollup: rows per app, hour and event name, far fewer than events; kept longer, it answers for hours whose events are gone',
   },
+  query_session_hours: {
+    time: 'hour',
+    why: "the Query API's session hours: a row per app, hour and session seen in it; under the rollup's setting, as it is a rollup too",
+  },
   profile_changes: { time: 'toDateTime(at)', why: 'one row per applied profile write' },
   upload_receipts: {
     time: 'toDateTime(received_at)',

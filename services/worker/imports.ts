@@ -3,6 +3,7 @@ import { encodeCountRequest } from '../../pipelines/audiences/count-requests.ts'
 import { runAudienceImport } from '../../pipelines/imports/audience-import.ts'
 import { decodeImportJob, type ImportJob } from '../../pipelines/imports/import-jobs.ts'
 import { runProfileImport } from '../../pipelines/imports/profile-import.ts'
+import { releasingMemory } from '../../pipelines/imports/release-memory.ts'
 import { deadLetter, PermanentError, type StageReport } from '../../pipelines/failures/outcome.ts'
 import type { RecordBatch } from '../../pipelines/connectors/bus/bus.ts'
 import { AudienceControl } from '../control/audience-control.ts'
@@ -31,7 +32,23 @@ export function importProcessor(runtime: Runtime) {
   const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
   const coupling = topology.couplings.importsWaitOnProfileWriter
   let partitions: number | undefined
+  // The embedded engine's allocator (jemalloc) keeps freed pages for its decay time, which an
+  // import's back-to-back rounds and merges never leave it: purged once a round is staged and every
+  // SLUICE_IMPORT_RELEASE_MS while an import runs, the RSS follows what the engine holds (its
+  // merges and inserts; docs/imports.md, "Speed"). A server's memory is not this process's.
+  const releaseMemory =
+    store.kind === 'chdb'
+      ? () =>
+          store
+            .command('SYSTEM JEMALLOC PURGE')
+            .catch((err: unknown) => logger.warn({ err }, 'jemalloc purge failed'))
+      : undefined
   const runOne = async (job: ImportJob) => {
+    await releasingMemory(() => applyJob(job), releaseMemory, runtime.config.SLUICE_IMPORT_RELEASE_MS)
+    await files.remove(job.path)
+    logger.info({ import_id: job.id, kind: job.kind }, 'import read')
+  }
+  const applyJob = async (job: ImportJob) => {
     if (job.kind === 'profiles') {
       partitions ??= await bus.partitionCount(topology.topics.profileChanges.topic)
       await runProfileImport(job, {
@@ -44,16 +61,7 @@ export function importProcessor(runtime: Runtime) {
         roundRows: runtime.config.SLUICE_IMPORT_ROUND_ROWS,
         sleep,
         now: Date.now,
-        // The embedded engine's allocator (jemalloc) keeps freed pages for its decay time, which
-        // back-to-back rounds never leave it: purged once a round, the RSS between rounds falls
-        // back near what the engine holds (the peak is its merges; docs/imports.md, "Speed"). A
-        // server's memory is not this process's.
-        ...(store.kind === 'chdb' && {
-          releaseMemory: () =>
-            store
-              .command('SYSTEM JEMALLOC PURGE')
-              .catch((err: unknown) => logger.warn({ err }, 'jemalloc purge failed')),
-        }),
+        ...(releaseMemory && { releaseMemory }),
         onRound: (row) =>
           logger.debug(
             { import_id: row.import_id, rounds: row.rounds, rows_read: row.rows_read },
@@ -88,8 +96,6 @@ export function importProcessor(runtime: Runtime) {
         },
       })
     }
-    await files.remove(job.path)
-    logger.info({ import_id: job.id, kind: job.kind }, 'import read')
   }
   return async (batch: RecordBatch): Promise<StageReport> => {
     const report: StageReport = { outcomes: [] }

@@ -6,6 +6,7 @@ import { compileQuery, type CompiledQuery } from '../../pipelines/query/compile-
 import {
   evaluateQuery,
   type QueryEventRow,
+  type QueryRawLogRow,
   type QuerySessionRow,
 } from '../../pipelines/query/evaluate-query.ts'
 import { parseQuery } from '../../pipelines/query/parse-query.ts'
@@ -30,36 +31,43 @@ const CUSTOMERS = ['', 'c0', 'c1']
 const SESSIONS = ['', 's0', 's1', 's2', 's3']
 const TEXTS = ['a', 'b', 'ab', '1', '10', '2.5', '-3', '1.50']
 const ZONES = ['UTC', 'America/New_York', 'Asia/Kolkata']
-const time = fc
-  .integer({ min: -40 * 24, max: 12 })
-  .chain((h) => fc.integer({ min: 0, max: HOUR - 1 }).map((ms) => NOW + h * HOUR + ms))
+/** A time from `from` hours before `now` to 12 hours after it. */
+const timeNear = (now: number, from = 40 * 24) =>
+  fc
+    .integer({ min: -from, max: 12 })
+    .chain((h) => fc.integer({ min: 0, max: HOUR - 1 }).map((ms) => now + h * HOUR + ms))
+const time = timeNear(NOW)
 
-const event = fc.record({
-  install_uuid: pick(INSTALLS),
-  customer_id: pick(CUSTOMERS),
-  session_uuid: pick(SESSIONS),
-  event_name: pick(['A', 'B', 'C']),
-  event_time: time,
-  attributes: fc.dictionary(pick(['k1', 'k2']), pick(TEXTS), { maxKeys: 2 }),
-  ltv_change: fc.integer({ min: -5, max: 50 }),
-  country: pick(['', 'fr', 'de']),
-  language: pick(['', 'en']),
-  app_version: pick(['1.0', '2.0']),
-  os_version: pick(['17']),
-  platform: pick(['iOS', 'Android']),
-  model: pick(['', 'm1']),
-  source: pick(['server', 'sdk']),
-})
-const session = fc.record({
-  session_uuid: pick(SESSIONS.filter((s) => s !== '')),
-  install_uuid: pick(INSTALLS),
-  customer_id: pick(CUSTOMERS),
-  started_at: time,
-  app_ver: pick(['1.0', '2.0']),
-  os_ver: pick(['17']),
-  platform: pick(['iOS', 'Android']),
-  country: pick(['', 'fr', 'de']),
-})
+const eventAt = (time: fc.Arbitrary<number>) =>
+  fc.record({
+    install_uuid: pick(INSTALLS),
+    customer_id: pick(CUSTOMERS),
+    session_uuid: pick(SESSIONS),
+    event_name: pick(['A', 'B', 'C']),
+    event_time: time,
+    attributes: fc.dictionary(pick(['k1', 'k2']), pick(TEXTS), { maxKeys: 2 }),
+    ltv_change: fc.integer({ min: -5, max: 50 }),
+    country: pick(['', 'fr', 'de']),
+    language: pick(['', 'en']),
+    app_version: pick(['1.0', '2.0']),
+    os_version: pick(['17']),
+    platform: pick(['iOS', 'Android']),
+    model: pick(['', 'm1']),
+    source: pick(['server', 'sdk']),
+  })
+const event = eventAt(time)
+const sessionAt = (time: fc.Arbitrary<number>) =>
+  fc.record({
+    session_uuid: pick(SESSIONS.filter((s) => s !== '')),
+    install_uuid: pick(INSTALLS),
+    customer_id: pick(CUSTOMERS),
+    started_at: time,
+    app_ver: pick(['1.0', '2.0']),
+    os_ver: pick(['17']),
+    platform: pick(['iOS', 'Android']),
+    country: pick(['', 'fr', 'de']),
+  })
+const session = sessionAt(time)
 
 const METRICS = [
   'users',
@@ -126,17 +134,22 @@ const metricCondition = fc.oneof(
 // Day-like dimensions take date operands only; the others any operand.
 const DATE_DIMS = new Set(['day', 'week', 'birth_day', 'month', 'hour'])
 
-const queryInputOf = (metrics: string[], dimensions: string[], zones: string[]) =>
+const queryInputOf = (
+  metrics: string[],
+  dimensions: string[],
+  zones: string[],
+  between = { from: ['2025-05-20', '2025-05-31'], to: ['2025-05-31', '2025-06-01'] },
+) =>
   fc
     .record({
       metrics: fc.uniqueArray(pick(metrics), { minLength: 1, maxLength: 3 }),
       dimensions: fc.uniqueArray(pick(dimensions), { maxLength: 2 }),
       days: fc.option(pick([1, 2, 7, 30])),
       zone: pick(zones),
-      dimConditions: fc.dictionary(pick(dimensions.filter((d) => !DATE_DIMS.has(d))), dimCondition, {
-        maxKeys: 2,
-      }),
-      dayBetween: fc.option(fc.tuple(pick(['2025-05-20', '2025-05-31']), pick(['2025-05-31', '2025-06-01']))),
+      dimConditions: dimensions.some((d) => !DATE_DIMS.has(d))
+        ? fc.dictionary(pick(dimensions.filter((d) => !DATE_DIMS.has(d))), dimCondition, { maxKeys: 2 })
+        : fc.constant({}),
+      dayBetween: fc.option(fc.tuple(pick(between.from), pick(between.to))),
       metricCondition: fc.option(metricCondition),
     })
     .map((r) => {
@@ -156,6 +169,16 @@ const rollupQueryInput = queryInputOf(
   ['day', 'week', 'month', 'hour', 'event_name'],
   ['UTC', 'America/New_York', 'Europe/Paris'],
 )
+/** Queries the session rollup answers: average_session_length (and sessions) by time units. */
+const sessionQueryInput = (now: number) => {
+  const day = (d: number) => new Date(now - d * 24 * HOUR).toISOString().slice(0, 10)
+  return queryInputOf(
+    ['sessions', 'average_session_length'],
+    ['day', 'week', 'month', 'hour'],
+    ['UTC', 'America/New_York', 'Europe/Paris'],
+    { from: [day(10), day(1)], to: [day(1), day(0)] },
+  ).filter((input) => input.metrics.includes('average_session_length'))
+}
 type QueryInput = typeof queryInput extends fc.Arbitrary<infer T> ? T : never
 
 /** Numbers compared to 9 significant digits: averages are summed in another order. */
@@ -221,7 +244,9 @@ describe('query compiler vs in-memory evaluator (embedded engine)', () => {
     eventsIn: Omit<QueryEventRow, 'app_id'>[],
     sessionsIn: Omit<QuerySessionRow, 'app_id'>[],
     input: QueryInput,
+    o: { now?: number; rawLog?: Omit<QueryRawLogRow, 'app_id'>[]; rollups?: boolean } = {},
   ): Promise<CompiledQuery['source']> {
+    const now = o.now ?? NOW
     const app = `app${runs++}`
     const events: QueryEventRow[] = eventsIn.map((e) => ({ ...e, app_id: app }))
     const sessions: QuerySessionRow[] = sessionsIn.map((s) => ({ ...s, app_id: app }))
@@ -240,6 +265,18 @@ describe('query compiler vs in-memory evaluator (embedded engine)', () => {
         'sessions',
         sessions.map((s) => ({ ...s, started_at: engineTime(s.started_at) })),
       )
+    const rawLog: QueryRawLogRow[] = (o.rawLog ?? []).map((r) => ({ ...r, app_id: app }))
+    if (rawLog.length > 0)
+      await store.insert(
+        'raw_log',
+        rawLog.map((r) => ({
+          ...r,
+          // A row sent twice is the same row (the same uuid): the raw log may keep both copies.
+          uuid: `${r.type}-${r.session_uuid}-${r.at}`,
+          at: engineTime(r.at),
+          received_at: engineTime(r.at),
+        })),
+      )
     const query = parseQuery({
       app_id: app,
       metrics: input.metrics,
@@ -247,18 +284,23 @@ describe('query compiler vs in-memory evaluator (embedded engine)', () => {
       conditions: JSON.stringify(input.conditions),
       ...(input.days !== null && { days: String(input.days) }),
     })
-    const compiled = compileQuery(query, { now: NOW, timeZone: input.zone, profiledbId: 1 })
+    const compiled = compileQuery(query, {
+      now,
+      timeZone: input.zone,
+      profiledbId: 1,
+      ...(o.rollups !== undefined && { rollups: o.rollups }),
+    })
     // UTC days (migration 036's by_day projection) or hours.
     if (compiled.sql.includes('toDate(f.hour)')) utcDayQueries++
     const rows = await store.query<Record<string, unknown>>(compiled.sql, compiled.params)
     const got = resultRows(rows, compiled.columns, query.limit).results
-    const want = evaluateQuery(query, input.zone, NOW, { events, sessions })
+    const want = evaluateQuery(query, input.zone, now, { events, sessions, rawLog })
     expectSameAnswer(got, want, compiled)
     return compiled.source
   }
 
   it('answers the same rows as the evaluator on random events, sessions and queries', async () => {
-    const sources = { raw: 0, query_rollup: 0 }
+    const sources = { raw: 0, query_rollup: 0, query_session_hours: 0 }
     await fc.assert(
       fc.asyncProperty(
         fc.array(event, { minLength: 0, maxLength: 30 }),
@@ -277,7 +319,7 @@ describe('query compiler vs in-memory evaluator (embedded engine)', () => {
   }, 600_000)
 
   it('answers queries that fit the rollup from it, as the evaluator does from the events', async () => {
-    const sources = { raw: 0, query_rollup: 0 }
+    const sources = { raw: 0, query_rollup: 0, query_session_hours: 0 }
     const utcDaysBefore = utcDayQueries
     await fc.assert(
       fc.asyncProperty(
@@ -291,8 +333,36 @@ describe('query compiler vs in-memory evaluator (embedded engine)', () => {
       { numRuns: 60 },
     )
     // Every query of this shape is the rollup's, some of them read by UTC day, some by the hour.
-    expect(sources).toEqual({ raw: 0, query_rollup: 60 })
+    expect(sources).toEqual({ raw: 0, query_rollup: 60, query_session_hours: 0 })
     expect(utcDayQueries - utcDaysBefore).toBeGreaterThan(0)
     expect(utcDayQueries - utcDaysBefore).toBeLessThan(60)
+  }, 600_000)
+
+  it('answers session lengths by time from the session rollup, and from the raw log, as the evaluator does', async () => {
+    // Times near the real clock: the raw log and the session lengths expire rows 30 days old.
+    const recent = Math.floor(Date.now() / HOUR) * HOUR
+    const near = timeNear(recent, 20 * 24)
+    const rawRow = fc.record({ session_uuid: pick(SESSIONS), type: pick(['s', 'e', 'c']), at: near })
+    const sources = { raw: 0, query_rollup: 0, query_session_hours: 0 }
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(eventAt(near), { minLength: 0, maxLength: 30 }),
+        fc.uniqueArray(sessionAt(near), { maxLength: 4, selector: (x) => x.session_uuid }),
+        // Starts, events and closes, some sessions with no start, some rows replayed (a row twice).
+        fc
+          .array(rawRow, { maxLength: 12 })
+          .chain((rows) => fc.subarray(rows).map((again) => [...rows, ...again])),
+        sessionQueryInput(recent),
+        fc.boolean(),
+        async (eventsIn, sessionsIn, rawLog, input, rollups) => {
+          sources[await check(eventsIn, sessionsIn, input, { now: recent, rawLog, rollups })]++
+        },
+      ),
+      { numRuns: 60 },
+    )
+    // Both ways were checked, the rollup's for every query it was allowed to answer.
+    expect(sources.raw).toBeGreaterThan(0)
+    expect(sources.query_session_hours).toBeGreaterThan(0)
+    expect(sources.query_rollup).toBe(0)
   }, 600_000)
 })

@@ -222,10 +222,10 @@ export async function runQueryScenario(sluice: InProcessSluice, suffix: string) 
     { country: 'fr', sessions: 1, users: 1 },
   ])
 
-  // Sessions and their length, from the raw tables (the rollup keeps no lengths): each session's
-  // length is its last raw log row minus its start.
+  // Sessions and their length, from the session rollup (exact): each session's length is its last
+  // raw log row minus its start.
   const lengths = await answer(q({ metrics: 'sessions,average_session_length', days: '2' }))
-  expect(lengths.query).toMatchObject({ source: 'raw', estimated: [] })
+  expect(lengths.query).toMatchObject({ source: 'query_session_hours', estimated: [] })
   expect(lengths.results).toEqual([{ sessions: 2, average_session_length: expect.any(Number) }])
   expect(lengths.results[0]!.average_session_length).toBeGreaterThanOrEqual(0)
   expect(lengths.results[0]!.average_session_length).toBeLessThanOrEqual(1)

@@ -90,12 +90,18 @@ describe('average session length from the raw log', () => {
       metrics: 'sessions,average_session_length',
       days: '2',
     })
-    const compiled = compileQuery(q, { now: NOW, timeZone: 'UTC', profiledbId: 1 })
-    expect(compiled.source).toBe('raw')
-    const rows = await store.query<Record<string, unknown>>(compiled.sql, compiled.params)
-    expect(resultRows(rows, compiled.columns, q.limit).results).toEqual([
-      { sessions: 3, average_session_length: 50 },
-    ])
+    // From the raw log, and from the session rollup its view keeps (migration 038): the same.
+    for (const [rollups, source] of [
+      [false, 'raw'],
+      [true, 'query_session_hours'],
+    ] as const) {
+      const compiled = compileQuery(q, { now: NOW, timeZone: 'UTC', profiledbId: 1, rollups })
+      expect(compiled.source).toBe(source)
+      const rows = await store.query<Record<string, unknown>>(compiled.sql, compiled.params)
+      expect(resultRows(rows, compiled.columns, q.limit).results).toEqual([
+        { sessions: 3, average_session_length: 50 },
+      ])
+    }
   })
 
   it('answers the other metrics asked beside it as they are answered without it', async () => {

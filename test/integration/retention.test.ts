@@ -45,6 +45,7 @@ function rowsAged(ageDays: number, tag: string): Record<RetainedTableName, objec
     sessions: [{ app_id: APP, session_uuid: `s-${tag}`, install_uuid: `i-${tag}`, started_at: at }],
     // Filled by the events' and sessions' views.
     query_rollup: [],
+    query_session_hours: [],
     profile_changes: [
       {
         profiledb_id: 1,
@@ -88,6 +89,7 @@ const AGED_BY: Record<RetainedTableName, string> = {
   events: 'event_time',
   sessions: 'started_at',
   query_rollup: 'hour',
+  query_session_hours: 'hour',
   profile_changes: 'at',
   upload_receipts: 'received_at',
   rejected_lines: 'received_at',
@@ -131,6 +133,7 @@ describe('retention per table on chdb (embedded mode)', () => {
       events: 30,
       sessions: 30,
       query_rollup: 90,
+      query_session_hours: 90,
       profile_changes: 30,
       upload_receipts: 7,
       rejected_lines: 7,
@@ -152,6 +155,7 @@ describe('retention per table on chdb (embedded mode)', () => {
       { table: 'events', days: 30 },
       { table: 'sessions', days: 30 },
       { table: 'query_rollup', days: 90 },
+      { table: 'query_session_hours', days: 90 },
       { table: 'profile_changes', days: 30 },
       { table: 'upload_receipts', days: 7 },
       { table: 'rejected_lines', days: 7 },
@@ -161,6 +165,7 @@ describe('retention per table on chdb (embedded mode)', () => {
       'ALTER TABLE events MODIFY TTL toDateTime(event_time) + INTERVAL 30 DAY',
       'ALTER TABLE sessions MODIFY TTL toDateTime(started_at) + INTERVAL 30 DAY',
       'ALTER TABLE query_rollup MODIFY TTL hour + INTERVAL 90 DAY',
+      'ALTER TABLE query_session_hours MODIFY TTL hour + INTERVAL 90 DAY',
       'ALTER TABLE profile_changes MODIFY TTL toDateTime(at) + INTERVAL 30 DAY',
       'ALTER TABLE upload_receipts MODIFY TTL toDateTime(received_at) + INTERVAL 7 DAY',
       'ALTER TABLE rejected_lines MODIFY TTL toDateTime(received_at) + INTERVAL 7 DAY',
@@ -217,13 +222,21 @@ describe('retention per table on chdb (embedded mode)', () => {
       { table: 'events', days: null },
       { table: 'sessions', days: null },
       { table: 'query_rollup', days: null },
+      { table: 'query_session_hours', days: null },
       { table: 'profile_changes', days: null },
       { table: 'upload_receipts', days: 30 },
       { table: 'rejected_lines', days: 30 },
       { table: 'push_deliveries', days: null },
     ])
     expect(unset.commands.filter((c) => c.startsWith('ALTER'))).toContain('ALTER TABLE events REMOVE TTL')
-    for (const table of ['events', 'sessions', 'query_rollup', 'profile_changes', 'push_deliveries'])
+    for (const table of [
+      'events',
+      'sessions',
+      'query_rollup',
+      'query_session_hours',
+      'profile_changes',
+      'push_deliveries',
+    ])
       expect(await ttlOf(store, table), table).toBe('')
     expect(await ttlOf(store, 'rejected_lines')).toMatch(/^toDateTime\(received_at\) \+ toIntervalDay\(30\)/)
     // A row older than the removed TTL now stays through a merge.

@@ -1,4 +1,6 @@
+import { readdir } from 'node:fs/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { join } from 'node:path'
 import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
 import { loadMigrations, migrate } from '../../pipelines/connectors/store/migrations.ts'
 import { stringSet } from '../../pipelines/connectors/store/string-set.ts'
@@ -53,7 +55,12 @@ describe('ChdbStore (embedded engine)', () => {
     )
     expect(imports.map((t) => t.name)).toEqual(['import_rows', 'profile_changes', 'profiles'])
     for (const t of imports) {
-      expect(t.engine_full, t.name).toMatch(/min_bytes_for_wide_part = 67108864/)
+      // Migration 040: profiles and profile_changes wide from 32,768 rows (import_rows: compact under 64 MB).
+      if (t.name === 'import_rows') expect(t.engine_full).toMatch(/min_bytes_for_wide_part = 67108864/)
+      else {
+        expect(t.engine_full, t.name).toMatch(/min_bytes_for_wide_part = 0\b/)
+        expect(t.engine_full, t.name).toMatch(/min_rows_for_wide_part = 32768\b/)
+      }
       // Merged a column at a time whatever the parts' rows and the table's columns.
       expect(t.engine_full, t.name).toMatch(/vertical_merge_algorithm_min_columns_to_activate = 1/)
       expect(t.engine_full, t.name).toMatch(/vertical_merge_algorithm_min_rows_to_activate = 1\b/)
@@ -67,6 +74,44 @@ describe('ChdbStore (embedded engine)', () => {
     expect(imports[0]!.engine_full).toMatch(/max_bytes_to_merge_at_max_space_in_pool = 1048576\b/)
     expect(imports[0]!.engine_full).toMatch(/parts_to_delay_insert = 6000\b/)
     expect(imports[0]!.engine_full).toMatch(/parts_to_throw_insert = 10000\b/)
+  })
+
+  it('writes a round of profiles as a compact part and merges rounds into a wide one, column by column', async () => {
+    // Migration 040: the engine merges vertically (one column at a time: the memory of one column's
+    // buffers) only into a wide part; a round's insert stays compact (one write buffer).
+    const round = (from: number) =>
+      store.command(
+        `INSERT INTO profiles (profiledb_id, org_id, app_id, customer_id, attributes, attribute_types, email, deleted,
+                               updated_at, source_partition, source_offset, version)
+         SELECT 77, 1, '', concat('wide-', toString(number)), concat('{"plan":"gold","n":', toString(number), '}'),
+                map('plan', 'string', 'n', 'integer'), '', 0, now64(3), 0, number, 1
+         FROM numbers({from:UInt64}, 20000)`,
+        { from },
+      )
+    const parts = () =>
+      store.query<{ name: string; rows: string; part_type: string }>(
+        `SELECT name, rows, part_type FROM system.parts
+         WHERE database = currentDatabase() AND table = 'profiles' AND active ORDER BY name`,
+      )
+    await store.command('SYSTEM STOP MERGES profiles')
+    try {
+      await round(0)
+      await round(20000)
+      expect((await parts()).map((p) => [Number(p.rows), p.part_type])).toEqual([
+        [20000, 'Compact'],
+        [20000, 'Compact'],
+      ])
+    } finally {
+      await store.command('SYSTEM START MERGES profiles')
+    }
+    await store.command('OPTIMIZE TABLE profiles FINAL')
+    expect((await parts()).map((p) => [Number(p.rows), p.part_type])).toEqual([[40000, 'Wide']])
+    const [sample] = await store.query<{ attributes: string; n: string | number }>(
+      `SELECT any(attributes) AS attributes, count() AS n FROM profiles FINAL
+       WHERE profiledb_id = 77 AND customer_id = 'wide-39999'`,
+    )
+    expect({ ...sample, n: Number(sample?.n) }).toEqual({ attributes: '{"plan":"gold","n":39999}', n: 1 })
+    await store.command('TRUNCATE TABLE profiles')
   })
 
   it.each([
@@ -156,6 +201,50 @@ describe('ChdbStore (embedded engine)', () => {
     )
     // Pieces are RowBinary only.
     await expect(store.insert('t_pieces', piecesOf(bytes, 64))).rejects.toThrow('RowBinary only')
+  })
+
+  it('reads RowBinary rows as the table columns (LowCardinality, DateTime64, Map, defaults), drops a repeated token, and removes its spool file', async () => {
+    await store.command(
+      `CREATE TABLE t_typed (app LowCardinality(String), at DateTime64(3, 'UTC'), attrs Map(String, String),
+         n Int64, filled String DEFAULT 'default')
+       ENGINE = MergeTree ORDER BY at SETTINGS non_replicated_deduplication_window = 100`,
+    )
+    const rowsOf = (first: number) => {
+      const w = new RowBinaryWriter()
+      for (let i = first; i < first + 3; i++) {
+        w.string(`app-${i % 2}`)
+        w.int64(1_795_300_000_000 + i)
+        w.stringMap({ k: `v${i}` })
+        w.int64(-i)
+      }
+      return Buffer.from(w.view())
+    }
+    const columns = [
+      ['app', 'String'],
+      ['at', "DateTime64(3, 'UTC')"],
+      ['attrs', 'Map(String, String)'],
+      ['n', 'Int64'],
+    ] as const
+    await store.insert('t_typed', rowsOf(1), { rowBinary: columns, dedupToken: 'typed:1-3' })
+    await store.insert('t_typed', rowsOf(1), { rowBinary: columns, dedupToken: 'typed:1-3' })
+    await store.insert('t_typed', rowsOf(4), { rowBinary: columns, dedupToken: 'typed:4-6' })
+    const rows = await store.query<{
+      app: string
+      at: string
+      attrs: Record<string, string>
+      n: number
+      filled: string
+    }>(`SELECT app, toUnixTimestamp64Milli(at) AS at, attrs, n, filled FROM t_typed ORDER BY at`)
+    expect(rows).toEqual(
+      Array.from({ length: 6 }, (_, k) => ({
+        app: `app-${(k + 1) % 2}`,
+        at: 1_795_300_000_001 + k,
+        attrs: { k: `v${k + 1}` },
+        n: -(k + 1),
+        filled: 'default',
+      })),
+    )
+    expect(await readdir(join(store.path, 'insert-spool'))).toEqual([])
   })
 
   it('inserts what a SELECT makes of RowBinary rows, with query parameters, and no table in between', () =>

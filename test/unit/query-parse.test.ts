@@ -164,9 +164,21 @@ describe('query compiler', () => {
     )
     expect(rollup('app_id=A&metrics=sessions&dimensions=week', 'Asia/Kolkata').source).toBe('raw')
     expect(rollup('app_id=A&metrics=sessions&dimensions=week', 'Australia/Lord_Howe').source).toBe('raw')
-    // What the rollup does not keep: lengths, first appearances, attributes, other device columns.
+    // Session lengths by time: the session rollup, exact; beside another metric, by another
+    // dimension or in a half-hour zone, the raw tables.
+    const lengths = rollup('app_id=A&metrics=sessions,average_session_length&dimensions=week&days=28')
+    expect([lengths.source, lengths.estimated]).toEqual(['query_session_hours', []])
+    expect(lengths.sql).toContain('FROM query_session_hours')
+    expect(lengths.sql).toContain('FROM query_session_lengths FINAL')
+    expect(lengths.sql).not.toMatch(/FROM (events|sessions|raw_log)\b/)
+    expect(rollup('app_id=A&metrics=average_session_length&dimensions=week', 'Asia/Kolkata').source).toBe(
+      'raw',
+    )
+    // What the rollups do not keep: lengths by other dimensions or beside other metrics, first
+    // appearances, attributes, other device columns.
     for (const qs of [
-      'app_id=A&metrics=average_session_length&dimensions=week',
+      'app_id=A&metrics=average_session_length&dimensions=country',
+      'app_id=A&metrics=average_session_length,users&dimensions=week',
       'app_id=A&metrics=new_users&dimensions=day',
       'app_id=A&metrics=users&dimensions=birth_day',
       'app_id=A&metrics=users&dimensions=new_device',

@@ -52,6 +52,7 @@ describe('retention statements', () => {
       events: undefined,
       sessions: undefined,
       query_rollup: undefined,
+      query_session_hours: undefined,
       profile_changes: undefined,
       push_deliveries: undefined,
       upload_receipts: 30,
@@ -65,6 +66,7 @@ describe('retention statements', () => {
     expect(retentionSettings(set)).toMatchObject({
       events: 400,
       query_rollup: 800,
+      query_session_hours: 800,
       upload_receipts: 3,
       rejected_lines: 3,
       sessions: undefined,

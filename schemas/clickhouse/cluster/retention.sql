@@ -15,6 +15,10 @@ ALTER TABLE query_rollup_local ON CLUSTER sluice_cluster MODIFY TTL hour + INTER
 
 ALTER TABLE query_rollup_local ON CLUSTER sluice_cluster REMOVE TTL;
 
+ALTER TABLE query_session_hours_local ON CLUSTER sluice_cluster MODIFY TTL hour + INTERVAL 400 DAY;
+
+ALTER TABLE query_session_hours_local ON CLUSTER sluice_cluster REMOVE TTL;
+
 ALTER TABLE profile_changes_local ON CLUSTER sluice_cluster MODIFY TTL toDateTime(at) + INTERVAL 400 DAY;
 
 ALTER TABLE profile_changes_local ON CLUSTER sluice_cluster REMOVE TTL;
