@@ -109,6 +109,10 @@ const kinds: [string, (i: number) => Promise<void>][] = [
   ['events_ingest, enable_analyzer=1 (before)', eventInsert('events_ingest', { enable_analyzer: 1 })],
   ['events_ingest, enable_analyzer=0 (as written)', eventInsert('events_ingest', { enable_analyzer: 0 })],
   [
+    'events_ingest, materialize_skip_indexes_on_insert=0 (not kept)',
+    eventInsert('events_ingest', { materialize_skip_indexes_on_insert: 0 }),
+  ],
+  [
     'events_ingest, enable_analyzer=0, insert_deduplicate=0',
     eventInsert('events_ingest', { enable_analyzer: 0, insert_deduplicate: 0 }, false),
   ],

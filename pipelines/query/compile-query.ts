@@ -71,8 +71,24 @@ class Params {
 
 const msParam = (params: Params, ms: number) => `fromUnixTimestamp64Milli(${params.bind('Int64', ms)}, 'UTC')`
 
-/** Text of a time bucket of `t` (a DateTime64 in UTC) in the zone `tz` (a bound parameter). */
-function timeText(unit: TimeUnit | 'birth', t: string, tz: string): string {
+/**
+ * Text of a time bucket of `t` (a DateTime64 in UTC) in the zone `tz` (a bound parameter); with no
+ * zone, `t` is already a UTC Date (the rollup's days, UTC_DAY), and the text is written on it as
+ * the rollup's daily projection keeps it, so that the engine answers from it.
+ */
+function timeText(unit: TimeUnit | 'birth', t: string, tz: string | undefined): string {
+  if (tz === undefined) {
+    switch (unit) {
+      case 'day':
+        return `toString(${t})`
+      case 'week':
+        return `toString(toMonday(${t}))`
+      case 'month':
+        return `formatDateTime(${t}, '%Y-%m')`
+      default:
+        throw new Error(`no ${unit} bucket of a UTC day`)
+    }
+  }
   switch (unit) {
     case 'day':
     case 'birth':
@@ -86,8 +102,13 @@ function timeText(unit: TimeUnit | 'birth', t: string, tz: string): string {
   }
 }
 
-/** Dimensions whose value is a Nullable(String) of the facts row (its time is `t`). */
-function dimensionValue(d: Dimension, tz: string, t: string): string {
+/**
+ * Dimensions whose value is a Nullable(String) of the facts row (its time is `t`; with no zone, a
+ * UTC day of the rollup: only time units and columns are read so).
+ */
+function dimensionValue(d: Dimension, tz: string | undefined, t: string): string {
+  if (tz === undefined && d.kind !== 'time' && d.kind !== 'column')
+    throw new Error(`${d.kind} is not a dimension of the rollup's days`)
   switch (d.kind) {
     case 'time':
       return timeText(d.unit, t, tz)
@@ -105,7 +126,7 @@ function dimensionValue(d: Dimension, tz: string, t: string): string {
   }
 }
 
-function dimensionSql(params: Params, d: Dimension, tz: string, t = 'f.t'): string {
+function dimensionSql(params: Params, d: Dimension, tz: string | undefined, t = 'f.t'): string {
   const sql = dimensionValue(d, tz, t)
   if (d.kind !== 'attribute') return sql
   const key = params.bind('String', d.key)
@@ -188,6 +209,12 @@ function metricSql(
       throw new Error('the profiles metric is compiled by compileProfiles')
   }
 }
+
+/**
+ * A rollup row's UTC day, written as migration 036's projection groups by it: the engine answers
+ * from a projection only when the query's keys and filters are computed from its own expressions.
+ */
+const UTC_DAY = 'toDate(f.hour)'
 
 /** A metric of the rollup's rows (rollup-fit.ts lists which it keeps). */
 function rollupMetricSql(m: Metric): string {
@@ -296,29 +323,29 @@ export function compileQuery(q: ParsedQuery, ctx: QueryContext): CompiledQuery {
   if (q.metrics.some((m) => m.metric.kind === 'simple' && m.metric.metric === 'profiles'))
     return compileProfiles(q, ctx)
   const params = new Params()
-  const tz = params.bind('String', ctx.timeZone)
+  const plan = ctx.rollups === false ? undefined : rollupPlan(q, ctx.timeZone, ctx.now)
+  // UTC days need no zone: no parameter for the engine to set.
+  const tz = plan?.utcDays ? undefined : params.bind('String', ctx.timeZone)
   const apps = params.bind('Array(String)', q.appIds)
   const fromMs = q.days !== undefined ? windowStart(ctx.now, q.days, ctx.timeZone) : undefined
   const readsSessions = ![...q.dimensions.map((d) => d.dimension), ...conditionDimensions(q)].some(
     eventOnlyDimension,
   )
-  const plan = ctx.rollups === false ? undefined : rollupPlan(q, ctx.timeZone, ctx.now)
   if (plan) {
-    // Window starts are local midnights, whole UTC hours in the zones the rollup serves.
-    const hourFrom =
-      fromMs !== undefined
-        ? `toDateTime(${params.bind('Int64', Math.floor(fromMs / 1000))}, 'UTC')`
-        : undefined
+    // Window starts are local midnights: whole UTC hours in the zones the rollup serves, UTC
+    // midnights when it is read by day.
+    const since =
+      fromMs === undefined
+        ? []
+        : plan.utcDays
+          ? [`${UTC_DAY} >= ${params.bind('Date', new Date(fromMs).toISOString().slice(0, 10))}`]
+          : [`f.hour >= toDateTime(${params.bind('Int64', Math.floor(fromMs / 1000))}, 'UTC')`]
     // The rollup's rows read directly, not through a subquery: analysing and planning the subquery
     // cost the engine more CPU than merging a month of its rows (docs/query-api.md, "Measured").
     const rows = {
       from: 'query_rollup AS f',
-      where: [
-        `f.app_id IN ${apps}`,
-        ...(readsSessions ? [] : [`f.kind = 'e'`]),
-        ...(hourFrom ? [`f.hour >= ${hourFrom}`] : []),
-      ],
-      t: 'f.hour',
+      where: [`f.app_id IN ${apps}`, ...(readsSessions ? [] : [`f.kind = 'e'`]), ...since],
+      t: plan.utcDays ? UTC_DAY : 'f.hour',
     }
     return {
       ...assemble(q, params, tz, rows, [], (m) => rollupMetricSql(m)),
@@ -327,8 +354,10 @@ export function compileQuery(q: ParsedQuery, ctx: QueryContext): CompiledQuery {
       estimated: plan.estimated,
     }
   }
+  // The raw path always has a zone (only a rollup plan reads UTC days without one).
+  const zone = tz ?? params.bind('String', ctx.timeZone)
   if (ctx.rollups !== false && sessionRollupFits(q, ctx.timeZone, ctx.now))
-    return compileSessionRollup(q, params, tz, apps, fromMs)
+    return compileSessionRollup(q, params, zone, apps, fromMs)
   const from = fromMs !== undefined ? msParam(params, fromMs) : undefined
   const birth = needsBirth(q)
   const lengths = wantsLengths(q)
@@ -397,10 +426,10 @@ export function compileQuery(q: ParsedQuery, ctx: QueryContext): CompiledQuery {
   const assembled = assemble(
     q,
     params,
-    tz,
+    zone,
     facts,
     joins,
-    (m, agg) => metricSql(params, m, q, tz, from, agg),
+    (m, agg) => metricSql(params, m, q, zone, from, agg),
     lengthsJoin,
   )
   return {
@@ -461,7 +490,7 @@ function compileSessionRollup(
 function assemble(
   q: ParsedQuery,
   params: Params,
-  tz: string,
+  tz: string | undefined,
   rows: { from: string; where: string[]; t: string },
   joins: string[],
   metricOf: (m: Metric, agg: Aggregate) => string,

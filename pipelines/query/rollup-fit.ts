@@ -59,9 +59,27 @@ function zoneOffsets(timeZone: string, now: number): readonly number[] {
 export const wholeHourZone = (timeZone: string, now: number): boolean =>
   zoneOffsets(timeZone, now).every((offset) => offset % 60 === 0)
 
+/**
+ * The zone names the engine reads as UTC itself (no offset ever): a local day there is a UTC day,
+ * which the rollup's daily projection keeps (migration 036). Zones that merely sit at offset 0 in
+ * some seasons (Europe/London) or some years (Africa/Casablanca) are not among them.
+ */
+const UTC_ZONES = new Set(
+  ['UTC', 'UCT', 'GMT', 'GMT0', 'GMT+0', 'GMT-0', 'Greenwich', 'Universal', 'Zulu'].flatMap((z) => [
+    z,
+    `Etc/${z}`,
+  ]),
+)
+
 export interface RollupPlan {
   /** Metric names (as requested) whose numbers are estimates. */
   estimated: string[]
+  /**
+   * Whether the query groups and filters by UTC days or coarser (no hour, and the zone is UTC): its
+   * rows are then read as UTC days, which the rollup's daily projection answers with far fewer
+   * states to merge than its hours (docs/query-api.md, "Rollups and estimates").
+   */
+  utcDays: boolean
 }
 
 /** The plan of a query the rollup answers, or undefined when it needs the raw tables. */
@@ -79,7 +97,8 @@ export function rollupPlan(q: ParsedQuery, timeZone: string, now: number): Rollu
   ]
   if (!dimensions.every(rollupDimension)) return undefined
   if (!wholeHourZone(timeZone, now)) return undefined
-  return { estimated }
+  const utcDays = UTC_ZONES.has(timeZone) && !dimensions.some((d) => d.kind === 'time' && d.unit === 'hour')
+  return { estimated, utcDays }
 }
 
 /**

@@ -236,6 +236,9 @@ describe('query compiler vs in-memory evaluator (embedded engine)', () => {
     await cleanup()
   })
 
+  /** Rollup queries compiled on UTC days, which the daily projection answers. */
+  let utcDayQueries = 0
+
   /** Stores the rows under a new app, runs the compiled query and compares it with the evaluator. */
   async function check(
     eventsIn: Omit<QueryEventRow, 'app_id'>[],
@@ -287,6 +290,8 @@ describe('query compiler vs in-memory evaluator (embedded engine)', () => {
       profiledbId: 1,
       ...(o.rollups !== undefined && { rollups: o.rollups }),
     })
+    // UTC days (migration 036's by_day projection) or hours.
+    if (compiled.sql.includes('toDate(f.hour)')) utcDayQueries++
     const rows = await store.query<Record<string, unknown>>(compiled.sql, compiled.params)
     const got = resultRows(rows, compiled.columns, query.limit).results
     const want = evaluateQuery(query, input.zone, now, { events, sessions, rawLog })
@@ -315,6 +320,7 @@ describe('query compiler vs in-memory evaluator (embedded engine)', () => {
 
   it('answers queries that fit the rollup from it, as the evaluator does from the events', async () => {
     const sources = { raw: 0, query_rollup: 0, query_session_hours: 0 }
+    const utcDaysBefore = utcDayQueries
     await fc.assert(
       fc.asyncProperty(
         fc.array(event, { minLength: 0, maxLength: 30 }),
@@ -326,8 +332,10 @@ describe('query compiler vs in-memory evaluator (embedded engine)', () => {
       ),
       { numRuns: 60 },
     )
-    // Every query of this shape is the rollup's.
+    // Every query of this shape is the rollup's, some of them read by UTC day, some by the hour.
     expect(sources).toEqual({ raw: 0, query_rollup: 60, query_session_hours: 0 })
+    expect(utcDayQueries - utcDaysBefore).toBeGreaterThan(0)
+    expect(utcDayQueries - utcDaysBefore).toBeLessThan(60)
   }, 600_000)
 
   it('answers session lengths by time from the session rollup, and from the raw log, as the evaluator does', async () => {

@@ -68,6 +68,8 @@ describe('query rollup on data stored before it', () => {
   const before = Array.from({ length: 40 }, (_, i) => event(i, {}))
   const after = Array.from({ length: 25 }, (_, i) => event(i + 100, { country: 'es' }))
   const sessions = Array.from({ length: 5 }, (_, i) => session(i))
+  /** Written by the last test, after the others (the answers count them from then on). */
+  const later: QueryEventRow[] = []
 
   beforeAll(async () => {
     dir = await tempDir('query-rollup')
@@ -101,11 +103,11 @@ describe('query rollup on data stored before it', () => {
     await dir.cleanup()
   })
 
-  const answer = async (params: Record<string, string>, rollups = true) => {
+  const answer = async (params: Record<string, string>, rollups = true, timeZone = 'Europe/Paris') => {
     const q = parseQuery({ app_id: APP, ...params })
-    const compiled = compileQuery(q, { now: NOW, timeZone: 'Europe/Paris', profiledbId: 1, rollups })
+    const compiled = compileQuery(q, { now: NOW, timeZone, profiledbId: 1, rollups })
     const rows = await store.query<Record<string, unknown>>(compiled.sql, compiled.params)
-    const want = evaluateQuery(q, 'Europe/Paris', NOW, { events: [...before, ...after], sessions })
+    const want = evaluateQuery(q, timeZone, NOW, { events: [...before, ...after, ...later], sessions })
     // The evaluator keeps no order: both sorted.
     const sorted = (xs: ResultRow[]) => xs.map((r) => JSON.stringify(r)).sort()
     return { compiled, got: sorted(resultRows(rows, compiled.columns, q.limit).results), want: sorted(want) }
@@ -149,5 +151,116 @@ describe('query rollup on data stored before it', () => {
     expect(raw.compiled.source).toBe('raw')
     expect(raw.compiled.sql).not.toContain('attributes')
     expect(raw.got).toEqual(daily.got)
+  })
+
+  /** The projection of query_rollup the engine reads for a compiled query, or the table's own rows. */
+  const readFrom = async (compiled: { sql: string; params: Record<string, unknown> }) => {
+    const plan = await store.query<{ explain: string }>(
+      `EXPLAIN projections = 1 ${compiled.sql}`,
+      compiled.params,
+    )
+    return plan.flatMap((r) => /ReadFromMergeTree \((.+)\)/.exec(r.explain)?.[1] ?? [])
+  }
+
+  it('answers UTC days from the daily projection, for parts stored before migration 036 and merged after', async () => {
+    // Every part of the rollup, the backfilled ones included, holds the projection (chdb is 26.x).
+    const unprojected = async () =>
+      store.query<{ name: string }>(
+        `SELECT name FROM system.parts WHERE database = currentDatabase() AND table = 'query_rollup' AND active
+           AND name NOT IN (SELECT parent_name FROM system.projection_parts
+                            WHERE database = currentDatabase() AND table = 'query_rollup' AND active
+                            AND name = 'by_day' GROUP BY parent_name)`,
+      )
+    expect(await unprojected()).toEqual([])
+    const shapes = [
+      [{ metrics: 'users,sessions', dimensions: 'day', days: '30' }, 'by_day'],
+      [{ metrics: 'users', dimensions: 'week' }, 'by_day'],
+      [{ metrics: 'occurrences,ltv', dimensions: 'month' }, 'by_day'],
+      // By event name: the hourly rows (the projection keeps none).
+      [{ metrics: 'occurrences', dimensions: 'day,event_name', days: '7' }, 'sluice.query_rollup'],
+      [{ metrics: 'users', dimensions: 'event_name' }, 'sluice.query_rollup'],
+      // By the hour: the hourly rows.
+      [{ metrics: 'occurrences', dimensions: 'hour', days: '2' }, 'sluice.query_rollup'],
+    ] as const
+    const check = async () => {
+      for (const [params, projection] of shapes) {
+        const utc = await answer(params, true, 'UTC')
+        expect([params, utc.compiled.source, await readFrom(utc.compiled)]).toEqual([
+          params,
+          'query_rollup',
+          [projection],
+        ])
+        expect(utc.got).toEqual(utc.want)
+        expect(utc.got.length).toBeGreaterThan(0)
+      }
+    }
+    await check()
+    // More events in new parts, then merged (the projections rebuilt from the merged rows): the
+    // same answers as the evaluator over every event.
+    const more = Array.from({ length: 30 }, (_, i) => event(i + 200, { event_name: 'Late' }))
+    later.push(...more)
+    await store.insert(
+      'events_ingest',
+      more.map((e, i) => eventRow(e, `l${i}`)),
+    )
+    await store.command('OPTIMIZE TABLE query_rollup FINAL')
+    expect(await unprojected()).toEqual([])
+    await check()
+    const late = await answer({ metrics: 'occurrences', dimensions: 'event_name' }, true, 'UTC')
+    expect(late.got.map((r) => JSON.parse(r) as ResultRow).find((r) => r.event_name === 'Late')).toEqual({
+      event_name: 'Late',
+      occurrences: 30,
+    })
+  })
+})
+
+describe('query rollup on an engine older than 26.1', () => {
+  let dir: { path: string; cleanup: () => Promise<void> }
+  let store: ChdbStore
+  beforeAll(async () => {
+    dir = await tempDir('query-rollup-old')
+    store = await ChdbStore.open(join(dir.path, 'clickhouse'))
+  })
+  afterAll(async () => {
+    await store.close()
+    await dir.cleanup()
+  })
+
+  it('records migration 036 without the daily projection, and answers UTC days from the hourly rows', async () => {
+    // The engine as a 25.8 server reports itself; everything else is chdb's.
+    const older = new Proxy(store, {
+      get(target, key, receiver) {
+        if (key === 'query')
+          return (sql: string, params?: Record<string, unknown>) =>
+            /^SELECT version\(\)/.test(sql)
+              ? Promise.resolve([{ v: '25.8.4.13' }])
+              : target.query(sql, params)
+        const value = Reflect.get(target, key, receiver) as unknown
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value
+      },
+    })
+    const result = await migrate(older)
+    expect(result.applied).toContain(36)
+    const [settings] = await store.query<{ create: string }>(
+      "SELECT create_table_query AS create FROM system.tables WHERE database = currentDatabase() AND name = 'query_rollup'",
+    )
+    expect(settings?.create).toContain("deduplicate_merge_projection_mode = 'rebuild'")
+    expect(settings?.create).not.toContain('PROJECTION')
+    // The next start finds it recorded (the same checksum whatever the engine left out).
+    expect((await migrate(store)).skipped).toContain(36)
+    const events = Array.from({ length: 12 }, (_, i) => event(i, {}))
+    await store.insert(
+      'events_ingest',
+      events.map((e, i) => eventRow(e, `o${i}`)),
+    )
+    const q = parseQuery({ app_id: APP, metrics: 'users,occurrences', dimensions: 'day', days: '30' })
+    const compiled = compileQuery(q, { now: NOW, timeZone: 'UTC', profiledbId: 1 })
+    expect(compiled.sql).toContain('toString(toDate(f.hour))')
+    const rows = await store.query<Record<string, unknown>>(compiled.sql, compiled.params)
+    const got = resultRows(rows, compiled.columns, q.limit).results
+    const want = evaluateQuery(q, 'UTC', NOW, { events, sessions: [] })
+    const sorted = (xs: ResultRow[]) => xs.map((r) => JSON.stringify(r)).sort()
+    expect(sorted(got)).toEqual(sorted(want))
+    expect(got.reduce((n, r) => n + Number(r.occurrences), 0)).toBe(12)
   })
 })

@@ -1,4 +1,6 @@
+import { readdir } from 'node:fs/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { join } from 'node:path'
 import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
 import { loadMigrations, migrate } from '../../pipelines/connectors/store/migrations.ts'
 import { stringSet } from '../../pipelines/connectors/store/string-set.ts'
@@ -199,6 +201,50 @@ describe('ChdbStore (embedded engine)', () => {
     )
     // Pieces are RowBinary only.
     await expect(store.insert('t_pieces', piecesOf(bytes, 64))).rejects.toThrow('RowBinary only')
+  })
+
+  it('reads RowBinary rows as the table columns (LowCardinality, DateTime64, Map, defaults), drops a repeated token, and removes its spool file', async () => {
+    await store.command(
+      `CREATE TABLE t_typed (app LowCardinality(String), at DateTime64(3, 'UTC'), attrs Map(String, String),
+         n Int64, filled String DEFAULT 'default')
+       ENGINE = MergeTree ORDER BY at SETTINGS non_replicated_deduplication_window = 100`,
+    )
+    const rowsOf = (first: number) => {
+      const w = new RowBinaryWriter()
+      for (let i = first; i < first + 3; i++) {
+        w.string(`app-${i % 2}`)
+        w.int64(1_795_300_000_000 + i)
+        w.stringMap({ k: `v${i}` })
+        w.int64(-i)
+      }
+      return Buffer.from(w.view())
+    }
+    const columns = [
+      ['app', 'String'],
+      ['at', "DateTime64(3, 'UTC')"],
+      ['attrs', 'Map(String, String)'],
+      ['n', 'Int64'],
+    ] as const
+    await store.insert('t_typed', rowsOf(1), { rowBinary: columns, dedupToken: 'typed:1-3' })
+    await store.insert('t_typed', rowsOf(1), { rowBinary: columns, dedupToken: 'typed:1-3' })
+    await store.insert('t_typed', rowsOf(4), { rowBinary: columns, dedupToken: 'typed:4-6' })
+    const rows = await store.query<{
+      app: string
+      at: string
+      attrs: Record<string, string>
+      n: number
+      filled: string
+    }>(`SELECT app, toUnixTimestamp64Milli(at) AS at, attrs, n, filled FROM t_typed ORDER BY at`)
+    expect(rows).toEqual(
+      Array.from({ length: 6 }, (_, k) => ({
+        app: `app-${(k + 1) % 2}`,
+        at: 1_795_300_000_001 + k,
+        attrs: { k: `v${k + 1}` },
+        n: -(k + 1),
+        filled: 'default',
+      })),
+    )
+    expect(await readdir(join(store.path, 'insert-spool'))).toEqual([])
   })
 
   it('inserts what a SELECT makes of RowBinary rows, with query parameters, and no table in between', () =>

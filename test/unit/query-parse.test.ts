@@ -198,12 +198,48 @@ describe('query compiler', () => {
     )
   })
 
+  it('reads UTC days as the daily projections keep them, hours and other zones by the hour', () => {
+    const at = (qs: string, timeZone = 'UTC') => compileQuery(fromQs(qs), { ...ctx, timeZone })
+    // UTC: days, weeks and months are buckets of the rollup's UTC day, the window a Date, no zone.
+    const byDay = at('app_id=A&metrics=users&dimensions=day&days=30')
+    expect(byDay.source).toBe('query_rollup')
+    expect(byDay.sql).toContain('CAST(toString(toDate(f.hour)) AS Nullable(String)) AS d0')
+    expect(byDay.sql).toMatch(/\(toDate\(f\.hour\) >= \{(p\d+):Date\}\)/)
+    const since = /toDate\(f\.hour\) >= \{(p\d+):Date\}/.exec(byDay.sql)![1]!
+    expect(byDay.params[since]).toBe('2025-02-09')
+    expect(Object.values(byDay.params)).not.toContain('UTC')
+    expect(byDay.sql).not.toContain('f.hour >=')
+    const coarser = at('app_id=A&metrics=occurrences&dimensions=week,month,event_name')
+    expect(coarser.sql).toContain('toString(toMonday(toDate(f.hour)))')
+    expect(coarser.sql).toContain(`formatDateTime(toDate(f.hour), '%Y-%m')`)
+    // A day condition on a query not grouped by day reads the same UTC day.
+    const dayCondition = at(
+      `app_id=A&metrics=occurrences&conditions=${encodeURIComponent(JSON.stringify({ day: ['between', '2025-03-01', '2025-03-02'] }))}`,
+    )
+    expect(dayCondition.sql).toContain('toString(toDate(f.hour)) >= {p1:String}')
+    // By the hour, or in another zone (even one at UTC+0 in winter): the hourly rows, zone bound.
+    for (const [qs, zone] of [
+      ['app_id=A&metrics=users&dimensions=hour&days=2', 'UTC'],
+      ['app_id=A&metrics=users&dimensions=day&days=30', 'Europe/London'],
+      ['app_id=A&metrics=users&dimensions=day&days=30', 'America/New_York'],
+    ] as const) {
+      const c = at(qs, zone)
+      expect([qs, zone, c.source]).toEqual([qs, zone, 'query_rollup'])
+      expect(c.sql).toMatch(/\(f\.hour >= toDateTime\(\{p\d+:Int64\}, 'UTC'\)\)/)
+      expect(c.sql).not.toContain('toDate(f.hour)')
+      expect(Object.values(c.params)).toContain(zone)
+    }
+    // Etc/UTC is UTC; the raw tables keep their zone whatever it is.
+    expect(at('app_id=A&metrics=users&dimensions=day', 'Etc/UTC').sql).toContain('toString(toDate(f.hour))')
+    expect(at('app_id=A&metrics=users&dimensions=day,country').sql).toContain('toDate(f.t, {p0:String})')
+  })
+
   it('reads only the columns and states the metrics and dimensions use', () => {
     // The rollup's rows, read directly (no subquery to analyse): a count reads the sums, not the
     // uniq states.
     const count = compileQuery(fromQs('app_id=A&metrics=occurrences&dimensions=day&days=7'), ctx)
     expect(count.sql).toMatch(/\nFROM query_rollup AS f\s+WHERE \(f\.app_id IN \{p\d+:Array\(String\)\}\)/)
-    expect(count.sql).toContain('toDate(f.hour, ')
+    expect(count.sql).toContain('toString(toDate(f.hour)) AS Nullable(String)) AS d0')
     expect(count.sql).toContain('sum(f.occurrences)')
     expect(count.sql).not.toMatch(/users|sessions|ltv/)
     const perEvent = compileQuery(fromQs('app_id=A&metrics=sessions_per_event'), ctx)

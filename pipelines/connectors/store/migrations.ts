@@ -27,7 +27,18 @@ export interface Migration {
    */
   accepted: string[]
   statements: string[]
+  /**
+   * The engine version a statement needs, by its index in `statements` (a `-- engine >= X.Y` line
+   * right before it): on an older engine the statement is left out and the migration is recorded
+   * all the same, so it must be one whose absence changes no answer (an optional projection, say).
+   */
+  needs?: Record<number, EngineVersion>
 }
+
+/** An engine version, major and minor (`SELECT version()` gives `26.7.2.1`). */
+export type EngineVersion = [number, number]
+
+const GUARD = /^--\s*engine\s*>=\s*(\d+)\.(\d+)\s*$/
 
 /**
  * Whole-file checksums of migrations whose comments were edited after databases applied them
@@ -59,6 +70,47 @@ export function splitStatements(sql: string): string[] {
     .filter((s) => s.length > 0)
 }
 
+/**
+ * The `-- engine >= X.Y` lines of a migration file, by the index of the statement each precedes
+ * (the statements as splitStatements counts them).
+ */
+export function statementGuards(sql: string): Record<number, EngineVersion> {
+  const needs: Record<number, EngineVersion> = {}
+  let index = 0
+  let pending: EngineVersion | undefined
+  let open = false
+  for (const line of sql.split('\n')) {
+    const trimmed = line.trim()
+    const guard = GUARD.exec(trimmed)
+    if (guard) pending = [Number(guard[1]), Number(guard[2])]
+    if (trimmed.startsWith('--') || trimmed === '') continue
+    if (!open && pending) {
+      needs[index] = pending
+      pending = undefined
+    }
+    open = true
+    if (/;\s*$/.test(trimmed)) {
+      open = false
+      index++
+    }
+  }
+  return needs
+}
+
+/** Whether `version` is `need` or later. */
+export const engineAtLeast = (version: EngineVersion, need: EngineVersion) =>
+  version[0] > need[0] || (version[0] === need[0] && version[1] >= need[1])
+
+/** The statements the engine at `version` runs: those it is recent enough for. */
+function statementsFor(migration: Migration, version: EngineVersion | undefined): Migration {
+  const needs = migration.needs
+  if (!needs || !version) return migration
+  return {
+    ...migration,
+    statements: migration.statements.filter((_, i) => !needs[i] || engineAtLeast(version, needs[i])),
+  }
+}
+
 export async function loadMigrations(dir = MIGRATIONS_DIR): Promise<Migration[]> {
   const files = (await readdir(dir)).filter((f) => /^\d{3,}_[\w-]+\.sql$/.test(f)).sort()
   const migrations: Migration[] = []
@@ -66,12 +118,14 @@ export async function loadMigrations(dir = MIGRATIONS_DIR): Promise<Migration[]>
     const text = await readFile(join(dir, file), 'utf8')
     const version = Number.parseInt(file, 10)
     const statements = splitStatements(text)
+    const needs = statementGuards(text)
     migrations.push({
       version,
       name: file.replace(/\.sql$/, ''),
       checksum: sha256(statements.join(';\n')),
       accepted: [sha256(text), ...(EARLIER_FILE_CHECKSUMS[version] ?? [])],
       statements,
+      ...(Object.keys(needs).length > 0 && { needs }),
     })
   }
   const versions = new Set(migrations.map((m) => m.version))
@@ -132,7 +186,12 @@ export async function migrate(
   )
   const done = new Map(rows.map((r) => [Number(r.version), r.checksum]))
   const result: MigrationResult = { applied: [], skipped: [] }
-  const loaded = await loadMigrations(dir)
+  const all = await loadMigrations(dir)
+  // A statement that needs a recent engine is left out on an older one (asked only when a migration
+  // to apply has one); unknown, every statement runs.
+  const guarded = all.some((m) => m.needs && !done.has(m.version))
+  const version = guarded ? await engineVersion(store) : undefined
+  const loaded = all.map((m) => statementsFor(m, version))
   // On a cluster, the later statements (the retention ALTERs) are rewritten by where the
   // migrations placed each table.
   const catalog = new ClusterCatalog()
@@ -174,6 +233,13 @@ export async function migrate(
       cluster ? (statement) => clusterStatements([statement], cluster, catalog) : undefined,
     )
   return result
+}
+
+/** The engine's version (the server's, or chdb's), or undefined when it does not say. */
+async function engineVersion(store: Store): Promise<EngineVersion | undefined> {
+  const [row] = await store.query<{ v: string }>('SELECT version() AS v')
+  const match = /^(\d+)\.(\d+)/.exec(String(row?.v ?? ''))
+  return match ? [Number(match[1]), Number(match[2])] : undefined
 }
 
 /** Whether `version` (or a later migration, which implies it) is recorded as applied. */
