@@ -7,8 +7,9 @@
  * free for its decay time (1 s), and they free some every fraction of a second all through an
  * import, so its resident memory stays tens of MB above what the engine holds. Handed back a few
  * times a second while an import runs, the process's RSS follows what the engine holds (measured:
- * docs/imports.md, "Speed"), at the cost of a purge (~10-20 ms of CPU) each time; between imports
- * the decay time alone is enough.
+ * docs/imports.md, "Speed"), at the cost of a purge each time, whose CPU the bench's 1M import
+ * does not tell apart from the load's noise (0, 250 and 1,000 ms alternated); between imports the
+ * decay time alone is enough.
  */
 export async function releasingMemory<T>(
   work: () => Promise<T>,
