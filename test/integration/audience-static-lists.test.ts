@@ -4,11 +4,10 @@ import {
   compileMembers,
   type AudienceContext,
 } from '../../pipelines/audiences/compile-rules.ts'
-import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
-import { migrate } from '../../pipelines/connectors/store/migrations.ts'
+import type { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
 import { parseTargetRules, type TargetRules } from '../../schemas/audiences.ts'
 import { insertAudienceData, queryCounts, queryMembers } from '../helpers/audience-data.ts'
-import { tempDir } from '../helpers/temp.ts'
+import { openMigratedChdb } from '../helpers/migrated-chdb.ts'
 
 // A static audience's list tests are driven from the smaller side (the list's identifiers, or the
 // app's own: compile-rules.ts, staticMembership). Both cases, run in the embedded engine, must
@@ -20,15 +19,9 @@ let store: ChdbStore
 let cleanup: () => Promise<void>
 
 beforeAll(async () => {
-  const dir = await tempDir('audience-static-lists')
-  cleanup = dir.cleanup
-  store = await ChdbStore.open(dir.path)
-  await migrate(store)
+  ;({ store, cleanup } = await openMigratedChdb('audience-static-lists'))
 })
-afterAll(async () => {
-  await store.close()
-  await cleanup()
-})
+afterAll(() => cleanup())
 
 const ctxOf = (appId: string): AudienceContext => ({
   appId,

@@ -1,8 +1,7 @@
-import { copyFile, mkdir, readdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
-import { MIGRATIONS_DIR, migrate } from '../../pipelines/connectors/store/migrations.ts'
+import { migrate } from '../../pipelines/connectors/store/migrations.ts'
 import { compileQuery } from '../../pipelines/query/compile-query.ts'
 import {
   evaluateQuery,
@@ -12,6 +11,7 @@ import {
 import { parseQuery } from '../../pipelines/query/parse-query.ts'
 import { resultRows, type ResultRow } from '../../pipelines/query/result-set.ts'
 import { engineTime } from '../helpers/audience-data.ts'
+import { openMigratedChdb } from '../helpers/migrated-chdb.ts'
 import { tempDir } from '../helpers/temp.ts'
 
 /**
@@ -63,8 +63,8 @@ const eventRow = (e: QueryEventRow, uuid: string) => ({
 })
 
 describe('query rollup on data stored before it', () => {
-  let dir: { path: string; cleanup: () => Promise<void> }
   let store: ChdbStore
+  let cleanup: () => Promise<void>
   const before = Array.from({ length: 40 }, (_, i) => event(i, {}))
   const after = Array.from({ length: 25 }, (_, i) => event(i + 100, { country: 'es' }))
   const sessions = Array.from({ length: 5 }, (_, i) => session(i))
@@ -72,14 +72,7 @@ describe('query rollup on data stored before it', () => {
   const later: QueryEventRow[] = []
 
   beforeAll(async () => {
-    dir = await tempDir('query-rollup')
-    const old = join(dir.path, 'migrations-before')
-    await mkdir(old)
-    for (const file of await readdir(MIGRATIONS_DIR))
-      if (/^\d{3}_.*\.sql$/.test(file) && Number.parseInt(file, 10) < 27)
-        await copyFile(join(MIGRATIONS_DIR, file), join(old, file))
-    store = await ChdbStore.open(join(dir.path, 'clickhouse'))
-    await migrate(store, old)
+    ;({ store, cleanup } = await openMigratedChdb('query-rollup', { before: 27 }))
     await store.insert(
       'events',
       before.map((e, i) => eventRow(e, `b${i}`)),
@@ -98,10 +91,7 @@ describe('query rollup on data stored before it', () => {
       after.map((e, i) => eventRow(e, `a${i}`)),
     )
   })
-  afterAll(async () => {
-    await store.close()
-    await dir.cleanup()
-  })
+  afterAll(() => cleanup())
 
   const answer = async (params: Record<string, string>, rollups = true, timeZone = 'Europe/Paris') => {
     const q = parseQuery({ app_id: APP, ...params })

@@ -1,8 +1,6 @@
-import { copyFile, mkdir, readdir } from 'node:fs/promises'
-import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ChdbStore } from '../../pipelines/connectors/store/chdb-store.ts'
-import { MIGRATIONS_DIR, migrate } from '../../pipelines/connectors/store/migrations.ts'
+import { migrate } from '../../pipelines/connectors/store/migrations.ts'
 import { compileQuery } from '../../pipelines/query/compile-query.ts'
 import {
   evaluateQuery,
@@ -13,7 +11,7 @@ import {
 import { parseQuery } from '../../pipelines/query/parse-query.ts'
 import { resultRows, type ResultRow } from '../../pipelines/query/result-set.ts'
 import { engineTime } from '../helpers/audience-data.ts'
-import { tempDir } from '../helpers/temp.ts'
+import { openMigratedChdb } from '../helpers/migrated-chdb.ts'
 
 /**
  * The session rollup (migration 038) on a data directory that held events, session starts and raw
@@ -103,18 +101,11 @@ const rawRow = (r: QueryRawLogRow) => ({
 })
 
 describe('session rollup on data stored before it', () => {
-  let dir: { path: string; cleanup: () => Promise<void> }
   let store: ChdbStore
+  let cleanup: () => Promise<void>
 
   beforeAll(async () => {
-    dir = await tempDir('query-session-rollup')
-    const old = join(dir.path, 'migrations-before')
-    await mkdir(old)
-    for (const file of await readdir(MIGRATIONS_DIR))
-      if (/^\d{3}_.*\.sql$/.test(file) && Number.parseInt(file, 10) < 38)
-        await copyFile(join(MIGRATIONS_DIR, file), join(old, file))
-    store = await ChdbStore.open(join(dir.path, 'clickhouse'))
-    await migrate(store, old)
+    ;({ store, cleanup } = await openMigratedChdb('query-session-rollup', { before: 38 }))
     await store.insert(
       'events',
       before.events.map((e, i) => eventRow(e, `b${i}`)),
@@ -131,10 +122,7 @@ describe('session rollup on data stored before it', () => {
     await store.insert('sessions', after.sessions.map(sessionRow))
     await store.insert('raw_log', after.rawLog.map(rawRow))
   })
-  afterAll(async () => {
-    await store.close()
-    await dir.cleanup()
-  })
+  afterAll(() => cleanup())
 
   const answer = async (params: Record<string, string>, rollups = true) => {
     const q = parseQuery({ app_id: APP, ...params })
