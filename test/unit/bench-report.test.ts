@@ -293,6 +293,16 @@ function results(over: Partial<BenchResults['scenarios']> = {}): BenchResults {
           unknown: 99_000,
           userCount: 1000,
           rssGrowthMb: 30,
+          engine: {
+            trackedGrowthMb: 12,
+            mergesMb: 3,
+            mergeTable: 'audience_list_members',
+            queryMb: 10,
+            query: 'INSERT INTO audience_list_members',
+            jemallocResidentGrowthMb: 20,
+            jemallocRetainedGrowthMb: 25,
+            cachesMb: 0.1,
+          },
         },
       },
       dashboard: {
@@ -391,7 +401,7 @@ describe('bench report', () => {
       "import_100k_ratio 0.04 (target >= 0.8: not met; Sluice's rows/s ÷ the engine reading the same file into profiles (50000 rows/s))",
       "import_100k_cpu_ratio 0.03 (no target; CPU time per row, the engine's own insert ÷ Sluice's (30 ÷ 1000 µs): the rate ratio's cost side, which the load of a shared machine moves far less than wall time)",
       'import_100k_rss_growth_mb 120 (target <= 150: met; the Sluice process (the embedded engine included), largest sample minus the first, during the import; engine: tracked +70 MB, merges up to 12 MB (profiles), queries up to 64 MB (largest: INSERT INTO profiles), jemalloc resident +100 / retained +150 MB, caches 0.2 MB)',
-      'import_audience_100k_s 12.3 (no target; 100,000 customer ids: receipt 1000 known / 99000 unknown, user_count 1000 exact; RSS +30 MB)',
+      'import_audience_100k_s 12.3 (no target; 100,000 customer ids: receipt 1000 known / 99000 unknown, user_count 1000 exact; RSS +30 MB (engine: tracked +12 MB, merges up to 3 MB (audience_list_members), queries up to 10 MB (largest: INSERT INTO audience_list_members), jemalloc resident +20 / retained +25 MB, caches 0.1 MB))',
       // Each page's median first load against 1 s; the slowest and the heaviest page as ratios of their targets.
       'dashboard_sign_in_load_ms 212 (target <= 1000: met; median of 5 first loads (min 180, max 260 ms); first byte 8 ms; 16.9 KB of JS gzipped (1 script))',
       'dashboard_analytics_load_ms 1181 (target <= 1000: not met; median of 5 first loads (min 905, max 1400 ms); first byte 840 ms; 40 KB of JS gzipped (3 scripts))',
