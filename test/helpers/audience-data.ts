@@ -1,9 +1,18 @@
 import type { CompiledQuery } from '../../pipelines/audiences/compile-rules.ts'
 import type { AudienceData, Counts, Member } from '../../pipelines/audiences/evaluate-rules.ts'
 import type { Store } from '../../pipelines/connectors/store/store.ts'
+import type { QueryEventRow } from '../../pipelines/query/evaluate-query.ts'
 
 /** Milliseconds as the engine reads and writes DateTime64(3, 'UTC') text. */
 export const engineTime = (ms: number) => new Date(ms).toISOString().replace('T', ' ').replace('Z', '')
+/** A Query API evaluator's event as a row of `events` (or `events_ingest`), under `uuid`. */
+export const queryEventRow = (e: QueryEventRow, uuid: string) => ({
+  ...e,
+  uuid,
+  transaction_id: 'tx',
+  event_time: engineTime(e.event_time),
+  received_at: engineTime(e.event_time),
+})
 const fromEngineTime = (s: string) => Date.parse(`${s.replace(' ', 'T')}Z`)
 
 /** Inserts the evaluator's rows into the store's tables (devices, events, sessions, profiles, invalid tokens). */

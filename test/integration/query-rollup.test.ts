@@ -10,7 +10,7 @@ import {
 } from '../../pipelines/query/evaluate-query.ts'
 import { parseQuery } from '../../pipelines/query/parse-query.ts'
 import { resultRows, type ResultRow } from '../../pipelines/query/result-set.ts'
-import { engineTime } from '../helpers/audience-data.ts'
+import { engineTime, queryEventRow } from '../helpers/audience-data.ts'
 import { openMigratedChdb } from '../helpers/migrated-chdb.ts'
 import { tempDir } from '../helpers/temp.ts'
 
@@ -54,14 +54,6 @@ const session = (i: number): QuerySessionRow => ({
   country: 'fr',
 })
 
-const eventRow = (e: QueryEventRow, uuid: string) => ({
-  ...e,
-  uuid,
-  transaction_id: 'tx',
-  event_time: engineTime(e.event_time),
-  received_at: engineTime(e.event_time),
-})
-
 describe('query rollup on data stored before it', () => {
   let store: ChdbStore
   let cleanup: () => Promise<void>
@@ -75,7 +67,7 @@ describe('query rollup on data stored before it', () => {
     ;({ store, cleanup } = await openMigratedChdb('query-rollup', { before: 27 }))
     await store.insert(
       'events',
-      before.map((e, i) => eventRow(e, `b${i}`)),
+      before.map((e, i) => queryEventRow(e, `b${i}`)),
     )
     // A replayed session start: `sessions FINAL` reads it once, and so must the rollup.
     const sessionRows = [...sessions, sessions[0]!].map((s) => ({
@@ -88,7 +80,7 @@ describe('query rollup on data stored before it', () => {
     // After the upgrade, the events writer's way in.
     await store.insert(
       'events_ingest',
-      after.map((e, i) => eventRow(e, `a${i}`)),
+      after.map((e, i) => queryEventRow(e, `a${i}`)),
     )
   })
   afterAll(() => cleanup())
@@ -191,7 +183,7 @@ describe('query rollup on data stored before it', () => {
     later.push(...more)
     await store.insert(
       'events_ingest',
-      more.map((e, i) => eventRow(e, `l${i}`)),
+      more.map((e, i) => queryEventRow(e, `l${i}`)),
     )
     await store.command('OPTIMIZE TABLE query_rollup FINAL')
     expect(await unprojected()).toEqual([])
@@ -241,7 +233,7 @@ describe('query rollup on an engine older than 26.1', () => {
     const events = Array.from({ length: 12 }, (_, i) => event(i, {}))
     await store.insert(
       'events_ingest',
-      events.map((e, i) => eventRow(e, `o${i}`)),
+      events.map((e, i) => queryEventRow(e, `o${i}`)),
     )
     const q = parseQuery({ app_id: APP, metrics: 'users,occurrences', dimensions: 'day', days: '30' })
     const compiled = compileQuery(q, { now: NOW, timeZone: 'UTC', profiledbId: 1 })

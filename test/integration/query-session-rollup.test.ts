@@ -10,7 +10,7 @@ import {
 } from '../../pipelines/query/evaluate-query.ts'
 import { parseQuery } from '../../pipelines/query/parse-query.ts'
 import { resultRows, type ResultRow } from '../../pipelines/query/result-set.ts'
-import { engineTime } from '../helpers/audience-data.ts'
+import { engineTime, queryEventRow } from '../helpers/audience-data.ts'
 import { openMigratedChdb } from '../helpers/migrated-chdb.ts'
 
 /**
@@ -85,13 +85,6 @@ const after = {
   rawLog: [raw('B', 'e', B + 300_000), raw('C', 's', C), raw('C', 'e', C + HOUR + 5 * MINUTE)],
 }
 
-const eventRow = (e: QueryEventRow, uuid: string) => ({
-  ...e,
-  uuid,
-  transaction_id: 'tx',
-  event_time: engineTime(e.event_time),
-  received_at: engineTime(e.event_time),
-})
 const sessionRow = (s: QuerySessionRow) => ({ ...s, started_at: engineTime(s.started_at) })
 const rawRow = (r: QueryRawLogRow) => ({
   ...r,
@@ -108,7 +101,7 @@ describe('session rollup on data stored before it', () => {
     ;({ store, cleanup } = await openMigratedChdb('query-session-rollup', { before: 38 }))
     await store.insert(
       'events',
-      before.events.map((e, i) => eventRow(e, `b${i}`)),
+      before.events.map((e, i) => queryEventRow(e, `b${i}`)),
     )
     await store.insert('sessions', before.sessions.map(sessionRow))
     await store.insert('raw_log', before.rawLog.map(rawRow))
@@ -117,7 +110,7 @@ describe('session rollup on data stored before it', () => {
     expect(result.applied).toContain(38)
     await store.insert(
       'events_ingest',
-      after.events.map((e, i) => eventRow(e, `a${i}`)),
+      after.events.map((e, i) => queryEventRow(e, `a${i}`)),
     )
     await store.insert('sessions', after.sessions.map(sessionRow))
     await store.insert('raw_log', after.rawLog.map(rawRow))
